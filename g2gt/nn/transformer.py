@@ -1,0 +1,339 @@
+"""Encoder / decoder stacks of graph-attention layers and the G2GTransformer.
+
+Encoder layer (pre-LN, the default; ``norm_first=False`` gives Vaswani post-LN)::
+
+    x = x + Dropout(GraphAttention(LN(x), labels, padding))
+    x = x + Dropout(FFN(LN(x)))
+
+Decoder layer adds cross-attention to the encoder memory between the two, and
+its self-attention is causal with chain (relative-position) labels
+``clip(j - i, -k, 0)``. Incremental decoding keeps a :class:`KVCache` per
+attention; decoding step by step gives the same outputs as one full pass.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..graph import num_chain_labels, relative_position_labels
+from .attention import GraphAttention, KVCache
+
+__all__ = [
+    "G2GTConfig",
+    "FeedForward",
+    "EncoderLayer",
+    "DecoderLayer",
+    "GraphEncoder",
+    "GraphDecoder",
+    "G2GTransformer",
+    "sinusoidal_positions",
+]
+
+
+@dataclass
+class G2GTConfig:
+    """Hyper-parameters of :class:`G2GTransformer` (saved inside checkpoints).
+
+    ``encoder_labels``: label-table size of each encoder label channel (e.g.
+    ``[num_chain_labels(16)]`` for a sequence, plus a dependency channel).
+    ``decoder_max_distance``: clip distance of the decoder's causal chain labels
+    (``0`` = no labels in decoder self-attention). ``positions``: ``"none"``
+    (relative labels only), ``"sinusoidal"`` or ``"learned"`` absolute positions.
+    ``tgt_vocab_size=0`` builds an encoder-only model.
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int = 0
+    d_model: int = 512
+    num_heads: int = 8
+    num_encoder_layers: int = 6
+    num_decoder_layers: int = 6
+    ffn_dim: int = 2048
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    activation: str = "relu"
+    encoder_labels: list[int] = field(default_factory=lambda: [num_chain_labels(16)])
+    decoder_max_distance: int = 16
+    value_labels: bool = True
+    norm_first: bool = True
+    positions: str = "none"
+    max_positions: int = 1024
+    tie_embeddings: bool = True
+    share_embeddings: bool = False
+    pad_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def sinusoidal_positions(positions: Tensor, dim: int) -> Tensor:
+    """``[*, dim]`` sinusoidal encodings of integer positions (Vaswani et al. 2017)."""
+    half = dim // 2
+    freq = torch.exp(-math.log(10000.0) * torch.arange(half, device=positions.device, dtype=torch.float32) / half)
+    ang = positions.float()[..., None] * freq
+    out = torch.cat([ang.sin(), ang.cos()], -1)
+    if dim % 2:
+        out = F.pad(out, (0, 1))
+    return out
+
+
+class FeedForward(nn.Module):
+    """``W2 · act(W1 x + b1) + b2`` with dropout after the activation."""
+
+    def __init__(self, d_model: int, ffn_dim: int, dropout: float = 0.0, activation: str = "relu") -> None:
+        super().__init__()
+        self.lin1 = nn.Linear(d_model, ffn_dim)
+        self.lin2 = nn.Linear(ffn_dim, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.act = {"relu": F.relu, "gelu": F.gelu}[activation]
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for lin in (self.lin1, self.lin2):
+            nn.init.xavier_uniform_(lin.weight)
+            nn.init.zeros_(lin.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.lin2(self.dropout(self.act(self.lin1(x))))
+
+
+class _Residual(nn.Module):
+    """Pre-LN ``x + drop(f(LN(x)))`` or post-LN ``LN(x + drop(f(x)))``."""
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x: Tensor, fn) -> Tensor:
+        if self.norm_first:
+            return x + self.dropout(fn(self.norm(x)))
+        return self.norm(x + self.dropout(fn(x)))
+
+
+class EncoderLayer(nn.Module):
+    """Graph self-attention + FFN. ``x [B, n, d]``, ``labels [B, C, n, n]``, ``padding_mask [B, n]``."""
+
+    def __init__(
+        self, d_model: int, num_heads: int, ffn_dim: int, num_labels, value_labels: bool = True,
+        dropout: float = 0.1, attention_dropout: float = 0.0, norm_first: bool = True, activation: str = "relu",
+    ) -> None:
+        super().__init__()
+        self.self_attn = GraphAttention(d_model, num_heads, num_labels, value_labels, attention_dropout)
+        self.ffn = FeedForward(d_model, ffn_dim, dropout, activation)
+        self.res_attn = _Residual(d_model, dropout, norm_first)
+        self.res_ffn = _Residual(d_model, dropout, norm_first)
+
+    def reset_parameters(self) -> None:
+        self.self_attn.reset_parameters()
+        self.ffn.reset_parameters()
+        self.res_attn.norm.reset_parameters()
+        self.res_ffn.norm.reset_parameters()
+
+    def forward(self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None) -> Tensor:
+        x = self.res_attn(x, lambda h: self.self_attn(h, labels, padding_mask))
+        return self.res_ffn(x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    """Causal graph self-attention, cross-attention to the memory, FFN."""
+
+    def __init__(
+        self, d_model: int, num_heads: int, ffn_dim: int, self_labels, value_labels: bool = True,
+        dropout: float = 0.1, attention_dropout: float = 0.0, norm_first: bool = True, activation: str = "relu",
+    ) -> None:
+        super().__init__()
+        self.self_attn = GraphAttention(d_model, num_heads, self_labels, value_labels, attention_dropout)
+        self.cross_attn = GraphAttention(d_model, num_heads, 0, False, attention_dropout)
+        self.ffn = FeedForward(d_model, ffn_dim, dropout, activation)
+        self.res_self = _Residual(d_model, dropout, norm_first)
+        self.res_cross = _Residual(d_model, dropout, norm_first)
+        self.res_ffn = _Residual(d_model, dropout, norm_first)
+
+    def reset_parameters(self) -> None:
+        for m in (self.self_attn, self.cross_attn, self.ffn):
+            m.reset_parameters()
+        for r in (self.res_self, self.res_cross, self.res_ffn):
+            r.norm.reset_parameters()
+
+    def forward(
+        self, x: Tensor, self_labels: Tensor | None, memory: Tensor, memory_padding_mask: Tensor | None,
+        tgt_padding_mask: Tensor | None = None, cache: tuple[KVCache, KVCache] | None = None,
+    ) -> Tensor:
+        sc, cc = (None, None) if cache is None else cache
+        x = self.res_self(x, lambda h: self.self_attn(h, self_labels, tgt_padding_mask, causal=True, cache=sc))
+        x = self.res_cross(x, lambda h: self.cross_attn(h, None, memory_padding_mask, memory=memory, cache=cc))
+        return self.res_ffn(x, self.ffn)
+
+
+class GraphEncoder(nn.Module):
+    """A stack of :class:`EncoderLayer` (final LayerNorm when pre-LN). Bring your own embeddings."""
+
+    def __init__(
+        self, num_layers: int, d_model: int, num_heads: int, ffn_dim: int, num_labels,
+        value_labels: bool = True, dropout: float = 0.1, attention_dropout: float = 0.0,
+        norm_first: bool = True, activation: str = "relu",
+    ) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, num_heads, ffn_dim, num_labels, value_labels, dropout, attention_dropout,
+                         norm_first, activation)
+            for _ in range(num_layers)
+        )
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def reset_parameters(self) -> None:
+        for layer in self.layers:
+            layer.reset_parameters()
+        if isinstance(self.norm, nn.LayerNorm):
+            self.norm.reset_parameters()
+
+    def forward(self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None) -> Tensor:
+        """``x [B, n, d]``, ``labels [B, C, n, n]`` -> ``[B, n, d]`` (padding rows zeroed)."""
+        for layer in self.layers:
+            x = layer(x, labels, padding_mask)
+        x = self.norm(x)
+        if padding_mask is not None:
+            x = x.masked_fill(padding_mask[..., None], 0.0)
+        return x
+
+
+class GraphDecoder(nn.Module):
+    """A stack of :class:`DecoderLayer` with causal chain labels clipped at ``max_distance``."""
+
+    def __init__(
+        self, num_layers: int, d_model: int, num_heads: int, ffn_dim: int, max_distance: int,
+        value_labels: bool = True, dropout: float = 0.1, attention_dropout: float = 0.0,
+        norm_first: bool = True, activation: str = "relu",
+    ) -> None:
+        super().__init__()
+        self.max_distance = max_distance
+        sizes = num_chain_labels(max_distance) if max_distance > 0 else 0
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, num_heads, ffn_dim, sizes, value_labels, dropout, attention_dropout,
+                         norm_first, activation)
+            for _ in range(num_layers)
+        )
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+
+    def reset_parameters(self) -> None:
+        for layer in self.layers:
+            layer.reset_parameters()
+        if isinstance(self.norm, nn.LayerNorm):
+            self.norm.reset_parameters()
+
+    def init_cache(self) -> list[tuple[KVCache, KVCache]]:
+        return [(KVCache(), KVCache()) for _ in self.layers]
+
+    def forward(
+        self, x: Tensor, memory: Tensor, memory_padding_mask: Tensor | None = None,
+        tgt_padding_mask: Tensor | None = None, cache: list[tuple[KVCache, KVCache]] | None = None,
+    ) -> Tensor:
+        m = x.shape[1]
+        offset = 0 if cache is None else cache[0][0].length
+        labels = None
+        if self.max_distance > 0:
+            labels = relative_position_labels(m, self.max_distance, x.device, offset + m, offset)[None]
+        for i, layer in enumerate(self.layers):
+            x = layer(x, labels, memory, memory_padding_mask, tgt_padding_mask, None if cache is None else cache[i])
+        return self.norm(x)
+
+
+class G2GTransformer(nn.Module):
+    """Graph-to-sequence / sequence-to-sequence encoder-decoder with graph attention.
+
+    The encoder reads tokens plus ``[B, C, n, n]`` labels (a chain channel makes it
+    a relative-position Transformer); the decoder is causal with chain labels.
+
+    >>> cfg = G2GTConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=64, num_heads=4,
+    ...                  num_encoder_layers=2, num_decoder_layers=2, ffn_dim=128)
+    >>> model = G2GTransformer(cfg)
+    """
+
+    def __init__(self, config: G2GTConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        if c.positions not in ("none", "sinusoidal", "learned"):
+            raise ValueError(f"positions must be 'none', 'sinusoidal' or 'learned', got {c.positions!r}")
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.encoder = GraphEncoder(
+            c.num_encoder_layers, c.d_model, c.num_heads, c.ffn_dim, list(c.encoder_labels), c.value_labels,
+            c.dropout, c.attention_dropout, c.norm_first, c.activation,
+        )
+        self.pos_embed = nn.Embedding(c.max_positions, c.d_model) if c.positions == "learned" else None
+        self.embed_dropout = nn.Dropout(c.dropout)
+        self.decoder = None
+        if c.tgt_vocab_size:
+            if c.share_embeddings and c.src_vocab_size != c.tgt_vocab_size:
+                raise ValueError("share_embeddings needs src_vocab_size == tgt_vocab_size")
+            self.tgt_embed = self.src_embed if c.share_embeddings else nn.Embedding(
+                c.tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+            self.decoder = GraphDecoder(
+                c.num_decoder_layers, c.d_model, c.num_heads, c.ffn_dim, c.decoder_max_distance, c.value_labels,
+                c.dropout, c.attention_dropout, c.norm_first, c.activation,
+            )
+            self.output = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
+            if c.tie_embeddings:
+                self.output.weight = self.tgt_embed.weight
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        d = self.config.d_model
+        nn.init.normal_(self.src_embed.weight, std=d**-0.5)
+        nn.init.zeros_(self.src_embed.weight[self.config.pad_id])
+        self.encoder.reset_parameters()
+        if self.pos_embed is not None:
+            nn.init.normal_(self.pos_embed.weight, std=d**-0.5)
+        if self.decoder is not None:
+            if self.tgt_embed is not self.src_embed:
+                nn.init.normal_(self.tgt_embed.weight, std=d**-0.5)
+                nn.init.zeros_(self.tgt_embed.weight[self.config.pad_id])
+            self.decoder.reset_parameters()
+            if not self.config.tie_embeddings:
+                nn.init.normal_(self.output.weight, std=d**-0.5)
+
+    def _embed(self, table: nn.Embedding, tokens: Tensor, offset: int = 0) -> Tensor:
+        x = table(tokens) * math.sqrt(self.config.d_model)
+        if self.config.positions != "none":
+            pos = torch.arange(offset, offset + tokens.shape[1], device=tokens.device)
+            if pos.numel() and int(pos[-1]) >= self.config.max_positions and self.pos_embed is not None:
+                raise ValueError(f"position {int(pos[-1])} exceeds max_positions={self.config.max_positions}")
+            pe = self.pos_embed(pos) if self.pos_embed is not None else sinusoidal_positions(pos, x.shape[-1])
+            x = x + pe.to(x.dtype)
+        return self.embed_dropout(x)
+
+    def encode(self, tokens: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None) -> Tensor:
+        """``tokens [B, n]``, ``labels [B, C, n, n]`` -> memory ``[B, n, d]``."""
+        return self.encoder(self._embed(self.src_embed, tokens), labels, padding_mask)
+
+    def init_cache(self) -> list[tuple[KVCache, KVCache]]:
+        """Empty per-layer (self, cross) caches for incremental decoding."""
+        return self.decoder.init_cache()
+
+    def decode(
+        self, tokens: Tensor, memory: Tensor, memory_padding_mask: Tensor | None = None,
+        tgt_padding_mask: Tensor | None = None, cache: list[tuple[KVCache, KVCache]] | None = None,
+    ) -> Tensor:
+        """``tokens [B, m]`` (the new tokens when ``cache`` holds earlier ones) -> logits ``[B, m, V]``."""
+        if self.decoder is None:
+            raise RuntimeError("this G2GTransformer is encoder-only (tgt_vocab_size=0)")
+        offset = 0 if cache is None else cache[0][0].length
+        x = self._embed(self.tgt_embed, tokens, offset)
+        h = self.decoder(x, memory, memory_padding_mask, tgt_padding_mask, cache)
+        return self.output(h)
+
+    def forward(
+        self, src_tokens: Tensor, src_labels: Tensor | None, src_padding_mask: Tensor | None,
+        tgt_tokens: Tensor, tgt_padding_mask: Tensor | None = None,
+    ) -> Tensor:
+        """Teacher-forced logits ``[B, m, V]`` for target inputs ``tgt_tokens [B, m]``."""
+        memory = self.encode(src_tokens, src_labels, src_padding_mask)
+        return self.decode(tgt_tokens, memory, src_padding_mask, tgt_padding_mask)
