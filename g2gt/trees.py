@@ -1,0 +1,249 @@
+"""Decoding dependency trees from arc score matrices.
+
+All decoders take a score matrix ``scores [n+1, n+1]`` whose **row is the
+dependent and column the head**, index 0 being the artificial ROOT, and return
+``heads``: a list of ``n`` ints, ``heads[i-1]`` = head of word ``i`` (0 = ROOT).
+The tree maximises ``sum_i scores[i, heads[i-1]]`` subject to:
+
+* :func:`mst_decode` -- any (non-projective) spanning arborescence with exactly
+  one child of ROOT (Chu-Liu-Edmonds / Edmonds 1967; Tarjan's recursive
+  contraction).  The single-root constraint uses the "reweight root" trick:
+  every arborescence has at least one root edge, and subtracting a constant
+  ``M`` larger than any possible difference of tree scores from all root edges
+  makes a tree with ``r`` root edges lose ``r*M``, so the maximum has ``r = 1``
+  and, among single-rooted trees (all shifted by the same ``M``), is the best.
+  Fast path: when the greedy per-word argmax already is a single-rooted tree it
+  is returned at once (the common case for a trained parser).
+* :func:`eisner_decode` -- the best projective tree (Eisner 1996), O(n^3) with
+  the split-point maximisation vectorised in numpy, one python loop over span
+  widths.  Single root: the incomplete span ``ROOT -> t`` may only split at
+  ``k = 0``, so ROOT gets exactly one child.
+
+Scores are used in float64 on the CPU; ``-inf`` / NaN entries are treated as
+"forbidden unless unavoidable" (replaced by a very low finite score).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+__all__ = ["mst_decode", "eisner_decode", "batch_decode", "tree_score"]
+
+
+def _as_matrix(scores: Tensor | np.ndarray, length: int | None) -> np.ndarray:
+    """``[n+1, n+1]`` float64 numpy copy with forbidden entries made finite-but-terrible,
+    the diagonal and row 0 (ROOT has no head) set to ``-inf``."""
+    if isinstance(scores, Tensor):
+        arr = scores.detach().to("cpu", torch.float64).numpy()
+    else:
+        arr = np.asarray(scores, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"expected a square [n+1, n+1] score matrix, got shape {tuple(arr.shape)}")
+    N = arr.shape[0] if length is None else int(length) + 1
+    if N < 2 or N > arr.shape[0]:
+        raise ValueError(f"length {N - 1} is outside 1..{arr.shape[0] - 1} for a {tuple(arr.shape)} score matrix")
+    S = np.array(arr[:N, :N], dtype=np.float64, copy=True)
+    body = S[1:]
+    finite = np.isfinite(body)
+    idx = np.arange(1, N)
+    finite[idx - 1, idx] = False  # the diagonal never counts
+    if not finite.all():
+        vals = body[finite]
+        lo, hi = (float(vals.min()), float(vals.max())) if vals.size else (0.0, 0.0)
+        floor = lo - (hi - lo + 1.0) * (N + 1)
+        body[~finite] = floor
+    S[idx, idx] = -np.inf
+    S[0, :] = -np.inf
+    return S
+
+
+def _find_cycle(heads: np.ndarray) -> list[int] | None:
+    """A cycle among nodes ``1..N-1`` of the head array (``heads[0]`` ignored), or None."""
+    N = len(heads)
+    state = [0] * N  # 0 new, 1 on the current path, 2 finished
+    state[0] = 2
+    h = heads.tolist()
+    for start in range(1, N):
+        if state[start]:
+            continue
+        path = []
+        v = start
+        while state[v] == 0:
+            state[v] = 1
+            path.append(v)
+            v = h[v]
+        if state[v] == 1:
+            return path[path.index(v):]
+        for u in path:
+            state[u] = 2
+    return None
+
+
+def _chu_liu_edmonds(S: np.ndarray) -> np.ndarray:
+    """Maximum spanning arborescence rooted at node 0 of ``S[dep, head]`` (``[N, N]``,
+    ``-inf`` diagonal and row 0).  Returns heads ``[N]`` with ``heads[0] = 0``."""
+    N = S.shape[0]
+    heads = S.argmax(axis=1)
+    heads[0] = 0
+    cycle = _find_cycle(heads)
+    if cycle is None:
+        return heads
+    C = np.array(sorted(cycle))
+    in_cycle = np.zeros(N, dtype=bool)
+    in_cycle[C] = True
+    rest = np.flatnonzero(~in_cycle)  # includes 0 (ROOT is never in a cycle), sorted
+    r = len(rest)
+    Sc = np.full((r + 1, r + 1), -np.inf)
+    Sc[:r, :r] = S[np.ix_(rest, rest)]
+    # outside dependent, head inside the cycle: best cycle node as head
+    sub = S[np.ix_(rest, C)]  # [r, |C|]
+    out_best = sub.argmax(axis=1)
+    Sc[:r, r] = sub[np.arange(r), out_best]
+    # cycle as dependent of an outside head h: break the cycle at the entering node d
+    sub2 = S[np.ix_(C, rest)] - S[C, heads[C]][:, None]  # [|C|, r]
+    in_best = sub2.argmax(axis=0)
+    Sc[r, :r] = sub2[in_best, np.arange(r)]
+    Sc[0, :] = -np.inf
+    Sc[r, r] = -np.inf
+    hc = _chu_liu_edmonds(Sc)
+    out = heads.copy()
+    for i in range(1, r):
+        h = hc[i]
+        out[rest[i]] = rest[h] if h < r else C[out_best[i]]
+    h = hc[r]
+    out[C[in_best[h]]] = rest[h]
+    return out
+
+
+def tree_score(scores: Tensor | np.ndarray, heads: Sequence[int]) -> float:
+    """``sum_i scores[i, heads[i-1]]`` for words ``i = 1..len(heads)``."""
+    arr = scores.detach().to("cpu", torch.float64).numpy() if isinstance(scores, Tensor) else np.asarray(scores)
+    n = len(heads)
+    return float(arr[np.arange(1, n + 1), np.asarray(heads, dtype=np.int64)].sum())
+
+
+def mst_decode(scores: Tensor | np.ndarray, length: int | None = None) -> list[int]:
+    """Maximum spanning tree with exactly one child of ROOT (Chu-Liu-Edmonds).
+
+    Args:
+        scores: ``[n+1, n+1]`` float arc scores, ``scores[d, h]`` = score of head ``h``
+            for dependent ``d``; index 0 is ROOT (row 0 is ignored).
+        length: number of words ``n`` to decode (the top-left ``[n+1, n+1]`` block is
+            used); default: all rows.
+
+    Returns:
+        ``heads``: ``n`` ints, ``heads[i-1]`` in ``0..n`` is the head of word ``i``;
+        exactly one is 0.
+    """
+    S = _as_matrix(scores, length)
+    N = S.shape[0]
+    if N == 2:
+        return [0]
+    greedy = S[1:].argmax(axis=1)
+    if int((greedy == 0).sum()) == 1:
+        full = np.concatenate([[0], greedy])
+        if _find_cycle(full) is None:
+            return greedy.tolist()
+    body = S[1:]
+    ok = np.isfinite(body)
+    vals = body[ok]
+    M = (float(vals.max()) - float(vals.min()) + 1.0) * N
+    S[1:, 0] -= M
+    heads = _chu_liu_edmonds(S)
+    return heads[1:].tolist()
+
+
+def eisner_decode(scores: Tensor | np.ndarray, length: int | None = None) -> list[int]:
+    """Best projective tree with exactly one child of ROOT (Eisner's algorithm).
+
+    Args and return value as in :func:`mst_decode`.  Time O(n^3), memory O(n^2).
+    """
+    S = _as_matrix(scores, length)
+    N = S.shape[0]
+    n = N - 1
+    if n == 1:
+        return [0]
+    A = S.T.copy()  # A[h, d]
+    A[:, 0] = -np.inf
+    NEG = -np.inf
+    Cl = np.full((N, N), NEG)  # complete span s..t headed by t
+    Cr = np.full((N, N), NEG)  # complete span s..t headed by s
+    Il = np.full((N, N), NEG)  # incomplete, arc t -> s
+    Ir = np.full((N, N), NEG)  # incomplete, arc s -> t
+    d = np.arange(N)
+    Cl[d, d] = 0.0
+    Cr[d, d] = 0.0
+    bCl = np.zeros((N, N), dtype=np.int64)
+    bCr = np.zeros((N, N), dtype=np.int64)
+    bI = np.zeros((N, N), dtype=np.int64)
+    for w in range(1, N):
+        m = N - w
+        s = np.arange(m)
+        t = s + w
+        K = s[:, None] + np.arange(w)[None, :]  # [m, w] split points s..t-1
+        rows = np.arange(m)
+        vals = Cr[s[:, None], K] + Cl[K + 1, t[:, None]]
+        vals[0, 1:] = NEG  # ROOT's incomplete span may only split at k = 0 (one root child)
+        kb = vals.argmax(axis=1)
+        best = vals[rows, kb]
+        bI[s, t] = K[rows, kb]
+        Ir[s, t] = best + A[s, t]
+        Il[s, t] = best + A[t, s]
+        Il[0, t[0]] = NEG  # ROOT is never a dependent
+        vals = Cl[s[:, None], K] + Il[K, t[:, None]]
+        kb = vals.argmax(axis=1)
+        Cl[s, t] = vals[rows, kb]
+        bCl[s, t] = K[rows, kb]
+        K2 = K + 1  # split points s+1..t
+        vals = Ir[s[:, None], K2] + Cr[K2, t[:, None]]
+        kb = vals.argmax(axis=1)
+        Cr[s, t] = vals[rows, kb]
+        bCr[s, t] = K2[rows, kb]
+    heads = [0] * N
+    stack: list[tuple[int, int, int]] = [(0, n, 0)]  # kinds: 0 Cr, 1 Cl, 2 Ir, 3 Il
+    while stack:
+        s0, t0, kind = stack.pop()
+        if s0 == t0:
+            continue
+        if kind == 0:
+            k = int(bCr[s0, t0])
+            stack += [(s0, k, 2), (k, t0, 0)]
+        elif kind == 1:
+            k = int(bCl[s0, t0])
+            stack += [(s0, k, 1), (k, t0, 3)]
+        else:
+            if kind == 2:
+                heads[t0] = s0
+            else:
+                heads[s0] = t0
+            k = int(bI[s0, t0])
+            stack += [(s0, k, 0), (k + 1, t0, 1)]
+    return heads[1:]
+
+
+def batch_decode(scores: Tensor, lengths: Tensor | Sequence[int], algorithm: str = "mst") -> list[list[int]]:
+    """Decode a padded batch.
+
+    Args:
+        scores: ``[B, n+1, n+1]`` arc scores (row = dependent, column = head, 0 = ROOT).
+        lengths: ``[B]`` number of words of each sentence (ROOT not counted).
+        algorithm: ``"mst"`` (non-projective, :func:`mst_decode`) or ``"eisner"``
+            (projective, :func:`eisner_decode`).
+
+    Returns:
+        ``B`` lists of heads, the ``b``-th of length ``lengths[b]``.
+    """
+    if algorithm not in ("mst", "eisner"):
+        raise ValueError(f"unknown tree decoding algorithm {algorithm!r} (expected 'mst' or 'eisner')")
+    fn = mst_decode if algorithm == "mst" else eisner_decode
+    arr = scores.detach().to("cpu", torch.float64).numpy() if isinstance(scores, Tensor) else np.asarray(scores)
+    if arr.ndim != 3:
+        raise ValueError(f"expected scores [B, n+1, n+1], got shape {tuple(arr.shape)}")
+    lens = lengths.tolist() if isinstance(lengths, Tensor) else list(lengths)
+    if len(lens) != arr.shape[0]:
+        raise ValueError(f"{len(lens)} lengths for a batch of {arr.shape[0]} score matrices")
+    return [fn(arr[b], int(lens[b])) for b in range(arr.shape[0])]
