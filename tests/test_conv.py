@@ -42,14 +42,15 @@ def _complete_graph(n: int) -> torch.Tensor:
 
 # ---------------------------------------------------------------- vs GraphAttention
 @pytest.mark.parametrize("value_labels", [True, False])
-@pytest.mark.parametrize("fused", [True, False])
-def test_complete_graph_equals_graph_attention(value_labels: bool, fused: bool) -> None:
+@pytest.mark.parametrize("fused,label_path", [(True, "dense"), (True, "edge"), (False, "auto")])
+def test_complete_graph_equals_graph_attention(value_labels: bool, fused: bool, label_path: str) -> None:
     torch.manual_seed(0)
     n, H, dh, sizes = 6, 2, 4, [5, 7]
     D = H * dh
     ga = GraphAttention(D, H, num_labels=sizes, value_labels=value_labels).to(DT)
     conv = G2GConv(D, dh, heads=H, num_edge_labels=sizes, value_labels=value_labels, root_weight=False,
                    fused=fused).to(DT)
+    conv.label_path = label_path
     # weight map: q_proj/k_proj/v_proj -> same names; label_key/label_value -> same tables;
     # GraphAttention.out_proj is applied to G2GConv's (concatenated) output.
     with torch.no_grad():
@@ -149,12 +150,14 @@ def _conv(**kw) -> G2GConv:
     return G2GConv(6, 4, heads=2, num_edge_labels=[3, 5], **kw).to(DT)
 
 
-def test_fused_equals_message_passing_path_with_grads() -> None:
+@pytest.mark.parametrize("label_path", ["auto", "dense", "edge"])
+def test_fused_equals_message_passing_path_with_grads(label_path: str) -> None:
     x, ei, et = _random_graph(10, 40, [3, 5], seed=7)
     outs = []
     for fused in (True, False):
         for shared in (True, False):
             conv = _conv(fused=fused, shared_labels=shared)
+            conv.label_path = label_path
             xr = x.clone().requires_grad_()
             y = conv(xr, ei, et)
             (y * torch.linspace(-1, 1, y.numel(), dtype=DT).view_as(y)).sum().backward()
@@ -167,11 +170,13 @@ def test_fused_equals_message_passing_path_with_grads() -> None:
             torch.testing.assert_close(g1[k], g2[k], msg=k)
 
 
-def test_gradcheck_fused_kernels() -> None:
+@pytest.mark.parametrize("label_path", ["dense", "edge"])
+def test_gradcheck_fused_kernels(label_path: str) -> None:
     x, ei, et = _random_graph(5, 12, [3, 5], seed=8, d=3)
     for shared in (True, False):
         torch.manual_seed(9)
         conv = G2GConv(3, 2, heads=2, num_edge_labels=[3, 5], shared_labels=shared).to(DT)
+        conv.label_path = label_path
         xr = x.clone().requires_grad_()
         assert torch.autograd.gradcheck(
             lambda x_, k_, v_: conv(x_, ei, et), (xr, conv.label_key, conv.label_value)

@@ -45,13 +45,17 @@ edge_index[0]]``; for a PyG mini-batch use :func:`edge_relative_positions` with
 each node's position inside its own graph (no ``n x n`` matrix is built).
 
 **Cost.**  Nothing of size ``N x N`` and no ``[E, H, d]`` tensor is kept: the
-default ``fused=True`` path runs the score ``q_i · (k_j + a^K[t])`` and the
-aggregation ``Σ α (v_j + a^V[t])`` as two chunked edge kernels (gather, multiply,
-``index_add_``) with hand-written backward passes that recompute the per-edge
-gathers, so autograd keeps only ``[E, H]`` scores / weights and the ``[N, H, d]``
-projections.  The label embeddings are gathered per edge from the ``[L, d_h]``
-table and broadcast over heads (no ``[E, H*d]`` edge projection as in
-TransformerConv).  ``fused=False`` runs the same math through
+default ``fused=True`` path runs the score ``q_i · k_j`` and the aggregation
+``Σ α v_j`` as two chunked edge kernels (gather, multiply, ``index_add_``) with
+hand-written backward passes that recompute the per-edge gathers, so autograd
+keeps only ``[E, H]`` scores / weights and the ``[N, H, d]`` projections.  The
+label terms never form an ``[E, H*d]`` edge projection (as TransformerConv's
+``lin_edge`` does): when ``N·L <= E·d_h`` they are computed as in
+GraphAttention, ``q @ a^K.T`` (``[N, L, H]``) gathered per edge and the weights
+scattered by label into ``[N, L, H]`` then multiplied by ``a^V``; otherwise the
+``[L, d_h]`` rows are gathered per edge inside the two kernels and broadcast
+over heads (the attribute ``label_path`` = ``"auto"`` / ``"dense"`` / ``"edge"``
+picks).  ``fused=False`` runs the same math through
 :meth:`MessagePassing.propagate` / :meth:`message` (hooks, explainers), with
 ``O(E·H·d)`` autograd memory.
 """
@@ -274,6 +278,9 @@ class G2GConv(MessagePassing):
         self.root_weight = root_weight
         self.shared_labels = shared_labels
         self.fused = fused
+        #: fused label terms: "auto" (default), "dense" ([N, L, H] products) or "edge" (per-edge gathers)
+        self.label_path = "auto"
+        self._alpha: Tensor | None = None
         if num_edge_labels is None:
             sizes: list[int] = []
         elif isinstance(num_edge_labels, int):
@@ -357,6 +364,21 @@ class G2GConv(MessagePassing):
             return None
         return table.to(dtype).view(table.shape[0], 1 if self.shared_labels else self.heads, self.out_channels)
 
+    def _per_label(self, q: Tensor, table: Tensor) -> Tensor:
+        """``[N * L, H]``: ``q_i · a[l]`` for every node and label (``q [N, H, d]``, table ``[L, 1|H, d]``)."""
+        N, H, _ = q.shape
+        if table.shape[1] == 1:
+            out = torch.matmul(table[:, 0], q.transpose(1, 2))  # [N, L, H]
+        else:
+            out = torch.einsum("nhd,lhd->nlh", q, table)
+        return out.reshape(N * table.shape[0], H)
+
+    def _label_sum(self, per_label: Tensor, table: Tensor) -> Tensor:
+        """``[N, H, d]``: ``sum_l w[n, l, h] a[l]`` (``per_label [N, L, H]``, table ``[L, 1|H, d]``)."""
+        if table.shape[1] == 1:
+            return torch.matmul(per_label.transpose(1, 2), table[:, 0])
+        return torch.einsum("nlh,lhd->nhd", per_label, table)
+
     # ------------------------------------------------------------------ forward
     def forward(
         self,
@@ -394,12 +416,34 @@ class G2GConv(MessagePassing):
         av = self._table(self.label_value, q.dtype)
 
         if self.fused:
-            score = _EdgeScore.apply(q, k, ak, i_idx, j_idx, types)  # [E, H]
+            # label terms: dense per-(node, label) products when that tensor is no larger than an
+            # [E, d] edge tensor (cheap matmuls + [E, H] gathers), else per-edge table gathers
+            if types is None:
+                dense = False
+            elif self.label_path == "auto":
+                dense = n_dst * ak.shape[0] <= E * d
+            else:
+                dense = self.label_path == "dense"
+            if dense:
+                flat = [i_idx * ak.shape[0] + types[:, c] for c in range(types.shape[1])]  # [E] each
+                score = _EdgeScore.apply(q, k, None, i_idx, j_idx, None)  # [E, H]
+                qa = self._per_label(q, ak)  # [N_dst * L, H]
+                for f in flat:
+                    score = score + qa.index_select(0, f)
+            else:
+                score = _EdgeScore.apply(q, k, ak, i_idx, j_idx, types)  # [E, H]
             alpha = softmax(score, i_idx, num_nodes=n_dst)
             w = F.dropout(alpha, p=self.dropout, training=self.training)
-            out = _EdgeAggregate.apply(w, v, av, i_idx, j_idx, types if av is not None else None, n_dst)
+            if dense:
+                out = _EdgeAggregate.apply(w, v, None, i_idx, j_idx, None, n_dst)
+                if av is not None:
+                    per_label = w.new_zeros(n_dst * av.shape[0], H)
+                    for f in flat:
+                        per_label = per_label.index_add(0, f, w)
+                    out = out + self._label_sum(per_label.view(n_dst, av.shape[0], H), av)
+            else:
+                out = _EdgeAggregate.apply(w, v, av, i_idx, j_idx, types if av is not None else None, n_dst)
         else:
-            self._alpha: Tensor | None = None
             out = self.propagate(edge_index, q=q, k=k, v=v, types=types, ak=ak, av=av, size=(n_src, n_dst)
                                  if self.flow == "source_to_target" else None)
             alpha = self._alpha
