@@ -148,12 +148,21 @@ class EdgeChannel:
             out[self.edge_index[0], self.edge_index[1]] = self.edge_label
         return out
 
+    def canonical(self) -> Tensor:
+        """``[E, 3]`` rows ``(source, target, label)`` sorted, the order-free form of the edge set."""
+        rows = torch.cat([self.edge_index.t(), self.edge_label[:, None]], 1)
+        if rows.shape[0] == 0:
+            return rows
+        key = (rows[:, 0] * (int(rows[:, 1].max()) + 1) + rows[:, 1]) * (int(rows[:, 2].max()) + 1) + rows[:, 2]
+        return rows[key.argsort()]
+
     def __eq__(self, other: object) -> bool:
+        """Equal edge *sets* (order of edges does not matter) and equal ``num_labels``."""
         return (
             isinstance(other, EdgeChannel)
-            and torch.equal(self.edge_index, other.edge_index)
-            and torch.equal(self.edge_label, other.edge_label)
             and self.num_labels == other.num_labels
+            and self.edge_label.numel() == other.edge_label.numel()
+            and torch.equal(self.canonical(), other.canonical())
         )
 
 
@@ -235,7 +244,8 @@ class Graph:
         """``networkx.DiGraph``: node ``i`` has ``token`` and feature attributes; an
         edge ``(i, j)`` has one integer attribute per edge channel that labels it.
         Chain channels are stored as graph attributes (``G.graph["chains"]``), and
-        ``meta`` as ``G.graph["meta"]``."""
+        ``meta`` as ``G.graph["meta"]``; a tensor feature ``[n, ...]`` gives each node
+        its row and is stacked back by :meth:`from_networkx`."""
         import networkx as nx
 
         G = nx.DiGraph()
@@ -245,6 +255,7 @@ class Graph:
             k: ch.num_labels for k, ch in self.channels.items() if isinstance(ch, EdgeChannel)
         }
         G.graph["meta"] = dict(self.meta)
+        G.graph["feature_names"] = list(self.node_features)
         for i, tok in enumerate(self.tokens):
             attrs = {name: _item(feat[i]) for name, feat in self.node_features.items()}
             G.add_node(i, token=tok, **attrs)
@@ -264,8 +275,16 @@ class Graph:
         if sorted(G.nodes) != list(range(n)):
             raise ValueError("from_networkx expects nodes numbered 0..n-1 (use nx.convert_node_labels_to_integers)")
         tokens = [G.nodes[i].get("token", i) for i in range(n)]
-        feat_names = sorted({k for i in range(n) for k in G.nodes[i] if k != "token"})
-        node_features = {k: [G.nodes[i].get(k) for i in range(n)] for k in feat_names}
+        feat_names = G.graph.get("feature_names")
+        if feat_names is None:
+            feat_names = sorted({k for i in range(n) for k in G.nodes[i] if k != "token"})
+        node_features: dict[str, Any] = {}
+        for k in feat_names:
+            vals = [G.nodes[i].get(k) for i in range(n)]
+            if vals and all(isinstance(v, Tensor) and v.shape == vals[0].shape for v in vals):
+                node_features[k] = torch.stack(vals)  # a [n, ...] tensor feature was split per node
+            else:
+                node_features[k] = vals
         chains = dict(G.graph.get("chains", {}))
         if channels is None:
             channels = G.graph.get("channels")
