@@ -73,6 +73,150 @@ def flex_attention_available(device: torch.device | str = "cpu") -> bool:
     return True
 
 
+def _gather_sum(src: Tensor, idx: Sequence[Tensor], shape: tuple[int, int, int, int]) -> Tensor:
+    """``sum_c src[b, h, i, idx_c[b, 0, i, j]]`` -> a fresh ``[B, H, nq, nk]`` tensor."""
+    out = src.gather(-1, idx[0].expand(shape))
+    for ix in idx[1:]:
+        out.add_(src.gather(-1, ix.expand(shape)))
+    return out
+
+
+def _scatter_sum(src: Tensor, idx: Sequence[Tensor], num_labels: int) -> Tensor:
+    """``out[b, h, i, l] = sum_c sum_j [idx_c[b, 0, i, j] = l] src[b, h, i, j]`` -> ``[B, H, nq, L]``."""
+    B, H, nq, nk = src.shape
+    out = src.new_zeros(B, H, nq, num_labels)
+    for ix in idx:
+        out.scatter_add_(-1, ix.expand(B, H, nq, nk), src)
+    return out
+
+
+_SAVE_MASK = True
+_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+class _LabelAttention(torch.autograd.Function):
+    """Fused label attention with a hand-written backward (no ``[B, H, n, n]`` autograd chain).
+
+    Inputs: ``q [B, H, nq, dh]``, ``k, v [B, H, nk, dh]``, ``qa = scale * q @ a^K.T``
+    ``[B, H, nq, L]``, ``a_v [L, dh]`` or None, ``allowed [B|1, 1, nq, nk]`` bool or None
+    (no row may be all False), ``scale``, ``flash`` (keys-only: run the fused CPU flash
+    kernel forward and recompute the probabilities in backward), then one
+    ``[B|1, 1, nq, nk]`` long index per label channel (offsets already added).
+
+    Forward: ``S = scale * q k^T + sum_c qa[.., l^c_ij]`` (``-inf`` where not allowed),
+    ``P = softmax(S)``, ``out = P v + (sum_c scatter_l P) a_v``.
+
+    Backward, with ``dP = dO v^T + sum_c (dO a_v^T)[.., l^c_ij]`` and
+    ``D_i = dO_i . out_i``: ``dS = P * (dP - D)``, ``dq = scale dS k``, ``dk = scale dS^T q``,
+    ``dv = P^T dO``, ``dqa = sum_c scatter_l dS``, ``da_v = (scatter_l P)^T dO``. The gradient of the
+    additive bias is exactly ``dS``; unlike SDPA with a differentiable mask, nothing
+    forces an unfused math fallback.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, qa, a_v, allowed, scale, flash, *idx):  # type: ignore[override]
+        dt = q.dtype
+        ctx.qa_dtype, ctx.qa_L, ctx.kv_dtypes = qa.dtype, qa.shape[-1], (k.dtype, v.dtype)
+        with torch.autocast(q.device.type, enabled=False):
+            q, k, v, qa = q.contiguous(), k.to(dt).contiguous(), v.to(dt).contiguous(), qa.to(dt)
+            av = None if a_v is None else a_v.to(dt)
+            B, H, nq, dh = q.shape
+            nk = k.shape[2]
+            shape = (B, H, nq, nk)
+            s = _gather_sum(qa, idx, shape)  # [B, H, nq, nk], fresh
+            if allowed is not None:
+                s.masked_fill_(~allowed, float("-inf"))
+            flash = bool(flash) and av is None and _FLASH_CPU is not None and q.device.type == "cpu"
+            if flash:
+                out, lse = _FLASH_CPU(q, k, v, 0.0, False, attn_mask=s, scale=scale)
+                ctx.saved_mask = _SAVE_MASK
+                if _SAVE_MASK:
+                    ctx.save_for_backward(q, k, v, s, out, lse, None, *idx)
+                else:
+                    del s
+                    ctx.save_for_backward(q, k, v, qa, out, lse, allowed, *idx)
+                per = None
+            else:
+                s.view(B * H, nq, nk).baddbmm_(
+                    q.reshape(B * H, nq, dh), k.reshape(B * H, nk, dh).transpose(1, 2), alpha=scale
+                )
+                p = torch.softmax(s, dim=-1)
+                del s
+                out = torch.matmul(p, v)
+                per = None
+                if av is not None:
+                    per = _scatter_sum(p, idx, av.shape[0])
+                    out = out + torch.matmul(per, av)
+                ctx.save_for_backward(q, k, v, p, out, per, av, *idx)
+        ctx.flash = flash
+        ctx.scale = scale
+        ctx.has_av = a_v is not None
+        ctx.av_dtype = None if a_v is None else a_v.dtype
+        return out
+
+    @staticmethod
+    def backward(ctx, d_out):  # type: ignore[override]
+        scale = ctx.scale
+        with torch.autocast(d_out.device.type, enabled=False):
+            if ctx.flash:
+                q, k, v, qa, out, lse, allowed, *idx = ctx.saved_tensors
+                B, H, nq, dh = q.shape
+                nk = k.shape[2]
+                q3, k3t = q.view(B * H, nq, dh), k.view(B * H, nk, dh).transpose(1, 2)
+                if ctx.saved_mask:  # `qa` slot holds the saved additive mask
+                    p = torch.baddbmm(qa.view(B * H, nq, nk), q3, k3t, alpha=scale).view(B, H, nq, nk)
+                else:
+                    p = _gather_sum(qa, idx, (B, H, nq, nk))
+                    if allowed is not None:
+                        p.masked_fill_(~allowed, float("-inf"))
+                    p.view(B * H, nq, nk).baddbmm_(q3, k3t, alpha=scale)
+                p.sub_(lse.unsqueeze(-1)).exp_()
+                per = av = None
+            else:
+                q, k, v, p, out, per, av, *idx = ctx.saved_tensors
+                B, H, nq, dh = q.shape
+                nk = k.shape[2]
+            d_out = d_out.to(q.dtype)
+            dp = torch.matmul(d_out, v.transpose(-1, -2))  # [B, H, nq, nk]
+            if av is not None:
+                dp.add_(_gather_sum(torch.matmul(d_out, av.t()), idx, (B, H, nq, nk)))
+            delta = (d_out * out).sum(-1, keepdim=True)
+            ds = dp.sub_(delta).mul_(p)  # dS, in place
+            nf = ctx.needs_input_grad
+            dq = torch.matmul(ds, k).mul_(scale) if nf[0] else None
+            dk = torch.matmul(ds.transpose(-1, -2), q).mul_(scale) if nf[1] else None
+            dv = torch.matmul(p.transpose(-1, -2), d_out) if nf[2] else None
+            dqa = _scatter_sum(ds, idx, ctx.qa_L) if nf[3] else None
+            dav = None
+            if ctx.has_av and nf[4]:
+                L = av.shape[0]
+                dav = (per.reshape(-1, L).t() @ d_out.reshape(-1, dh)).to(ctx.av_dtype)
+        if dk is not None:
+            dk = dk.to(ctx.kv_dtypes[0])
+        if dv is not None:
+            dv = dv.to(ctx.kv_dtypes[1])
+        if dqa is not None:
+            dqa = dqa.to(ctx.qa_dtype)
+        return (dq, dk, dv, dqa, dav, None, None, None, *([None] * len(idx)))
+
+
+_COMPILED_FLEX: dict[str, object] = {}
+
+
+def _flex_kernel(device_type: str):
+    """``flex_attention``, compiled once per process on CUDA (eager elsewhere or if compiling fails)."""
+    import torch.nn.attention.flex_attention as fa
+
+    if device_type != "cuda":
+        return fa.flex_attention
+    if "cuda" not in _COMPILED_FLEX:
+        try:
+            _COMPILED_FLEX["cuda"] = torch.compile(fa.flex_attention, dynamic=False)
+        except Exception:  # pragma: no cover - toolchain dependent
+            _COMPILED_FLEX["cuda"] = fa.flex_attention
+    return _COMPILED_FLEX["cuda"]
+
+
 class GraphAttention(nn.Module):
     """Graph (relation-aware) multi-head attention.
 
@@ -166,7 +310,10 @@ class GraphAttention(nn.Module):
         """Per channel: ``[B', 1, nq, nk]`` long indices into the concatenated tables."""
         if labels.dim() == 3:
             if self.multi_channel and len(self.label_sizes) != 1:
-                raise ValueError(f"labels must be [B, C, nq, nk] with C={len(self.label_sizes)}")
+                raise ValueError(
+                    f"labels must be [B, C, nq, nk] with C={len(self.label_sizes)} channels "
+                    f"(num_labels={self.label_sizes}), got shape {tuple(labels.shape)}"
+                )
             labels = labels.unsqueeze(1)
         if labels.dim() != 4 or labels.shape[1] != len(self.label_sizes):
             raise ValueError(
@@ -175,9 +322,20 @@ class GraphAttention(nn.Module):
             )
         if labels.shape[-2:] != (nq, nk):
             raise ValueError(f"labels cover {tuple(labels.shape[-2:])} pairs but attention is ({nq}, {nk})")
-        return [
-            (labels[:, c].long() + self.label_offsets[c]).unsqueeze(1) for c in range(labels.shape[1])
-        ]
+        if labels.dtype.is_floating_point or labels.dtype == torch.bool:
+            raise TypeError(f"labels must be an integer tensor, got {labels.dtype}")
+        if labels.numel():
+            lo = labels.amin(dim=(0, 2, 3)).tolist()
+            hi = labels.amax(dim=(0, 2, 3)).tolist()
+            for c, size in enumerate(self.label_sizes):
+                if lo[c] < 0 or hi[c] >= size:
+                    raise ValueError(
+                        f"labels of channel {c} span [{lo[c]}, {hi[c]}] but GraphAttention was built with "
+                        f"num_labels={size} for it (valid ids: 0..{size - 1}); "
+                        f"raise num_labels or fix the label vocabulary"
+                    )
+        offsets = self.label_offsets.tolist()
+        return [(labels[:, c].long() + offsets[c]).unsqueeze(1) for c in range(labels.shape[1])]
 
     def _allowed(
         self, B: int, nq: int, nk: int, key_padding_mask: Tensor | None, causal: bool, offset: int, device
@@ -240,9 +398,17 @@ class GraphAttention(nn.Module):
                 dead = None
         p_drop = self.dropout if self.training else 0.0
 
-        if self.backend == "flex" and not self.value_labels and not need_weights and p_drop == 0.0:
+        weights = None
+        use_flex = self.backend == "flex" and not self.value_labels and not need_weights and p_drop == 0.0
+        if use_flex and q.device.type == "cpu" and torch.is_grad_enabled() and (
+            q.requires_grad or k.requires_grad or v.requires_grad or self.label_key is not None and self.label_key.requires_grad
+        ):
+            # FlexAttention has no CPU backward (torch <= 2.13): the SDPA path computes the same function.
+            use_flex = False
+        if use_flex:
             out = self._flex(q, k, v, idx, allowed, scale)
-        elif self.value_labels or need_weights:
+        elif need_weights or p_drop > 0.0:
+            # Reference-style autograd path (dropout on the probabilities, or the weights are wanted).
             scores = torch.matmul(q, k.transpose(-1, -2)) * scale
             if idx:
                 scores = scores + self._key_bias(q, idx, B, nq, nk) * scale
@@ -255,17 +421,20 @@ class GraphAttention(nn.Module):
             out = torch.matmul(attn, v)
             if self.value_labels:
                 out = out + self._value_term(attn, idx)
+        elif not idx:
+            out = self._plain_sdpa(q, k, v, allowed, causal and key_padding_mask is None and offset == 0 and nq == nk)
         else:
-            mask = None
-            if idx:
-                mask = self._key_bias(q, idx, B, nq, nk) * scale
-            if allowed is not None:
-                if mask is None:
-                    mask = torch.zeros(allowed.shape, dtype=q.dtype, device=q.device)
-                mask = mask.masked_fill(~allowed, float("-inf"))
-            if mask is not None and mask.dtype != q.dtype:
-                mask = mask.to(q.dtype)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop)
+            qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale  # [B, H, nq, L]
+            if self.value_labels:
+                out = _LabelAttention.apply(q, k, v, qa, self.label_value, allowed, scale, False, *idx)
+            elif q.device.type == "cuda":
+                # CUDA's memory-efficient SDPA kernel differentiates the additive mask itself.
+                mask = self._gather_bias(qa, idx)
+                if allowed is not None:
+                    mask = mask.masked_fill(~allowed, float("-inf"))
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), scale=scale)
+            else:
+                out = _LabelAttention.apply(q, k, v, qa, None, allowed, scale, True, *idx)
         if dead is not None:
             out = out.masked_fill(dead, 0.0)
         out = self.out_proj(out.transpose(1, 2).reshape(B, nq, self.embed_dim))
@@ -274,6 +443,17 @@ class GraphAttention(nn.Module):
                 weights = weights.masked_fill(dead, 0.0)
             return out, weights
         return out
+
+    def _gather_bias(self, qa: Tensor, idx: list[Tensor]) -> Tensor:
+        """``[B, H, nq, nk]``: ``sum_c qa[b, h, i, l^c_ij]``."""
+        B, H, nq, _ = qa.shape
+        return _gather_sum(qa, idx, (B, H, nq, idx[0].shape[-1]))
+
+    def _plain_sdpa(self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None, is_causal: bool) -> Tensor:
+        """No labels: SDPA with ``is_causal`` when possible, else a boolean mask (True = attend)."""
+        if is_causal:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
 
     def _key_bias(self, q: Tensor, idx: list[Tensor], B: int, nq: int, nk: int) -> Tensor:
         """``[B, H, nq, nk]``: ``q_i · a^K[l_ij]`` (unscaled)."""
@@ -293,14 +473,19 @@ class GraphAttention(nn.Module):
         return torch.matmul(per_label, self.label_value.to(attn.dtype))
 
     def _flex(self, q: Tensor, k: Tensor, v: Tensor, idx: list[Tensor], allowed: Tensor | None, scale: float) -> Tensor:
-        """FlexAttention path: ``score_mod`` adds ``q_i · a^K[l_ij]`` inside the kernel."""
-        from torch.nn.attention.flex_attention import flex_attention
+        """FlexAttention path: ``score_mod`` adds ``q_i · a^K[l_ij]`` inside the kernel.
+
+        Masking (padding / causal) is applied in the same ``score_mod`` (``-inf``); label
+        tensors with batch size 1 broadcast. On CUDA the kernel is ``torch.compile``d (eager
+        FlexAttention materialises the scores); elsewhere it runs eagerly.
+        """
+        flex_attention = _flex_kernel(q.device.type)
 
         B, H, nq, _ = q.shape
         qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale if idx else None  # [B, H, nq, L]
         lab = torch.cat([ix for ix in idx], 1) if idx else None  # [B', C, nq, nk]
         bsel = (lambda b: b) if lab is None or lab.shape[0] == B else (lambda b: b * 0)
-        allow = allowed
+        allow = None if allowed is None else allowed.expand(allowed.shape[0], 1, nq, k.shape[2])
         absel = (lambda b: b) if allow is None or allow.shape[0] == B else (lambda b: b * 0)
         n_ch = 0 if lab is None else lab.shape[1]
 

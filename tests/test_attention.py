@@ -1,0 +1,432 @@
+"""Properties of g2gt.nn.GraphAttention: equality with a naive float64 reference
+(outputs and gradients), masking, equivariance, caching, Shaw et al. (2018)
+relative attention, FlexAttention and autocast."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from g2gt.graph import relative_position_labels
+from g2gt.nn import GraphAttention, KVCache
+from g2gt.nn.attention import flex_attention_available
+
+try:  # tests/ is a plain directory (rootdir-relative import) or a package
+    from reference import reference_attention
+except ImportError:  # pragma: no cover
+    from .reference import reference_attention
+
+D, H = 16, 4
+
+
+def make(num_labels=7, value_labels=True, seed=0, **kw) -> GraphAttention:
+    torch.manual_seed(seed)
+    m = GraphAttention(D, H, num_labels, value_labels=value_labels, **kw).double()
+    with torch.no_grad():  # non-zero biases so they are exercised
+        for lin in (m.q_proj, m.k_proj, m.v_proj, m.out_proj):
+            if lin.bias is not None:
+                lin.bias.normal_(std=0.1)
+    return m.eval()
+
+
+def grads(out: torch.Tensor, inputs: list[torch.Tensor], seed: int = 1) -> list[torch.Tensor]:
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed), dtype=out.dtype)
+    res = torch.autograd.grad((out * g).sum(), inputs, allow_unused=True)
+    return [torch.zeros_like(i) if r is None else r for r, i in zip(res, inputs)]
+
+
+def assert_matches_reference(m, x, labels=None, kpm=None, causal=False, memory=None, atol=1e-10):
+    ins = [x] + ([memory] if memory is not None else []) + list(m.parameters())
+    out = m(x, labels, key_padding_mask=kpm, causal=causal, memory=memory)
+    ref = reference_attention(m, x, labels, kpm, causal, memory)
+    torch.testing.assert_close(out, ref, atol=atol, rtol=1e-8)
+    names = ["x"] + (["memory"] if memory is not None else []) + [n for n, _ in m.named_parameters()]
+    for name, a, b in zip(names, grads(out, ins), grads(ref, ins)):
+        torch.testing.assert_close(a, b, atol=atol, rtol=1e-7, msg=lambda s, name=name: f"grad {name}: {s}")
+
+
+def inputs(B=3, n=6, L=7, C=None, seed=2):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, n, D, dtype=torch.float64, generator=g, requires_grad=True)
+    if C is None:
+        labels = torch.randint(0, L, (B, n, n), generator=g)
+    else:
+        labels = torch.stack([torch.randint(0, s, (B, n, n), generator=g) for s in L], 1)
+    kpm = torch.zeros(B, n, dtype=torch.bool)
+    kpm[0, n - 2 :] = True
+    if B > 1:
+        kpm[1, n - 1 :] = True
+    return x, labels, kpm
+
+
+# ----------------------------------------------------------------- reference equality
+@pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
+def test_matches_reference(value_labels, causal, padded):
+    m = make(7, value_labels)
+    x, labels, kpm = inputs()
+    assert_matches_reference(m, x, labels, kpm if padded else None, causal)
+
+
+@pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
+def test_multi_channel_matches_reference(value_labels):
+    sizes = [5, 3, 9]
+    m = make(sizes, value_labels)
+    x, labels, kpm = inputs(L=sizes, C=3)
+    assert labels.shape == (3, 3, 6, 6)
+    assert_matches_reference(m, x, labels, kpm, causal=True)
+
+
+def test_single_channel_list_accepts_3d_labels():
+    m = make([7], True)
+    x, labels, kpm = inputs()
+    assert_matches_reference(m, x, labels, kpm)
+    assert_matches_reference(m, x, labels.unsqueeze(1), kpm)
+
+
+@pytest.mark.parametrize("with_labels", [True, False], ids=["labels", "no-labels"])
+def test_cross_attention_matches_reference(with_labels):
+    torch.manual_seed(3)
+    m = make(7 if with_labels else 0, with_labels, kdim=10)
+    x = torch.randn(2, 4, D, dtype=torch.float64, requires_grad=True)
+    mem = torch.randn(2, 9, 10, dtype=torch.float64, requires_grad=True)
+    labels = torch.randint(0, 7, (2, 4, 9)) if with_labels else None
+    kpm = torch.zeros(2, 9, dtype=torch.bool)
+    kpm[1, 6:] = True
+    assert_matches_reference(m, x, labels, kpm, memory=mem)
+    assert_matches_reference(m, x, labels, None, memory=mem)
+
+
+def test_label_batch_broadcast():
+    m = make(7, True)
+    x, labels, kpm = inputs()
+    shared = labels[:1]
+    assert_matches_reference(m, x, shared, kpm, causal=True)
+    out_b = m(x, shared, kpm)
+    out_full = m(x, shared.expand(3, -1, -1).contiguous(), kpm)
+    torch.testing.assert_close(out_b, out_full)
+
+
+def test_plain_attention_without_labels_matches_reference():
+    m = make(0, False)
+    assert m.label_key is None and m.label_value is None
+    x, _, kpm = inputs()
+    assert_matches_reference(m, x, None, kpm, causal=True)
+    assert_matches_reference(m, x, None, None, causal=True)  # is_causal fast path
+
+
+# ----------------------------------------------------------------- masking
+@pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
+def test_fully_masked_rows_are_zero_and_finite(value_labels):
+    m = make(7, value_labels, bias=False)
+    x, labels, _ = inputs()
+    kpm = torch.zeros(3, 6, dtype=torch.bool)
+    kpm[0] = True  # example 0: every key is padding
+    out = m(x, labels, kpm)
+    assert torch.isfinite(out).all()
+    assert out[0].abs().max() == 0
+    out_w, w = m(x, labels, kpm, need_weights=True)
+    assert w[0].abs().max() == 0 and torch.isfinite(w).all()
+    g = grads(out, [x] + list(m.parameters()))
+    assert all(torch.isfinite(t).all() for t in g)
+    assert g[0][0].abs().max() == 0  # nothing flows into a fully padded example
+    # cross-attention with a fully padded memory row
+    mem = torch.randn(3, 5, D, dtype=torch.float64, requires_grad=True)
+    mk = torch.zeros(3, 5, dtype=torch.bool)
+    mk[2] = True
+    out = m(x, torch.randint(0, 7, (3, 6, 5)), mk, memory=mem)
+    assert out[2].abs().max() == 0 and torch.isfinite(out).all()
+    assert all(torch.isfinite(t).all() for t in grads(out, [x, mem]))
+
+
+@pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
+def test_padding_invariance(value_labels):
+    """Padding keys (any content, any labels) does not change the real positions' outputs."""
+    m = make(7, value_labels)
+    x, labels, _ = inputs(B=1, n=5)
+    out = m(x, labels)
+    xp = torch.cat([x, torch.randn(1, 3, D, dtype=torch.float64)], 1)
+    lp = torch.randint(0, 7, (1, 8, 8))
+    lp[:, :5, :5] = labels
+    kpm = torch.tensor([[False] * 5 + [True] * 3])
+    out_p = m(xp, lp, kpm)
+    torch.testing.assert_close(out_p[:, :5], out, atol=1e-12, rtol=1e-10)
+
+
+@pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
+def test_permutation_equivariance(value_labels):
+    m = make([7, 4], value_labels)
+    x, labels, kpm = inputs(L=[7, 4], C=2)
+    perm = torch.tensor([3, 0, 5, 1, 4, 2])
+    out = m(x, labels, kpm)
+    out_p = m(x[:, perm], labels[:, :, perm][:, :, :, perm], kpm[:, perm])
+    torch.testing.assert_close(out_p, out[:, perm], atol=1e-12, rtol=1e-10)
+
+
+@pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
+def test_no_causal_leakage(value_labels):
+    m = make(7, value_labels)
+    x, labels, _ = inputs(B=2, n=7)
+    out = m(x, labels, causal=True)
+    t = 4
+    x2 = x.detach().clone()
+    x2[:, t:] = torch.randn_like(x2[:, t:])
+    l2 = labels.clone()
+    l2[:, :, t:] = torch.randint(0, 7, l2[:, :, t:].shape)  # future keys' labels change too
+    out2 = m(x2, l2, causal=True)
+    torch.testing.assert_close(out2[:, :t], out[:, :t], atol=1e-12, rtol=1e-10)
+    # gradient of early outputs w.r.t. later inputs is exactly zero
+    (gx,) = torch.autograd.grad(out[:, :t].sum(), [x])
+    assert gx[:, t:].abs().max() == 0
+
+
+# ----------------------------------------------------------------- incremental decoding
+@pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
+def test_kv_cache_self_attention_matches_full(value_labels):
+    m = make(9, value_labels)
+    B, n, k = 2, 6, 3
+    x = torch.randn(B, n, D, dtype=torch.float64)
+    labels = relative_position_labels(n, k).clamp(max=8).expand(B, n, n)
+    with torch.no_grad():
+        full = m(x, labels, causal=True)
+        cache = KVCache()
+        steps = []
+        for t in range(n):
+            lab_t = relative_position_labels(1, k, n_keys=t + 1, query_offset=t).clamp(max=8).expand(B, 1, t + 1)
+            steps.append(m(x[:, t : t + 1], lab_t, causal=True, cache=cache))
+        assert cache.length == n
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-12, rtol=1e-10)
+    # two tokens at a time (query offset inside the causal mask)
+    with torch.no_grad():
+        cache = KVCache()
+        chunks = []
+        for t in range(0, n, 2):
+            lab_t = relative_position_labels(2, k, n_keys=t + 2, query_offset=t).clamp(max=8).expand(B, 2, t + 2)
+            chunks.append(m(x[:, t : t + 2], lab_t, causal=True, cache=cache))
+    torch.testing.assert_close(torch.cat(chunks, 1), full, atol=1e-12, rtol=1e-10)
+
+
+def test_kv_cache_cross_attention_matches_full():
+    m = make(0, False, kdim=10)
+    x = torch.randn(2, 5, D, dtype=torch.float64)
+    mem = torch.randn(2, 7, 10, dtype=torch.float64)
+    mk = torch.zeros(2, 7, dtype=torch.bool)
+    mk[0, 5:] = True
+    with torch.no_grad():
+        full = m(x, None, mk, memory=mem)
+        cache = KVCache()
+        steps = [m(x[:, t : t + 1], None, mk, memory=mem, cache=cache) for t in range(5)]
+    assert cache.static and cache.length == 7
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-12, rtol=1e-10)
+    # beam-search style reorder keeps rows consistent
+    cache.reorder(torch.tensor([1, 1]))
+    with torch.no_grad():
+        again = m(x[1:, :1].expand(2, -1, -1), None, mk[[1, 1]], memory=mem[[1, 1]], cache=cache)
+    torch.testing.assert_close(again[0], full[1, :1], atol=1e-12, rtol=1e-10)
+
+
+# ----------------------------------------------------------------- Shaw et al. (2018)
+def shaw_relative_attention(m: GraphAttention, x: torch.Tensor, k: int) -> torch.Tensor:
+    """Relative self-attention of Shaw, Uszkoreit & Vaswani (2018), eqs. (3)-(5), written
+    with explicit loops: ``a^K_ij = w^K_{clip(j-i,-k,k)}``, ``a^V_ij = w^V_{clip(j-i,-k,k)}``,
+    ``e_ij = x_i W^Q (x_j W^K + a^K_ij)^T / sqrt(d_z)``, ``z_i = sum_j alpha_ij (x_j W^V + a^V_ij)``.
+    The tables ``w^K, w^V`` (2k+1 rows for distances -k..k) are the module's rows 1..2k+1."""
+    B, n, d = x.shape
+    dz = m.head_dim
+    wk = m.label_key[1 : 2 * k + 2]
+    wv = m.label_value[1 : 2 * k + 2]
+    out = torch.zeros(B, n, d, dtype=x.dtype)
+    for b in range(B):
+        heads = []
+        for h in range(m.num_heads):
+            sl = slice(h * dz, (h + 1) * dz)
+            WQ, bQ = m.q_proj.weight[sl], m.q_proj.bias[sl]
+            WK, bK = m.k_proj.weight[sl], m.k_proj.bias[sl]
+            WV, bV = m.v_proj.weight[sl], m.v_proj.bias[sl]
+            z = []
+            for i in range(n):
+                qi = WQ @ x[b, i] + bQ
+                e = torch.stack(
+                    [qi @ (WK @ x[b, j] + bK + wk[max(-k, min(k, j - i)) + k]) / math.sqrt(dz) for j in range(n)]
+                )
+                alpha = torch.softmax(e, 0)
+                z.append(sum(alpha[j] * (WV @ x[b, j] + bV + wv[max(-k, min(k, j - i)) + k]) for j in range(n)))
+            heads.append(torch.stack(z))
+        out[b] = m.out_proj(torch.cat(heads, -1))
+    return out
+
+
+def test_chain_graph_equals_shaw_relative_attention():
+    k, n = 2, 6
+    m = make(2 * k + 2, True)
+    x = torch.randn(2, n, D, dtype=torch.float64)
+    labels = relative_position_labels(n, k)  # clip(j - i, -k, k) + k + 1, shared by the batch
+    with torch.no_grad():
+        ours = m(x, labels.unsqueeze(0))
+        shaw = shaw_relative_attention(m, x, k)
+    torch.testing.assert_close(ours, shaw, atol=1e-12, rtol=1e-10)
+
+
+# ----------------------------------------------------------------- misc behaviour
+def test_need_weights_rows_sum_to_one():
+    m = make([7, 3], True)
+    x, labels, kpm = inputs(L=[7, 3], C=2)
+    out, w = m(x, labels, kpm, causal=True, need_weights=True)
+    assert w.shape == (3, H, 6, 6)
+    torch.testing.assert_close(w.sum(-1), torch.ones(3, H, 6, dtype=torch.float64))
+    assert (w.masked_select(kpm[:, None, None, :].expand_as(w)) == 0).all()
+    assert (w.triu(1) == 0).all()
+    torch.testing.assert_close(out, m(x, labels, kpm, causal=True))
+    _, ref_w = reference_attention(m, x, labels, kpm, True, return_weights=True)
+    torch.testing.assert_close(w, ref_w)
+
+
+def test_dropout_only_in_training():
+    m = make(7, True, dropout=0.5)
+    x, labels, kpm = inputs()
+    with torch.no_grad():
+        m.eval()
+        a, b = m(x, labels, kpm), m(x, labels, kpm)
+        torch.testing.assert_close(a, b)
+        torch.testing.assert_close(a, reference_attention(m, x, labels, kpm))
+        m.train()
+        torch.manual_seed(0)
+        c = m(x, labels, kpm)
+        torch.manual_seed(1)
+        d = m(x, labels, kpm)
+    assert (c - a).abs().max() > 1e-3 and (c - d).abs().max() > 1e-3
+
+
+def test_label_out_of_range_is_a_clear_error():
+    m = make([5, 3], True)
+    x, labels, _ = inputs(L=[5, 3], C=2)
+    bad = labels.clone()
+    bad[0, 0, 1, 2] = 5  # channel 0 has ids 0..4; 5 would silently index channel 1's table
+    with pytest.raises(ValueError, match=r"channel 0 .*num_labels=5"):
+        m(x, bad)
+    bad = labels.clone()
+    bad[1, 1, 0, 0] = -1
+    with pytest.raises(ValueError, match="channel 1"):
+        m(x, bad)
+    with pytest.raises(ValueError, match="channel"):
+        m(x, labels[:, 0])  # 3-D labels for a 2-channel module
+    with pytest.raises(TypeError, match="integer"):
+        m(x, labels.double())
+    with pytest.raises(ValueError, match="pass labels"):
+        m(x)
+
+
+def test_repr_and_reset_parameters():
+    m = make([5, 3], True)
+    assert "num_labels=[5, 3]" in repr(m)
+    before = m.label_key.detach().clone()
+    m.reset_parameters()
+    assert not torch.equal(before, m.label_key)
+
+
+# ----------------------------------------------------------------- FlexAttention
+FLEX_REASON = "torch.nn.attention.flex_attention is not available in this torch build"
+
+
+def _flex_case(case: str):
+    sizes = [5, 3] if case == "multi-channel" else 7
+    kdim = 10 if case == "cross" else None
+    torch.manual_seed(0)
+    ref = GraphAttention(D, H, sizes, value_labels=False, kdim=kdim).eval()
+    flex = GraphAttention(D, H, sizes, value_labels=False, kdim=kdim, backend="flex").eval()
+    flex.load_state_dict(ref.state_dict())
+    x = torch.randn(2, 6, D)
+    if case == "multi-channel":
+        labels = torch.stack([torch.randint(0, 5, (2, 6, 6)), torch.randint(0, 3, (2, 6, 6))], 1)
+    else:
+        labels = torch.randint(0, 7, (2, 6, 6))
+    kw: dict = {}
+    if case == "padded+causal":
+        kw = dict(key_padding_mask=torch.tensor([[0, 0, 0, 0, 1, 1], [0] * 6]).bool(), causal=True)
+    if case == "broadcast":
+        labels = labels[:1]
+    if case == "cross":
+        kw = dict(memory=torch.randn(2, 8, 10))
+        labels = torch.randint(0, 7, (2, 6, 8))
+    if case == "dead-row":
+        kw = dict(key_padding_mask=torch.tensor([[1] * 6, [0] * 6]).bool())
+    return ref, flex, x, labels, kw
+
+
+FLEX_CASES = ["single", "multi-channel", "padded+causal", "broadcast", "cross", "dead-row"]
+
+
+@pytest.mark.skipif(not flex_attention_available(), reason=FLEX_REASON)
+@pytest.mark.parametrize("case", FLEX_CASES)
+def test_flex_backend_matches_sdpa_eager(case):
+    """Eager FlexAttention (forward; CPU has no flex backward) equals the SDPA path."""
+    import torch.nn.attention.flex_attention as fa
+
+    ref, flex, x, labels, kw = _flex_case(case)
+    with torch.no_grad():
+        a = ref(x, labels, **kw)
+        calls = []
+        orig = fa.flex_attention
+        fa.flex_attention = lambda *args, **kws: calls.append(1) or orig(*args, **kws)
+        try:
+            b = flex(x, labels, **kw)
+        finally:
+            fa.flex_attention = orig
+    assert calls, "the flex backend did not call flex_attention"
+    assert torch.isfinite(b).all()
+    torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.skipif(not flex_attention_available(), reason=FLEX_REASON)
+def test_flex_backend_with_grad_falls_back_on_cpu():
+    """On CPU FlexAttention cannot differentiate; training through backend="flex" must still work."""
+    ref, flex, x, labels, kw = _flex_case("padded+causal")
+    x.requires_grad_(True)
+    a, b = ref(x, labels, **kw), flex(x, labels, **kw)
+    torch.testing.assert_close(b, a)
+    for u, w in zip(grads(a, [x] + list(ref.parameters())), grads(b, [x] + list(flex.parameters()))):
+        torch.testing.assert_close(w, u)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not flex_attention_available(), reason=FLEX_REASON)
+def test_flex_backend_compiled_cpu():
+    """torch.compile'd FlexAttention on CPU (needs a C++ compiler; minutes of compile time)."""
+    import torch.nn.attention.flex_attention as fa
+
+    ref, flex, x, labels, kw = _flex_case("padded+causal")
+    orig = fa.flex_attention
+    try:
+        fa.flex_attention = torch.compile(orig, dynamic=False)
+        with torch.no_grad():
+            b = flex(x, labels, **kw)
+    except Exception as err:  # pragma: no cover - depends on the toolchain
+        pytest.skip(f"compiled flex_attention does not run here: {type(err).__name__}: {str(err)[:200]}")
+    finally:
+        fa.flex_attention = orig
+    with torch.no_grad():
+        a = ref(x, labels, **kw)
+    torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)
+
+
+# ----------------------------------------------------------------- autocast
+@pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
+def test_cpu_autocast_bfloat16(value_labels):
+    torch.manual_seed(0)
+    m = GraphAttention(D, H, [7, 3], value_labels=value_labels)
+    x = torch.randn(2, 6, D, requires_grad=True)
+    labels = torch.stack([torch.randint(0, 7, (2, 6, 6)), torch.randint(0, 3, (2, 6, 6))], 1)
+    kpm = torch.tensor([[0, 0, 0, 0, 1, 1], [0] * 6]).bool()
+    full = m(x, labels, kpm, causal=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = m(x, labels, kpm, causal=True)
+        out_w, w = m(x, labels, kpm, causal=True, need_weights=True)
+    assert out.dtype == torch.bfloat16 and out_w.dtype == torch.bfloat16
+    assert torch.isfinite(out.float()).all()
+    torch.testing.assert_close(out.float(), full, atol=0.1, rtol=0.05)
+    out.float().sum().backward()
+    assert x.grad is not None and x.grad.dtype == torch.float32 and torch.isfinite(x.grad).all()
+    assert m.label_key.grad is not None and m.label_key.grad.dtype == torch.float32
