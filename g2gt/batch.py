@@ -6,7 +6,8 @@
 * ``labels [B, C, n, n]`` in the most compact integer dtype that holds every id
   (``uint8`` / ``int16`` / ``int32``; cast with ``.long()`` where indexing needs it),
 * ``padding_mask [B, n]`` bool, True = padding,
-* ``node_features``: each integer per-node feature padded to ``[B, n]``.
+* ``node_features``: each numeric per-node feature zero-padded to ``[B, n, ...]``
+  (other features, e.g. strings, are kept as lists in ``other_features``).
 
 :class:`BucketBatchSampler` groups graphs of similar size so that a batch holds
 at most ``max_tokens`` padded tokens; it is deterministic given ``(seed, epoch)``,
@@ -40,11 +41,25 @@ def compact_dtype(max_label: int) -> torch.dtype:
 
 @dataclass
 class GraphBatch:
+    """Padded graphs.
+
+    Attributes:
+        tokens: ``[B, n]`` long, ``pad_id`` at padding.
+        labels: ``[B, C, n, n]`` compact integer dtype (see :func:`compact_dtype`), 0 at padding.
+        padding_mask: ``[B, n]`` bool, True = padding.
+        node_features: tensor-valued per-node features padded with 0 to ``[B, n, ...]``
+            (integer lists become long ``[B, n]``; a ``[n, ...]`` tensor keeps its dtype).
+        channels: the channel names, in the order of ``labels``' C axis.
+        other_features: per-node features that are not numbers (e.g. UPOS strings), as
+            one list per graph, unpadded.
+    """
+
     tokens: Tensor  # [B, n] long
     labels: Tensor  # [B, C, n, n] compact int
     padding_mask: Tensor  # [B, n] bool, True = pad
     node_features: dict[str, Tensor] = field(default_factory=dict)
     channels: list[str] = field(default_factory=list)
+    other_features: dict[str, list] = field(default_factory=dict)
 
     @property
     def lengths(self) -> Tensor:
@@ -57,6 +72,7 @@ class GraphBatch:
             self.padding_mask.to(device, non_blocking=non_blocking),
             {k: v.to(device, non_blocking=non_blocking) for k, v in self.node_features.items()},
             list(self.channels),
+            dict(self.other_features),
         )
 
     def __len__(self) -> int:
@@ -90,9 +106,19 @@ def collate(
     if not graphs:
         raise ValueError("collate() needs at least one graph")
     names = list(graphs[0].channels) if channels is None else list(channels)
+    for b, g in enumerate(graphs):
+        missing = [c for c in names if c not in g.channels]
+        if missing:
+            raise KeyError(f"collate(): graph {b} has no channel(s) {missing} (it has {list(g.channels)})")
     B = len(graphs)
     n = max(g.num_nodes for g in graphs)
     tok = [[token_ids(t) for t in g.tokens] if token_ids else g.tokens for g in graphs]
+    for b, t in enumerate(tok):
+        bad = next((x for x in t if not isinstance(x, int) and not (isinstance(x, Tensor) and x.dim() == 0)), None)
+        if bad is not None:
+            raise TypeError(
+                f"collate(): graph {b} has a non-integer token {bad!r}; pass token_ids=vocab.__getitem__ "
+                "(a callable str -> int) or convert the tokens first")
     tokens = pad_sequences(tok, pad_id, n)
     padding_mask = torch.ones(B, n, dtype=torch.bool)
     for b, g in enumerate(graphs):
@@ -108,8 +134,9 @@ def collate(
                 max_label = max(max_label, int(ch.edge_label.max()))
     labels = torch.zeros(B, len(names), n, n, dtype=compact_dtype(max_label))
     for ci, c in enumerate(names):
-        chains = {g.channels[c].max_distance for g in graphs if isinstance(g.channels[c], ChainChannel)}
-        if len(chains) == B and len(chains) == 1:
+        chain_ks = [g.channels[c].max_distance for g in graphs if isinstance(g.channels[c], ChainChannel)]
+        chains = set(chain_ks)
+        if len(chain_ks) == B and len(chains) == 1:
             # all graphs share one chain: fill the block once, then zero the padding
             full = relative_position_labels(n, chains.pop()).to(labels.dtype)
             labels[:, ci] = full
@@ -124,11 +151,50 @@ def collate(
                 labels[b, ci, ch.edge_index[0], ch.edge_index[1]] = ch.edge_label.to(labels.dtype)
 
     feats: dict[str, Tensor] = {}
+    others: dict[str, list] = {}
     for k in graphs[0].node_features:
-        vals = [g.node_features[k] for g in graphs]
-        if all(isinstance(v, Tensor) or (len(v) and isinstance(v[0], int)) or len(v) == 0 for v in vals):
-            feats[k] = pad_sequences(vals, 0, n)
-    return GraphBatch(tokens, labels, padding_mask, feats, names)
+        vals = [g.node_features.get(k) for g in graphs]
+        if any(v is None for v in vals):
+            raise KeyError(f"collate(): node feature {k!r} is missing from some graphs")
+        padded = _pad_feature(vals, n)
+        if padded is None:
+            others[k] = [list(v) for v in vals]
+        else:
+            feats[k] = padded
+    return GraphBatch(tokens, labels, padding_mask, feats, names, others)
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, bool)) or (isinstance(x, Tensor) and x.dim() == 0)
+
+
+def _pad_feature(vals: list, n: int) -> Tensor | None:
+    """Zero-pad per-graph features ``[n_b, ...]`` to ``[B, n, ...]``; None when they are not numeric."""
+    if all(isinstance(v, Tensor) for v in vals):
+        ts = vals
+    elif all(all(_is_number(x) for x in v) for v in vals):
+        ts = [torch.as_tensor([x.item() if isinstance(x, Tensor) else x for x in v]) for v in vals]
+        if all(t.numel() == 0 for t in ts):
+            ts = [t.long() for t in ts]
+    else:
+        return None
+    ts = [t if t.numel() else t.reshape(0, *ts[0].shape[1:]) for t in ts]
+    dtype = ts[0].dtype
+    for t in ts[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    if dtype == torch.bool:
+        dtype = torch.bool
+    elif not dtype.is_floating_point:
+        dtype = torch.long
+    trail = ts[0].shape[1:]
+    for b, t in enumerate(ts):
+        if t.shape[1:] != trail:
+            raise ValueError(f"collate(): node feature rows of graph {b} have shape {tuple(t.shape[1:])}, "
+                             f"graph 0 has {tuple(trail)}")
+    out = torch.zeros(len(ts), n, *trail, dtype=dtype)
+    for b, t in enumerate(ts):
+        out[b, : t.shape[0]] = t.to(dtype)
+    return out
 
 
 class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
