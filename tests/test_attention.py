@@ -317,6 +317,8 @@ def test_label_out_of_range_is_a_clear_error():
         m(x, labels.double())
     with pytest.raises(ValueError, match="pass labels"):
         m(x)
+    with pytest.raises(ValueError, match="key_padding_mask must be"):
+        m(x, labels, key_padding_mask=torch.zeros(3, 5, dtype=torch.bool))
 
 
 def test_repr_and_reset_parameters():

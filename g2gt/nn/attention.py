@@ -21,11 +21,31 @@ self-attention, the encoder memory for cross-attention), label tables
 causal mask. The heads are concatenated and projected by :math:`W_O`.
 
 No ``[B, n, n, d_h]`` tensor is built. The key term is a gather of
-``q @ a^K.T`` (``[B, H, n, L]``) by the labels and rides on
-:func:`torch.nn.functional.scaled_dot_product_attention` as an additive float
-mask. The value term scatters the attention probabilities by label into
-``[B, H, n, L]`` and multiplies by ``a^V``. Rows whose keys are all masked
-return zeros (never NaN).
+``q @ a^K.T`` (``[B, H, n, L]``) by the labels, i.e. an additive ``[B, H, n, n]``
+bias on the scores. The value term scatters the attention probabilities by
+label into ``[B, H, n, L]`` and multiplies by ``a^V``. Rows whose keys are all
+masked return zeros (never NaN).
+
+Execution paths (all compute the same function; the tests check each against a
+naive float64 reference):
+
+* labels, no dropout, no ``need_weights``: :class:`_LabelAttention`, an autograd
+  Function with a hand-written backward. SDPA with a differentiable float mask
+  silently falls back to the unfused math kernel on CPU; instead the forward of
+  the keys-only case runs the fused CPU flash kernel with the bias as a plain
+  (non-differentiable) mask, keeps the mask and the log-sum-exp, and the backward
+  rebuilds the probabilities once to get ``dS`` -- the bias gradient -- and
+  scatters it by label. With value labels the probabilities are kept from the
+  forward. On CUDA the keys-only case uses SDPA directly (its memory-efficient
+  kernel differentiates the mask).
+* no labels: plain SDPA (``is_causal`` when possible, else a boolean mask).
+* dropout or ``need_weights``: straightforward autograd ops.
+* ``backend="flex"`` (keys-only): FlexAttention with a ``score_mod`` that reads the
+  bias inside the kernel; on CPU, where FlexAttention has no backward, calls that
+  need gradients use the SDPA path.
+
+Under autocast, q/k/v come out of the projections in the autocast dtype and the
+score bias and mask are built in q's dtype.
 """
 
 from __future__ import annotations
@@ -388,6 +408,13 @@ class GraphAttention(nn.Module):
                 raise ValueError("this GraphAttention has label tables; pass labels (or build it with num_labels=0)")
             idx = self._label_index(labels, B, nq, nk)
 
+        if key_padding_mask is not None and (
+            key_padding_mask.dim() != 2 or key_padding_mask.shape[1] != nk or key_padding_mask.shape[0] not in (1, B)
+        ):
+            raise ValueError(
+                f"key_padding_mask must be [B={B}, nk={nk}] bool (True = padding), "
+                f"got shape {tuple(key_padding_mask.shape)}"
+            )
         allowed = self._allowed(B, nq, nk, key_padding_mask, causal, offset, x.device)
         dead = None
         if allowed is not None:
@@ -400,9 +427,11 @@ class GraphAttention(nn.Module):
 
         weights = None
         use_flex = self.backend == "flex" and not self.value_labels and not need_weights and p_drop == 0.0
-        if use_flex and q.device.type == "cpu" and torch.is_grad_enabled() and (
-            q.requires_grad or k.requires_grad or v.requires_grad or self.label_key is not None and self.label_key.requires_grad
-        ):
+        wants_grad = torch.is_grad_enabled() and (
+            q.requires_grad or k.requires_grad or v.requires_grad
+            or (self.label_key is not None and self.label_key.requires_grad)
+        )
+        if use_flex and q.device.type == "cpu" and wants_grad:
             # FlexAttention has no CPU backward (torch <= 2.13): the SDPA path computes the same function.
             use_flex = False
         if use_flex:
