@@ -423,8 +423,23 @@ def test_cpu_autocast_bfloat16(value_labels):
     labels = torch.stack([torch.randint(0, 7, (2, 6, 6)), torch.randint(0, 3, (2, 6, 6))], 1)
     kpm = torch.tensor([[0, 0, 0, 0, 1, 1], [0] * 6]).bool()
     full = m(x, labels, kpm, causal=True)
+    import g2gt.nn.attention as att
+
+    seen = []
+    orig = att._FLASH_CPU
+    if orig is not None:
+        att._FLASH_CPU = lambda q, k, v, *a, attn_mask=None, **kw: seen.append((q.dtype, attn_mask.dtype)) or orig(
+            q, k, v, *a, attn_mask=attn_mask, **kw
+        )
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = m(x, labels, kpm, causal=True)
+    finally:
+        att._FLASH_CPU = orig
+    assert all(qd == md == torch.bfloat16 for qd, md in seen)  # mask dtype follows q under autocast
+    if orig is not None and not value_labels:
+        assert seen, "keys-only CPU path did not use the flash kernel"
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        out = m(x, labels, kpm, causal=True)
         out_w, w = m(x, labels, kpm, causal=True, need_weights=True)
     assert out.dtype == torch.bfloat16 and out_w.dtype == torch.bfloat16
     assert torch.isfinite(out.float()).all()
