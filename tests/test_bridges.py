@@ -91,6 +91,8 @@ def test_graphs_networkx_pyg_and_back_to_stanza(sentences, doc) -> None:
     vocab = document_vocab(doc)
     graphs = graphs_from_document(doc, vocab)
     assert len(graphs) == len(sentences)
+    graphs, sentences = graphs[:100], sentences[:100]  # keeps the test fast; MWTs are among them
+    assert any(_mwt_ranges(s) for s in sentences)
     for g, s in zip(graphs, sentences):
         assert g.tokens == s.forms and list(g.node_features["upos"]) == s.upos
         assert graph_heads(g, vocab) == (s.heads, s.deprels)

@@ -1,0 +1,34 @@
+"""Use g2gt.nn.GraphAttention inside your own nn.Module (runs as a script).
+
+Each sentence pair (i, j) gets a label; here the clipped relative distance, so the
+layer is a Shaw-style relative-position self-attention.
+"""
+
+import torch
+from torch import nn
+
+from g2gt import num_chain_labels, relative_position_labels
+from g2gt.nn import GraphAttention
+
+
+class TinyEncoder(nn.Module):
+    def __init__(self, vocab: int = 100, dim: int = 32, heads: int = 4, k: int = 3) -> None:
+        super().__init__()
+        self.k = k
+        self.emb = nn.Embedding(vocab, dim)
+        self.attn = GraphAttention(dim, heads, num_labels=num_chain_labels(k))
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, ids: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:  # ids, pad: [B, n]
+        x = self.emb(ids)
+        labels = relative_position_labels(ids.shape[1], self.k, device=ids.device)[None]  # [1, n, n]
+        return self.norm(x + self.attn(x, labels, key_padding_mask=pad))
+
+
+if __name__ == "__main__":
+    ids = torch.randint(1, 100, (2, 7))
+    pad = torch.zeros(2, 7, dtype=torch.bool)
+    pad[1, 5:] = True
+    out = TinyEncoder()(ids, pad)
+    out.sum().backward()
+    print(out.shape, "finite:", bool(torch.isfinite(out).all()))
