@@ -46,6 +46,7 @@ __all__ = [
     "parse_conllu_string",
     "write_conllu",
     "sentence_from_words",
+    "sentence_from_tokens",
     "check_tree",
 ]
 
@@ -561,6 +562,44 @@ def sentence_from_words(words: Sequence[str], text: str | None = None, sent_id: 
 
     tl = TokenList(toks, Metadata(meta), default_fields=FIELDS)
     return Sentence(tl, "<text>", 0)
+
+
+def sentence_from_tokens(tokens: Sequence[tuple[str, Sequence[str], bool]], text: str | None = None,
+                         sent_id: str | None = None) -> Sentence:
+    """Like :func:`sentence_from_words` for surface tokens that may hold several
+    syntactic words: each item is ``(surface, words, space_after)``; a token with more
+    than one word becomes a multiword-token line ``a-b`` (carrying ``SpaceAfter=No``)
+    followed by its word lines, as UD English EWT writes ``don't`` -> ``do n't``."""
+    from conllu.models import Metadata
+
+    if not tokens:
+        raise ValueError("a sentence needs at least one token")
+    toks: list[Token] = []
+    k = 0
+    for surface, words, space in tokens:
+        words = list(words) or [surface]
+        for w in [surface, *words]:
+            if not w or any(ch in w for ch in "\t\n"):
+                raise ValueError(f"token {surface!r} has an empty word or one with a tab/newline")
+        misc = None if space else {"SpaceAfter": "No"}
+        if len(words) > 1:
+            toks.append(Token(id=(k + 1, "-", k + len(words)), form=surface, lemma="_", upos="_", xpos=None,
+                              feats=None, head=None, deprel="_", deps=None, misc=misc))
+            for w in words:
+                k += 1
+                toks.append(Token(id=k, form=w, lemma="_", upos="_", xpos=None, feats=None, head=None,
+                                  deprel="_", deps=None, misc=None))
+        else:
+            k += 1
+            toks.append(Token(id=k, form=words[0], lemma="_", upos="_", xpos=None, feats=None, head=None,
+                              deprel="_", deps=None, misc=misc))
+    if text is None:
+        text = "".join(s + (" " if sp else "") for s, _, sp in tokens).rstrip(" ")
+    meta: dict[str, Any] = {}
+    if sent_id is not None:
+        meta["sent_id"] = sent_id
+    meta["text"] = text
+    return Sentence(TokenList(toks, Metadata(meta), default_fields=FIELDS), "<text>", 0)
 
 
 def check_tree(heads: Sequence[int]) -> str | None:
