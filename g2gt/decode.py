@@ -50,14 +50,23 @@ def greedy_search(
 @torch.no_grad()
 def beam_search(
     model, memory: Tensor, memory_padding_mask: Tensor | None, max_len: int, bos_id: int, eos_id: int,
-    beam_size: int = 5, length_penalty: float = 1.0,
-) -> list[list[int]]:
-    """Batched beam search with length penalty ``score / len ** length_penalty``
-    (``len`` counts the EOS). A sentence stops once it has ``beam_size`` finished
-    hypotheses; at ``max_len`` the live beams are finished as they are. With
-    ``beam_size=1`` this is exactly greedy search.
+    beam_size: int = 5, length_penalty: float = 1.0, return_scores: bool = False,
+) -> list[list[int]] | list[list[tuple[float, list[int]]]]:
+    """Batched beam search.
 
-    Returns the best hypothesis per sentence (token ids, no BOS/EOS).
+    A hypothesis ``y`` is ranked by its length-normalised log-probability
+    ``sum_t log p(y_t | y_<t, x) / T ** length_penalty`` where ``T`` counts the
+    scored tokens (the EOS included). A sentence stops once it has ``beam_size``
+    finished hypotheses; at ``max_len`` the live beams are finished as they are
+    (no EOS scored). With ``beam_size=1`` this is exactly :func:`greedy_search`.
+
+    Args:
+        memory: ``[B, n, d]`` encoder output; ``memory_padding_mask``: ``[B, n]`` bool.
+        return_scores: return, per sentence, every finished ``(normalised score, tokens)``
+            sorted best first, instead of the best tokens only.
+
+    Returns:
+        the best hypothesis per sentence (token ids, no BOS/EOS).
     """
     B, n, d = memory.shape
     K = beam_size
@@ -65,7 +74,8 @@ def beam_search(
     memory = memory.repeat_interleave(K, 0)
     mpm = None if memory_padding_mask is None else memory_padding_mask.repeat_interleave(K, 0)
     cache = model.init_cache()
-    scores = torch.full((B, K), float("-inf"), device=dev)
+    sdtype = torch.promote_types(memory.dtype, torch.float32)  # float32 under autocast, float64 stays
+    scores = torch.full((B, K), float("-inf"), device=dev, dtype=sdtype)
     scores[:, 0] = 0.0
     hyps = torch.full((B * K, 1), bos_id, dtype=torch.long, device=dev)
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
@@ -76,12 +86,12 @@ def beam_search(
 
     for step in range(max_len):
         logits = model.decode(hyps[:, -1:], memory, mpm, cache=cache)[:, -1]
-        logp = torch.log_softmax(logits.float(), -1)  # [B*K, V]
+        logp = torch.log_softmax(logits.to(sdtype), -1)  # [B*K, V]
         V = logp.shape[-1]
         cand = (scores.view(B * K, 1) + logp).view(B, K * V)
         top_s, top_i = cand.topk(min(2 * K, K * V), dim=-1)  # [B, 2K]
         beam_idx, tok = top_i // V, top_i % V
-        new_scores = torch.full((B, K), float("-inf"), device=dev)
+        new_scores = torch.full((B, K), float("-inf"), device=dev, dtype=sdtype)
         src_rows = torch.zeros(B, K, dtype=torch.long, device=dev)
         new_tok = torch.full((B, K), eos_id, dtype=torch.long, device=dev)
         ts, bi, tk = top_s.tolist(), beam_idx.tolist(), tok.tolist()
@@ -120,5 +130,7 @@ def beam_search(
                 s = float(scores[b, k])
                 if s != float("-inf"):
                     seq = hyps[b * K + k, 1:].tolist()
-                    finished[b].append((norm(s, len(seq) + 1), seq))
+                    finished[b].append((norm(s, max(len(seq), 1)), seq))  # no EOS was scored
+    if return_scores:
+        return [sorted(f, key=lambda x: -x[0]) for f in finished]
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
