@@ -1,0 +1,189 @@
+r"""Output heads for graph prediction: biaffine arc / label scorers, a tagger and a
+character-level word encoder.
+
+Biaffine arc scorer (Dozat & Manning 2017). For encoder states :math:`x_i`,
+
+.. math::
+
+    d_i = \mathrm{MLP}_{dep}(x_i),\qquad h_j = \mathrm{MLP}_{head}(x_j),\qquad
+    s_{ij} = d_i^\top U h_j + h_j^\top u
+
+is the score of "node :math:`j` is the head of node :math:`i`" (row = dependent,
+column = head, the layout :func:`g2gt.trees.mst_decode` expects).
+
+Biaffine label classifier: for a dependent :math:`i` and its (gold or
+predicted) head :math:`j`,
+
+.. math::
+
+    s_{ij}^{(r)} = d_i^\top U^{(r)} h_j + w^{(r)\top} [d_i; h_j] + b^{(r)}.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = ["MLP", "BiaffineArcScorer", "BiaffineLabelScorer", "Tagger", "CharCNNWordEncoder"]
+
+
+class MLP(nn.Module):
+    """``Dropout(act(W x + b))`` — one hidden layer projection used before biaffine scoring."""
+
+    def __init__(self, in_dim: int, out_dim: int, dropout: float = 0.0, activation: str = "leaky_relu") -> None:
+        super().__init__()
+        self.linear = nn.Linear(in_dim, out_dim)
+        self.dropout = nn.Dropout(dropout)
+        self.activation = activation
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.xavier_uniform_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``[*, in_dim] -> [*, out_dim]``."""
+        y = self.linear(x)
+        y = F.leaky_relu(y, 0.1) if self.activation == "leaky_relu" else F.gelu(y)
+        return self.dropout(y)
+
+
+class BiaffineArcScorer(nn.Module):
+    r"""Head-selection scores ``s[b, i, j] = d_i^T U h_j + h_j^T u``.
+
+    Args:
+        in_dim: encoder width ``d``.
+        arc_dim: width of the dependent / head MLPs.
+        dropout: dropout after the MLPs.
+
+    Shapes: ``x [B, n, d]`` -> scores ``[B, n, n]`` (row = dependent, column = head);
+    padded columns are set to ``-inf`` when ``padding_mask [B, n]`` (True = pad) is given.
+    """
+
+    def __init__(self, in_dim: int, arc_dim: int = 256, dropout: float = 0.2) -> None:
+        super().__init__()
+        self.dep = MLP(in_dim, arc_dim, dropout)
+        self.head = MLP(in_dim, arc_dim, dropout)
+        self.U = nn.Parameter(torch.empty(arc_dim, arc_dim))
+        self.u = nn.Parameter(torch.empty(arc_dim))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.dep.reset_parameters()
+        self.head.reset_parameters()
+        nn.init.zeros_(self.U)  # Dozat & Manning start from zero biaffine weights
+        nn.init.zeros_(self.u)
+
+    def extra_repr(self) -> str:
+        return f"arc_dim={self.U.shape[0]}"
+
+    def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
+        d = self.dep(x)  # [B, n, a]
+        h = self.head(x)  # [B, n, a]
+        scores = torch.matmul(d @ self.U, h.transpose(1, 2)) + (h @ self.u)[:, None, :]
+        if padding_mask is not None:
+            scores = scores.masked_fill(padding_mask[:, None, :], float("-inf"))
+        return scores
+
+
+class BiaffineLabelScorer(nn.Module):
+    r"""Relation scores for given (dependent, head) pairs.
+
+    ``s^{(r)}_{ij} = d_i^T U^{(r)} h_j + w^{(r)T}[d_i; h_j] + b^{(r)}``.
+
+    Shapes: ``x [B, n, d]``, ``heads [B, n]`` long (index of each node's head) ->
+    ``[B, n, num_labels]``.
+    """
+
+    def __init__(self, in_dim: int, num_labels: int, label_dim: int = 128, dropout: float = 0.2) -> None:
+        super().__init__()
+        self.num_labels = num_labels
+        self.dep = MLP(in_dim, label_dim, dropout)
+        self.head = MLP(in_dim, label_dim, dropout)
+        self.U = nn.Parameter(torch.empty(num_labels, label_dim, label_dim))
+        self.W = nn.Linear(2 * label_dim, num_labels)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.dep.reset_parameters()
+        self.head.reset_parameters()
+        nn.init.zeros_(self.U)
+        nn.init.xavier_uniform_(self.W.weight)
+        nn.init.zeros_(self.W.bias)
+
+    def extra_repr(self) -> str:
+        return f"num_labels={self.num_labels}, label_dim={self.U.shape[1]}"
+
+    def project(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Dependent and head representations ``([B, n, r], [B, n, r])`` (compute once, score many)."""
+        return self.dep(x), self.head(x)
+
+    def score(self, d: Tensor, h_all: Tensor, heads: Tensor) -> Tensor:
+        """Scores ``[B, n, L]`` given projected ``d, h_all [B, n, r]`` and ``heads [B, n]``."""
+        h = h_all.gather(1, heads.clamp(min=0)[..., None].expand(-1, -1, h_all.shape[-1]))  # [B, n, r]
+        L, r, s = self.U.shape
+        lead = d.shape[:-1]
+        # one GEMM [N, r] x [r, L*s], then a batched dot with h: cheaper than a generic einsum
+        dU = (d.reshape(-1, r) @ self.U.permute(1, 0, 2).reshape(r, L * s)).view(-1, L, s)
+        bil = torch.bmm(dU, h.reshape(-1, s, 1)).view(*lead, L)
+        return bil + self.W(torch.cat([d, h], -1))
+
+    def forward(self, x: Tensor, heads: Tensor) -> Tensor:
+        d, h = self.project(x)
+        return self.score(d, h, heads)
+
+
+class Tagger(nn.Module):
+    """Per-node classifier (e.g. UPOS): ``Linear(Dropout(MLP(x)))``. ``[B, n, d] -> [B, n, num_tags]``."""
+
+    def __init__(self, in_dim: int, num_tags: int, hidden: int = 256, dropout: float = 0.2) -> None:
+        super().__init__()
+        self.mlp = MLP(in_dim, hidden, dropout)
+        self.out = nn.Linear(hidden, num_tags)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.mlp.reset_parameters()
+        nn.init.xavier_uniform_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.out(self.mlp(x))
+
+
+class CharCNNWordEncoder(nn.Module):
+    r"""Word vectors from characters: embed, convolve, max-pool, project.
+
+    For a word with character embeddings :math:`c_1..c_m`, filters of width
+    ``kernel`` give :math:`z_t = \mathrm{ReLU}(W[c_{t-k/2}..c_{t+k/2}] + b)` and the
+    word vector is :math:`P\,\max_t z_t`. Character id 0 is padding (ignored by
+    the max-pool).
+
+    Shapes: ``chars [N, m]`` long -> ``[N, out_dim]``.
+    """
+
+    def __init__(self, num_chars: int, out_dim: int, char_dim: int = 64, filters: int = 256,
+                 kernel: int = 3, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(num_chars, char_dim, padding_idx=0)
+        self.conv = nn.Conv1d(char_dim, filters, kernel, padding=kernel // 2)
+        self.proj = nn.Linear(filters, out_dim)
+        self.dropout = nn.Dropout(dropout)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.normal_(self.embed.weight, std=self.embed.embedding_dim**-0.5)
+        with torch.no_grad():
+            self.embed.weight[0].zero_()
+        self.conv.reset_parameters()
+        nn.init.xavier_uniform_(self.proj.weight)
+        nn.init.zeros_(self.proj.bias)
+
+    def forward(self, chars: Tensor) -> Tensor:
+        if chars.numel() == 0:
+            return self.proj.weight.new_zeros(chars.shape[0], self.proj.out_features)
+        e = self.dropout(self.embed(chars))  # [N, m, c]
+        z = F.relu(self.conv(e.transpose(1, 2)))  # [N, f, m]
+        z = z.masked_fill((chars == 0)[:, None, :], 0.0)  # ReLU >= 0, so 0 never beats a real position
+        return self.proj(z.max(-1).values)
