@@ -22,7 +22,7 @@ when they are missing, the shipped samples ``data/ud-en-ewt/*.sample.conllu`` ar
 Run::
 
     OMP_NUM_THREADS=1 python examples/pyg_upos.py                 # full EWT if present, else samples
-    OMP_NUM_THREADS=1 python examples/pyg_upos.py --sample        # shipped samples only (~1 min)
+    OMP_NUM_THREADS=1 python examples/pyg_upos.py --sample        # shipped samples only (~40 s)
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=None, help="folder with en_ewt-ud-{train,dev}.conllu "
                     "(default: $G2GT_DATA[/ud-en-ewt] or ../shared/data/ud-en-ewt; shipped samples if absent)")
     ap.add_argument("--sample", action="store_true", help="use the shipped 1200/300-sentence samples")
-    ap.add_argument("--epochs", type=int, default=4, help="training epochs (default: %(default)s)")
+    ap.add_argument("--epochs", type=int, default=3, help="training epochs (default: %(default)s)")
     ap.add_argument("--batch-size", type=int, default=32, help="sentences per batch (default: %(default)s)")
     ap.add_argument("--dim", type=int, default=128, help="model width (default: %(default)s)")
     ap.add_argument("--heads", type=int, default=4, help="attention heads (default: %(default)s)")
