@@ -1,0 +1,99 @@
+"""The parser's CLI end to end on a tiny model: train, parse (file, stdin, text, --refine), attention, demo."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+import torch
+
+from g2gt.cli import main
+from g2gt.commands.parsing import SAMPLE_DEV, SAMPLE_TRAIN, tree_text
+from g2gt.io.conllu import check_tree, read_conllu, write_conllu
+
+TINY_ARGS = ["--d-model", "32", "--layers", "1", "--heads", "2", "--ffn-dim", "64", "--max-steps", "3",
+             "--eval-every", "0", "--batch-tokens", "1500", "--no-progress", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    train, dev = read_conllu(SAMPLE_TRAIN)[:60], read_conllu(SAMPLE_DEV)[:10]
+    write_conllu(train, d / "train.conllu")
+    write_conllu(dev, d / "dev.conllu")
+    rc = main(["train", "parser", "--train", str(d / "train.conllu"), "--dev", str(d / "dev.conllu"),
+               "--out", str(d / "model"), "--epochs", "1", *TINY_ARGS])
+    assert rc == 0
+    return d / "model"
+
+
+def test_train_writes_model_dir_and_resume(model_dir):
+    for f in ("best.pt", "last.pt", "log.jsonl", "config.json"):
+        assert (model_dir / f).exists()
+    ck = torch.load(model_dir / "last.pt", weights_only=True)
+    assert ck["step"] >= 1
+
+
+def test_parse_file_validates_and_keeps_sentences(model_dir, tmp_path):
+    out = tmp_path / "pred.conllu"
+    assert main(["parse", "--model", str(model_dir), str(SAMPLE_DEV), "-o", str(out), "--refine-steps", "2"]) == 0
+    gold, pred = read_conllu(SAMPLE_DEV), read_conllu(out)
+    assert len(gold) == len(pred)
+    assert [s.sent_id for s in gold] == [s.sent_id for s in pred]
+    assert [s.forms for s in gold] == [s.forms for s in pred]
+    assert all(check_tree(s.heads) is None for s in pred)
+    from g2gt.evaluate import validate_file
+
+    assert validate_file(out, lang="en", level=2) == []
+
+
+def test_parse_text_and_eisner(model_dir, tmp_path, capsys):
+    out = tmp_path / "t.conllu"
+    assert main(["parse", "--model", str(model_dir), "--text", "I don't like rain. It's wet!",
+                 "--tokenizer", "rule", "--algorithm", "eisner", "-o", str(out)]) == 0
+    sents = read_conllu(out)
+    assert len(sents) == 2 and "n't" in sents[0].forms
+    assert all(check_tree(s.heads) is None for s in sents)
+    assert "n't" in tree_text(sents[0])
+
+
+def test_refine_with_cyclic_graph_is_a_clear_error(model_dir, tmp_path, capsys):
+    f = tmp_path / "cyclic.conllu"
+    f.write_text("1\tA\ta\tX\t_\t_\t0\troot\t_\t_\n\n"
+                 "1\tB\tb\tX\t_\t_\t2\tdep\t_\t_\n2\tC\tc\tX\t_\t_\t1\tdep\t_\t_\n\n")
+    rc = main(["parse", "--model", str(model_dir), str(f), "--refine"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "cyclic.conllu:3" in err and "cycle" in err
+
+
+def test_refine_valid_input_runs(model_dir, tmp_path):
+    out = tmp_path / "r.conllu"
+    assert main(["parse", "--model", str(model_dir), str(SAMPLE_DEV), "--refine", "--refine-steps", "1",
+                 "-o", str(out)]) == 0
+    assert len(read_conllu(out)) == len(read_conllu(SAMPLE_DEV))
+
+
+def test_attention_plot(model_dir, tmp_path):
+    png = tmp_path / "heads.png"
+    assert main(["attention", "--model", str(model_dir), "--text", "She reads books .", "-o", str(png)]) == 0
+    assert png.stat().st_size > 1000
+
+
+def test_missing_data_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    rc = main(["train", "parser", "--train", str(tmp_path / "nope.conllu"), "--out", str(tmp_path / "m")])
+    assert rc == 1 and "nope.conllu" in capsys.readouterr().err
+
+
+def test_help_texts(capsys):
+    for argv in (["train", "parser", "--help"], ["parse", "--help"], ["demo", "--help"], ["attention", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert "example" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_demo_runs(tmp_path, capsys):
+    assert main(["demo", "--minutes", "0.1", "--out", str(tmp_path / "demo"), "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "CC BY-SA" in out and "LAS" in out and "└──" in out or "root" in out

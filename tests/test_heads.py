@@ -1,0 +1,63 @@
+"""Properties of the biaffine scorers, tagger and char-CNN word encoder."""
+
+from __future__ import annotations
+
+import torch
+
+from g2gt.nn.heads import BiaffineArcScorer, BiaffineLabelScorer, CharCNNWordEncoder, Tagger
+
+
+def _randomize(module: torch.nn.Module) -> None:
+    with torch.no_grad():
+        for p in module.parameters():
+            p.normal_(0, 0.3)
+
+
+def test_arc_scorer_matches_formula_and_masks_padding():
+    m = BiaffineArcScorer(8, arc_dim=5, dropout=0.0).double()
+    _randomize(m)
+    x = torch.randn(2, 4, 8, dtype=torch.float64)
+    pad = torch.tensor([[False] * 4, [False, False, False, True]])
+    s = m(x, pad)
+    d, h = m.dep(x), m.head(x)
+    for b in range(2):
+        for i in range(4):
+            for j in range(4):
+                if pad[b, j]:
+                    assert s[b, i, j] == float("-inf")
+                else:
+                    ref = d[b, i] @ m.U @ h[b, j] + h[b, j] @ m.u
+                    assert torch.allclose(s[b, i, j], ref)
+
+
+def test_label_scorer_matches_formula():
+    m = BiaffineLabelScorer(6, num_labels=3, label_dim=4, dropout=0.0).double()
+    _randomize(m)
+    x = torch.randn(2, 5, 6, dtype=torch.float64)
+    heads = torch.randint(0, 5, (2, 5))
+    s = m(x, heads)
+    assert s.shape == (2, 5, 3)
+    d, h = m.dep(x), m.head(x)
+    for b in range(2):
+        for i in range(5):
+            hj = h[b, heads[b, i]]
+            for r in range(3):
+                ref = d[b, i] @ m.U[r] @ hj + m.W.weight[r] @ torch.cat([d[b, i], hj]) + m.W.bias[r]
+                assert torch.allclose(s[b, i, r], ref)
+
+
+def test_char_encoder_ignores_padding_columns():
+    enc = CharCNNWordEncoder(20, 7, char_dim=5, filters=9, kernel=3).eval()
+    chars = torch.tensor([[3, 4, 5, 0], [6, 0, 0, 0]])
+    wider = torch.cat([chars, torch.zeros(2, 3, dtype=torch.long)], 1)
+    assert torch.allclose(enc(chars), enc(wider), atol=1e-6)
+    assert enc(chars).shape == (2, 7)
+
+
+def test_reset_parameters_and_tagger_shape():
+    t = Tagger(8, 5, hidden=6)
+    assert t(torch.randn(3, 4, 8)).shape == (3, 4, 5)
+    for m in (BiaffineArcScorer(8, 4), BiaffineLabelScorer(8, 3, 4), CharCNNWordEncoder(10, 8), t):
+        m.reset_parameters()
+    a = BiaffineArcScorer(8, 4)
+    assert torch.count_nonzero(a.U) == 0  # biaffine weights start at zero (Dozat & Manning)
