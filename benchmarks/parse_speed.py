@@ -1,0 +1,74 @@
+"""Parsing speed of a trained parser on a CoNLL-U file (default: UD EWT dev).
+
+Measures end-to-end ``Parser.predict`` (batching, encoder passes, MST / Eisner
+decoding, label + UPOS prediction, refinement with fixed-point early stopping)
+in words per second, for each thread count and each refinement depth, under
+``torch.inference_mode``. Thread counts are interleaved over ``--repeats`` rounds
+and the best round is reported (the machine may be shared).
+
+    python benchmarks/parse_speed.py --model /work/runs/parser/main --threads 1 2 --refine-steps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from g2gt.commands.parsing import EWT_DEV, default_data  # noqa: E402
+from g2gt.io.conllu import read_conllu  # noqa: E402
+from g2gt.tasks.parsing import Parser  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, help="parser model directory")
+    ap.add_argument("--data", default=None, help="CoNLL-U to parse (default: UD EWT dev)")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--refine-steps", type=int, nargs="+", default=[3])
+    ap.add_argument("--algorithm", default="mst", choices=["mst", "eisner"])
+    ap.add_argument("--batch-tokens", type=int, default=3000)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=0, help="only the first N sentences")
+    args = ap.parse_args(argv)
+
+    data = Path(args.data) if args.data else default_data(EWT_DEV)
+    if data is None or not data.exists():
+        print("no data: pass --data FILE or set G2GT_DATA", file=sys.stderr)
+        return 1
+    sents = read_conllu(data)
+    if args.limit:
+        sents = sents[: args.limit]
+    words = sum(len(s) for s in sents)
+    parser = Parser.load(args.model)
+    torch.set_num_threads(max(args.threads))
+    parser.predict(sents[:50], refine_steps=1, progress=False)  # warm-up
+    best: dict[tuple[int, int], float] = {}
+    passes: dict[tuple[int, int], float] = {}
+    for _ in range(args.repeats):
+        for T in args.refine_steps:
+            for th in args.threads:
+                torch.set_num_threads(th)
+                t0 = time.perf_counter()
+                parser.predict(sents, refine_steps=T, algorithm=args.algorithm, max_tokens=args.batch_tokens,
+                               progress=False)
+                dt = time.perf_counter() - t0
+                key = (th, T)
+                best[key] = max(best.get(key, 0.0), words / dt)
+                passes[key] = parser.last_passes / len(sents)
+    print(f"# {data.name}: {len(sents)} sentences, {words} words; model {args.model}; "
+          f"algorithm {args.algorithm}; best of {args.repeats}")
+    print("| threads | refine steps T | encoder passes / sentence | words/s |")
+    print("|--:|--:|--:|--:|")
+    for (th, T), wps in sorted(best.items()):
+        print(f"| {th} | {T} | {passes[(th, T)]:.2f} | {wps:,.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
