@@ -81,26 +81,36 @@ def open_text(path: str | os.PathLike) -> IO[str]:
     return open(path, encoding="utf-8", newline="")
 
 
-def read_lines(path: str | os.PathLike | IO[str], name: str | None = None) -> list[str]:
-    """All lines of a plain or ``.gz`` UTF-8 file without their line ends (``\\n`` / ``\\r\\n``).
+def _open_binary(path: Path) -> IO[bytes]:
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
-    Raises ``ValueError("FILE:LINE: ...")`` on bytes that are not UTF-8.
+
+def read_lines(path: str | os.PathLike | IO, name: str | None = None) -> list[str]:
+    """All lines of a plain or ``.gz`` UTF-8 file (or an open stream) without their
+    line ends (``\\n`` / ``\\r\\n``). A UTF-8 byte-order mark at the start is dropped.
+
+    Raises ``ValueError("FILE:LINE: not valid UTF-8 ...")`` naming the offending line.
     """
     if hasattr(path, "read"):
-        f, close, name = path, False, name or getattr(path, "name", "<stream>")
+        f, close = path, False
+        name = name or getattr(path, "name", "<stream>")
+        f = getattr(f, "buffer", f)  # text streams (stdin): read their bytes
     else:
-        f, close, name = open_text(path), True, name or str(path)
+        f, close, name = _open_binary(Path(path)), True, name or str(path)
     out: list[str] = []
     try:
-        lineno = 0
-        while True:
+        for lineno, raw in enumerate(f, 1):
+            if isinstance(raw, str):
+                out.append(raw.rstrip("\r\n"))
+                continue
             try:
-                line = f.readline()
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise ValueError(f"{name}:{lineno + 1}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
-            if not line:
-                break
-            lineno += 1
+                raise ValueError(f"{name}:{lineno}: not valid UTF-8 ({e.reason} at byte {e.start} of the line)") from None
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
             out.append(line.rstrip("\r\n"))
     finally:
         if close:

@@ -1,0 +1,280 @@
+"""Seq2seq / graph2seq task: overfitting, decoding equivalences, CLI line counts, bad input, checkpoints."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from g2gt.cli import main as cli_main
+from g2gt.decode import beam_search, greedy_search
+from g2gt.graph import LabelVocab
+from g2gt.nn.transformer import G2GTConfig, G2GTransformer
+from g2gt.tasks.seq2seq import (
+    SUBWORD_LABEL, MisalignedError, ParallelData, Seq2SeqSettings, Seq2SeqTask, load_seq2seq, read_lines,
+    read_parallel, subword_dependency_channel,
+)
+from g2gt.tokenizer import SubwordTokenizer
+from g2gt.train import TrainConfig, Trainer
+
+FIX = Path(__file__).parent / "fixtures_mt"
+SRC, TGT = FIX / "train.en", FIX / "train.de"
+TINY = dict(d_model=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, ffn_dim=128, dropout=0.0,
+            decoder_max_distance=8)
+
+
+@pytest.fixture(scope="module")
+def pairs() -> tuple[list[str], list[str]]:
+    return read_parallel(SRC, TGT)
+
+
+@pytest.fixture(scope="module")
+def trained(pairs, tmp_path_factory):
+    """A tiny model trained to memorise the 50 fixture pairs (about 120 steps)."""
+    torch.manual_seed(0)
+    src, tgt = pairs
+    tok = SubwordTokenizer.train(src + tgt, vocab_size=400)
+    task = Seq2SeqTask(tok, tok, Seq2SeqSettings(max_distance=8, max_tokens=2000, label_smoothing=0.0))
+    task.train = task.encode_pairs(src, tgt)
+    task.dev = task.train
+    model = task.build_model(**TINY)
+    out = tmp_path_factory.mktemp("mt_model")
+    cfg = TrainConfig(lr=5e-3, warmup_steps=20, max_steps=120, eval_every=10_000, metric="bleu", metric_mode="max",
+                      progress=False, weight_decay=0.0, device="cpu")
+    Trainer(model, task, cfg, out).fit()
+    model.eval()
+    return model, task, out
+
+
+def test_overfits_fixture_to_exact_match(trained, pairs):
+    model, task, _ = trained
+    src, tgt = pairs
+    hyps = task.translate(model, src, beam=1)
+    wrong = [(h, t) for h, t in zip(hyps, tgt) if h != t]
+    assert not wrong, f"{len(wrong)} of {len(tgt)} not memorised, e.g. {wrong[:3]}"
+
+
+def _memory(model, task, src_ids):
+    gb = task.collate_sources(src_ids)
+    return model.encode(gb.tokens, gb.labels, gb.padding_mask), gb.padding_mask
+
+
+def test_beam_one_equals_greedy(trained):
+    model, task, _ = trained
+    ids = task.train.src[:20]
+    mem, mask = _memory(model, task, ids)
+    g = greedy_search(model, mem, mask, 40, task.bos_id, task.eos_id)
+    b = beam_search(model, mem, mask, 40, task.bos_id, task.eos_id, beam_size=1)
+    assert g == b
+
+
+@pytest.mark.xfail(strict=False, reason="g2gt.decode.beam_search stops a sentence once it has beam_size finished "
+                   "hypotheses even when a live beam still scores better (reported; see the seq2seq report)")
+def test_beam_not_worse_than_greedy_under_the_model(trained):
+    model, task, _ = trained
+    ids = task.train.src[:20]
+    mem, mask = _memory(model, task, ids)
+    g = greedy_search(model, mem, mask, 40, task.bos_id, task.eos_id)
+    b4 = beam_search(model, mem, mask, 40, task.bos_id, task.eos_id, beam_size=4, length_penalty=0.0)
+
+    @torch.no_grad()
+    def logp(i, h):
+        t = torch.tensor([[task.bos_id] + h + [task.eos_id]])
+        lp = model.decode(t[:, :-1], mem[i : i + 1], mask[i : i + 1]).log_softmax(-1)
+        return float(lp.gather(-1, t[:, 1:, None]).sum())
+
+    worse = [i for i in range(len(ids)) if logp(i, b4[i]) < logp(i, g[i]) - 1e-4]
+    assert not worse, f"beam 4 found a lower-probability output than greedy for sentences {worse}"
+
+
+def test_incremental_decoding_equals_full(trained):
+    model, task, _ = trained
+    ids = task.train.src[:8]
+    mem, mask = _memory(model, task, ids)
+    hyps = greedy_search(model, mem, mask, 40, task.bos_id, task.eos_id)
+    m = max(map(len, hyps)) + 1
+    tgt_in = torch.full((len(ids), m), task.eos_id)
+    tgt_in[:, 0] = task.bos_id
+    for b, h in enumerate(hyps):
+        tgt_in[b, 1 : len(h) + 1] = torch.tensor(h)
+    with torch.no_grad():
+        full = model.decode(tgt_in, mem, mask)  # one teacher-forced pass
+        cache = model.init_cache()
+        steps = torch.cat([model.decode(tgt_in[:, t : t + 1], mem, mask, cache=cache) for t in range(m)], 1)
+    torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
+    for b, h in enumerate(hyps):  # the full pass reproduces the greedy choices
+        assert full[b, : len(h) + 1].argmax(-1).tolist() == h + [task.eos_id]
+
+
+def test_checkpoint_weights_only_strict_and_tokenizer_inside(trained, pairs):
+    model, task, out = trained
+    for name in ("best.pt", "last.pt"):
+        state = torch.load(out / name, weights_only=True, map_location="cpu")
+        again = G2GTransformer(G2GTConfig(**state["model_config"]))
+        again.load_state_dict(state["model"], strict=True)
+        assert state["task"]["src_tokenizer"] == task.src_tok.to_str()
+    loaded, ltask = load_seq2seq(out)
+    assert ltask.src_tok == task.src_tok and ltask.tgt_tok is ltask.src_tok
+    assert ltask.settings == task.settings
+    src, _ = pairs
+    assert ltask.translate(loaded, src[:10]) == task.translate(model, src[:10])
+
+
+def test_translate_cli_keeps_line_count(trained, tmp_path, capsys):
+    _, _, out = trained
+    lines = ["A man is riding a bike.", "", "   ", "Two dogs play in the snow.", "", "Ωμέγα ★ unknown ☃", ""]
+    inp = tmp_path / "in.txt"
+    inp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for beam in ("1", "3"):
+        hyp = tmp_path / f"out{beam}.txt"
+        assert cli_main(["translate", "--model", str(out), "-i", str(inp), "-o", str(hyp), "--beam", beam,
+                         "--batch-size", "2"]) == 0
+        got = hyp.read_text(encoding="utf-8").split("\n")
+        assert got[-1] == "" and len(got) - 1 == len(lines)
+        got = got[:-1]
+        assert [g == "" for g in got] == [not line.strip() for line in lines]
+        assert got[0] == "Ein Mann fährt Fahrrad."
+
+
+def test_evaluate_mt_cli(tmp_path, capsys):
+    ref = tmp_path / "ref"
+    ref.write_text("Ein Mann fährt Fahrrad.\nZwei Hunde spielen im Schnee.\n", encoding="utf-8")
+    assert cli_main(["evaluate-mt", str(ref), str(ref), "--lowercase", "--json"]) == 0
+    res = __import__("json").loads(capsys.readouterr().out)
+    assert res["bleu"] == pytest.approx(100.0) and res["chrf"] == pytest.approx(100.0)
+    assert res["bleu_lowercase"] == pytest.approx(100.0)
+    hyp = tmp_path / "hyp"
+    hyp.write_text("ein mann fährt fahrrad.\nzwei hunde spielen im schnee.\n", encoding="utf-8")
+    assert cli_main(["evaluate-mt", str(ref), str(hyp), "--lowercase", "--json"]) == 0
+    res = __import__("json").loads(capsys.readouterr().out)
+    assert res["bleu"] < 100.0 and res["bleu_lowercase"] == pytest.approx(100.0)
+
+
+def test_misaligned_files_fail_before_training(tmp_path, capsys):
+    short = tmp_path / "short.de"
+    short.write_text("".join(line + "\n" for line in read_lines(TGT)[:49]), encoding="utf-8")
+    out = tmp_path / "run"
+    rc = cli_main(["train", "seq2seq", "--src-train", str(SRC), "--tgt-train", str(short), "--src-dev", str(SRC),
+                   "--tgt-dev", str(TGT), "--out", str(out), "--max-steps", "5", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "50" in err and "49" in err and str(SRC) in err and str(short) in err
+    assert not (out / "last.pt").exists() and not (out / "best.pt").exists()
+    with pytest.raises(MisalignedError):
+        read_parallel(SRC, short)
+
+
+def test_bad_utf8_names_file_and_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\nfine\nbro\xffken\n")
+    with pytest.raises(ValueError, match=r"bad.txt:3: not valid UTF-8"):
+        read_lines(bad)
+
+
+def test_gzip_input(tmp_path, pairs):
+    import gzip
+
+    p = tmp_path / "x.en.gz"
+    with gzip.open(p, "wt", encoding="utf-8") as f:
+        f.write("".join(s + "\n" for s in pairs[0]))
+    assert read_lines(p) == pairs[0]
+
+
+def test_overlong_lines_truncated_with_counting_warning(pairs):
+    src, tgt = pairs
+    tok = SubwordTokenizer.train(src + tgt, vocab_size=300)
+    task = Seq2SeqTask(tok, tok, Seq2SeqSettings(max_src_len=6, max_tgt_len=7))
+    n_src = sum(len(s) > 6 for s in tok.encode_batch(src))
+    with pytest.warns(UserWarning, match=rf"truncated {n_src} of 50 sentence\(s\) longer than 6") as rec:
+        data = task.encode_pairs(src, tgt, "fx")
+    assert n_src > 0 and any("target" in str(w.message) for w in rec)
+    assert max(map(len, data.src)) == 6 and max(map(len, data.tgt)) == 6  # + EOS = 7
+
+
+def test_loss_is_a_sum_over_target_tokens(trained):
+    model, task, _ = trained
+    b1 = task.make_batch(task.train, [0])
+    b2 = task.make_batch(task.train, [0, 1])
+    b3 = task.make_batch(task.train, [1])
+    with torch.no_grad():
+        l1, l2, l3 = (float(task.loss(model, b)) for b in (b1, b2, b3))
+    assert l2 == pytest.approx(l1 + l3, rel=1e-4)  # padding contributes nothing
+    assert task.num_tokens(b2) == task.num_tokens(b1) + task.num_tokens(b3)
+
+
+# ---------------------------------------------------------------------------- graph to sequence
+def test_subword_dependency_channel_lifts_word_labels():
+    word = torch.tensor([[0, 3, 0], [4, 0, 0], [0, 5, 0]])  # word0 -> word1 label 3, etc.
+    widx = [0, 0, 1, 2, 2, 2]
+    ch = subword_dependency_channel(word, widx, subword_label=9, num_labels=10)
+    dense = ch.dense(len(widx))
+    for s in range(len(widx)):
+        for t in range(len(widx)):
+            if s == t:
+                expect = 0
+            elif widx[s] == widx[t]:
+                expect = 9
+            else:
+                expect = int(word[widx[s], widx[t]])
+            assert int(dense[s, t]) == expect
+
+
+def _fake_parses(sentences: list[str]) -> str:
+    """CoNLL-U with *heuristic* trees (not linguistic parses): each word's head is the
+    next word, punctuation attaches to the previous word, the last content word is the root."""
+    from g2gt.io.conllu import sentence_from_words, to_conllu_string
+
+    out = []
+    for k, s in enumerate(sentences):
+        words = s.replace(".", " .").replace(",", " ,").replace("!", " !").split()
+        n = len(words)
+        heads, rels = [], []
+        content = [i for i, w in enumerate(words) if w not in ".,!"]
+        root = content[-1]
+        for i, w in enumerate(words):
+            if i == root:
+                heads.append(0), rels.append("root")
+            elif w in ".,!":
+                heads.append(i if i > 0 else 2), rels.append("punct")
+            else:
+                nxt = next(j for j in content if j > i) if any(j > i for j in content) else root
+                heads.append(nxt + 1), rels.append("dep")
+        out.append(sentence_from_words(words, text=s, sent_id=str(k + 1)).with_parse(heads, rels))
+    return to_conllu_string(out)
+
+
+def test_graph_to_sequence_cli(tmp_path, pairs, capsys):
+    src, tgt = pairs
+    conllu = tmp_path / "src.conllu"
+    conllu.write_text(_fake_parses(src), encoding="utf-8")
+    out = tmp_path / "g2s"
+    rc = cli_main(["train", "seq2seq", "--src-train", str(SRC), "--tgt-train", str(TGT), "--src-dev", str(SRC),
+                   "--tgt-dev", str(TGT), "--src-graphs", str(conllu), "--src-dev-graphs", str(conllu),
+                   "--out", str(out), "--max-steps", "3", "--eval-every", "3", "--eval-sentences", "5",
+                   "--bpe-vocab", "300", "--d-model", "32", "--layers", "1", "--ffn", "64", "--heads", "2",
+                   "--final-beam", "0", "--no-progress", "--device", "cpu"])
+    assert rc == 0, capsys.readouterr().err
+    model, task = load_seq2seq(out)
+    assert task.settings.graph and task.channels == ["position", "deps"]
+    assert SUBWORD_LABEL in task.rel_vocab and "dep\u2191" in task.rel_vocab
+    assert model.config.encoder_labels == [2 * 16 + 2, len(task.rel_vocab)]
+    # the dependency channel changes the encoding (it is really read)
+    from g2gt.io.conllu import read_conllu
+
+    sents = read_conllu(conllu)[:4]
+    ids, deps = task.encode_graph_sources(sents)
+    gb = task.collate_sources(ids, deps)
+    assert gb.labels.shape[1] == 2 and int(gb.labels[:, 1].max()) > 0
+    with torch.no_grad():
+        a = model.encode(gb.tokens, gb.labels, gb.padding_mask)
+        lab = gb.labels.clone()
+        lab[:, 1] = 0
+        b = model.encode(gb.tokens, lab, gb.padding_mask)
+    assert not torch.allclose(a, b)
+    hyp = tmp_path / "hyp.txt"
+    assert cli_main(["translate", "--model", str(out), "--graphs", str(conllu), "-o", str(hyp), "--beam", "2"]) == 0
+    assert len(hyp.read_text(encoding="utf-8").split("\n")) - 1 == len(src)
+    rc = cli_main(["translate", "--model", str(out), "-i", str(SRC)])
+    assert rc == 1 and "--graphs" in capsys.readouterr().err
