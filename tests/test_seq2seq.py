@@ -32,7 +32,7 @@ def pairs() -> tuple[list[str], list[str]]:
 
 @pytest.fixture(scope="module")
 def trained(pairs, tmp_path_factory):
-    """A tiny model trained to memorise the 50 fixture pairs (about 120 steps)."""
+    """A tiny model trained to memorise the 50 fixture pairs (100 steps)."""
     torch.manual_seed(0)
     src, tgt = pairs
     tok = SubwordTokenizer.train(src + tgt, vocab_size=400)
@@ -41,7 +41,7 @@ def trained(pairs, tmp_path_factory):
     task.dev = task.train
     model = task.build_model(**TINY)
     out = tmp_path_factory.mktemp("mt_model")
-    cfg = TrainConfig(lr=5e-3, warmup_steps=20, max_steps=120, eval_every=10_000, metric="bleu", metric_mode="max",
+    cfg = TrainConfig(lr=5e-3, warmup_steps=20, max_steps=100, eval_every=10_000, metric="bleu", metric_mode="max",
                       progress=False, weight_decay=0.0, device="cpu")
     Trainer(model, task, cfg, out).fit()
     model.eval()
