@@ -278,3 +278,18 @@ def test_graph_to_sequence_cli(tmp_path, pairs, capsys):
     assert len(hyp.read_text(encoding="utf-8").split("\n")) - 1 == len(src)
     rc = cli_main(["translate", "--model", str(out), "-i", str(SRC)])
     assert rc == 1 and "--graphs" in capsys.readouterr().err
+
+
+def test_train_cli_resume_reuses_tokenizer(tmp_path, capsys):
+    out = tmp_path / "run"
+    common = ["train", "seq2seq", "--src-train", str(SRC), "--tgt-train", str(TGT), "--src-dev", str(SRC),
+              "--tgt-dev", str(TGT), "--out", str(out), "--bpe-vocab", "300", "--d-model", "32", "--layers", "1",
+              "--ffn", "64", "--heads", "2", "--eval-every", "2", "--eval-sentences", "4", "--final-beam", "0",
+              "--no-progress", "--device", "cpu"]
+    assert cli_main(common + ["--max-steps", "2"]) == 0
+    tok_json = (out / "tokenizers.json").read_text()
+    assert cli_main(common + ["--max-steps", "4", "--resume", "--bpe-vocab", "999"]) == 0
+    assert (out / "tokenizers.json").read_text() == tok_json  # the saved tokenizer is reused, not retrained
+    state = torch.load(out / "last.pt", weights_only=True)
+    assert state["step"] == 4
+    assert SubwordTokenizer.from_str(state["task"]["src_tokenizer"]).vocab_size <= 300

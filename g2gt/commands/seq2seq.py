@@ -153,6 +153,8 @@ def run_train(args) -> int:
     tok_path = out / "tokenizers.json"
     if args.resume and tok_path.exists():
         saved = json.loads(tok_path.read_text(encoding="utf-8"))
+        print(f"resuming: reusing the tokenizer(s) and data settings of {tok_path} (--bpe-vocab, --joint-vocab, "
+              "--max-len, --max-distance and --label-smoothing come from there)", file=sys.stderr)
         src_tok = SubwordTokenizer.from_str(saved["src"])
         tgt_tok = src_tok if saved["tgt"] is None else SubwordTokenizer.from_str(saved["tgt"])
         rel_vocab = LabelVocab.from_list(saved["rel_vocab"]) if saved.get("rel_vocab") else None
