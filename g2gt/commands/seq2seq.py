@@ -42,9 +42,11 @@ def _add_train(train_sub) -> None:
         "(resumable), OUT/log.jsonl and, at the end, OUT/dev.hyp + OUT/final.json (full dev set, beam search).",
         epilog="Defaults read Multi30k en->de from $G2GT_DATA/multi30k or ../shared/data/multi30k.")
     io = p.add_argument_group("data")
-    io.add_argument("--src-train", default=str(d / f"train.{s}.gz"), help="training source sentences")
+    io.add_argument("--src-train", default=None,
+                    help=f"training source sentences (default: {d / f'train.{s}.gz'}, unless --src-graphs is given)")
     io.add_argument("--tgt-train", default=str(d / f"train.{t}.gz"), help="training target sentences")
-    io.add_argument("--src-dev", default=str(d / f"val.{s}.gz"), help="dev source sentences")
+    io.add_argument("--src-dev", default=None,
+                    help=f"dev source sentences (default: {d / f'val.{s}.gz'}, unless --src-dev-graphs is given)")
     io.add_argument("--tgt-dev", default=str(d / f"val.{t}.gz"), help="dev target sentences (references)")
     io.add_argument("--src-graphs", default=None, metavar="FILE.conllu",
                     help="parsed training source, one CoNLL-U sentence per target line: turns on the dependency "
@@ -131,11 +133,14 @@ def run_train(args) -> int:
         check_aligned(len(src_dev), args.src_dev_graphs, len(tgt_dev), args.tgt_dev)
         src_text = [" ".join(s.forms) for s in src_train]
         for plain, name in ((args.src_train, "src_train"), (args.src_dev, "src_dev")):
-            if plain and Path(plain).exists():
+            if plain:  # given explicitly: must be aligned with the parsed file
                 n = len(read_lines(plain))
                 ref = len(src_train) if name == "src_train" else len(src_dev)
                 check_aligned(n, plain, ref, args.src_graphs if name == "src_train" else args.src_dev_graphs)
     else:
+        d, (s, _) = default_data_dir(), DEFAULT_PAIR
+        args.src_train = args.src_train or str(d / f"train.{s}.gz")
+        args.src_dev = args.src_dev or str(d / f"val.{s}.gz")
         src_train = read_lines(args.src_train)
         check_aligned(len(src_train), args.src_train, len(tgt_train), args.tgt_train)
         src_dev = read_lines(args.src_dev)
