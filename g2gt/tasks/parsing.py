@@ -458,7 +458,7 @@ class ParsingTask:
         core = model.module if hasattr(model, "module") else model
         parser = Parser(core, self.vocab, self.max_distance)
         pred = parser.predict(self.dev, refine_steps=self.refine_steps, algorithm=self.eval_algorithm,
-                              progress=False)
+                              progress=False, record_iterations=True)
         scores = attachment_scores(self.dev, pred)
         if self.refine_steps:
             pred0 = parser.last_iterations[0]
@@ -545,12 +545,13 @@ class Parser:
 
     def predict(self, sentences: Sequence, refine_steps: int | None = None, algorithm: str = "mst",
                 use_input_graph: bool = False, max_tokens: int = 3000, progress: bool = True,
-                ) -> list[tuple[list[int], list[str], list[str]]]:
+                record_iterations: bool = False) -> list[tuple[list[int], list[str], list[str]]]:
         """``(heads, deprels, upos)`` for every sentence, in input order.
 
         ``use_input_graph``: the sentences' own HEAD/DEPREL columns are iteration 0's
         graph (they must form a single-rooted tree; a :class:`ValueError` naming
         ``file:line`` is raised otherwise). ``refine_steps`` further passes follow.
+        ``record_iterations``: keep every iteration's output in ``self.last_iterations``.
         """
         from ..trees import batch_decode
 
@@ -576,7 +577,7 @@ class Parser:
                     raise ValueError(f"{_where(s)}: the input graph of --refine is not a single-rooted tree: "
                                      f"{why} (expected exactly one word with HEAD 0 and no cycles)")
         n_iter = T + (0 if use_input_graph else 1)
-        iters: list[list] = [[None] * len(examples) for _ in range(max(n_iter, 1))]
+        iters: list[list] = [[None] * len(examples) for _ in range(max(n_iter, 1) if record_iterations else 0)]
         final: list = [None] * len(examples)
         self.last_passes = 0
         batches = self._batches(examples, max_tokens)
@@ -600,13 +601,14 @@ class Parser:
                 else:
                     graph = None
                 active = torch.arange(len(idx), device=dev)
+                x = model.embed(g.tokens, batch.char_ids, batch.word_types)  # once for all iterations
                 res_h = torch.zeros_like(g.tokens)
                 res_r = torch.zeros_like(g.tokens)
                 res_u = torch.zeros_like(g.tokens)
                 for it in range(max(n_iter, 1)):
                     sub = active
                     lab = model.labels(position[sub], None if graph is None else graph[sub])
-                    h = model.encode(g.tokens[sub], batch.char_ids, batch.word_types[sub], g.padding_mask[sub], lab)
+                    h = model.encoder(x[sub], lab, g.padding_mask[sub])
                     self.last_passes += int(sub.numel())
                     arc = model.arc(h, g.padding_mask[sub]).float()
                     n = arc.shape[-1]
@@ -624,7 +626,7 @@ class Parser:
                     pr = rs.argmax(-1)
                     pu = model.tagger(h).argmax(-1)
                     res_h[sub], res_r[sub], res_u[sub] = ph, pr, pu
-                    for k, b in enumerate(sub.tolist()):
+                    for k, b in enumerate(sub.tolist() if record_iterations else []):
                         iters[it][idx[b]] = self._decode_row(ph[k], pr[k], pu[k], int(lengths[b]))
                     new_graph = dependency_labels(ph, pr, words_mask[sub])
                     if graph is None:
@@ -638,7 +640,7 @@ class Parser:
                         break  # fixed point everywhere: later iterations would be identical
                 for b in range(len(idx)):
                     final[idx[b]] = self._decode_row(res_h[b], res_r[b], res_u[b], int(lengths[b]))
-                for it in range(1, max(n_iter, 1)):  # sentences frozen earlier keep their last parse
+                for it in range(1, len(iters)):  # sentences frozen earlier keep their last parse
                     for b in range(len(idx)):
                         if iters[it][idx[b]] is None:
                             iters[it][idx[b]] = iters[it - 1][idx[b]]
