@@ -259,10 +259,11 @@ def main(argv=None) -> int:
         results[name] = {"params": r.params, "steps": r.steps, "epochs": r.epoch, "train_cpu_s": r.cpu,
                          "train_wall_s": r.wall, "tokens": r.tokens, "tok_per_cpu_s": r.tokens / max(r.cpu, 1e-9),
                          "train_loss": r.loss_sum / max(r.tokens, 1), **ev}
-    ref = results.get("c") or next(iter(results.values()))
+    ref_name = "c" if "c" in results else next(iter(results))
+    ref = results[ref_name]
     label = {"a": "(a) g2gt chain labels", "b": "(b) g2gt sinusoidal, no labels", "c": "(c) torch.nn.Transformer",
              "g": "(g) g2gt chain + source parse"}
-    print(f"\n| system | params | steps | train tok/CPU-s | x (c) | BLEU | x (c) | chrF |")
+    print(f"\n| system | params | steps | train tok/CPU-s | x ({ref_name}) | BLEU | x ({ref_name}) | chrF |")
     print("|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
         print(f"| {label[name]} | {r['params'] / 1e6:.2f}M | {r['steps']} | {r['tok_per_cpu_s']:.0f} | "
