@@ -3,17 +3,21 @@
 
 Each source sequence is a *chain graph*: its tokens are the nodes and every
 ordered pair (i, j) carries the clipped relative distance clip(j - i, -k, k) as
-its label. There are no absolute position embeddings: the model finds where a
-token sits only through those pair labels, which is exactly the mechanism a
-dependency graph uses in the parser. The decoder is causal with relative labels
-too. Training goes through :class:`g2gt.train.Trainer` with a small task class;
-the held-out metric is greedy exact match (the whole output sequence right).
+its label, which enters every attention score (the same mechanism a dependency
+graph uses in the parser). The decoder is causal with relative labels too.
+Training goes through :class:`g2gt.train.Trainer` with a small task class; the
+held-out metric is greedy exact match (the whole output sequence right).
+
+By default sinusoidal absolute positions are added to the embeddings as well,
+which makes this toy converge about twice as fast; ``--positions none`` trains
+on the relative labels alone (it learns, but needs more steps).
 
 Example::
 
-    OMP_NUM_THREADS=2 python examples/reverse.py --minutes 1
+    OMP_NUM_THREADS=1 python examples/reverse.py
 
-prints ``exact_match=...`` on held-out sequences at the end.
+prints ``exact_match=...`` on 500 held-out sequences at the end (measured on a
+busy 2-core CPU: 0.988 after 500 steps, 30 s of training).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class ReverseTask:
         self.train, self.dev = train, dev
         self.max_distance, self.max_tokens, self.seed = max_distance, max_tokens, seed
         self.eval_batch = eval_batch
+        self.eval_seconds = 0.0
         self.lengths = [len(s) + 1 for s in train]  # the target has an extra BOS / EOS
 
     def make_batch(self, seqs: list[list[int]]):
@@ -90,7 +95,9 @@ class ReverseTask:
         return out
 
     def evaluate(self, model) -> dict[str, float]:
+        t0 = time.time()
         pred = self.predict(model, self.dev)
+        self.eval_seconds += time.time() - t0
         exact = sum(p == s[::-1] for p, s in zip(pred, self.dev)) / len(self.dev)
         tok = sum(sum(a == b for a, b in zip(p, s[::-1])) for p, s in zip(pred, self.dev))
         return {"exact_match": exact, "token_acc": tok / sum(map(len, self.dev))}
@@ -120,9 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="reverse.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     d = ap.add_argument_group("data")
-    d.add_argument("--vocab", type=int, default=20, help="number of distinct symbols (default 20)")
+    d.add_argument("--vocab", type=int, default=10, help="number of distinct symbols (default 10)")
     d.add_argument("--min-len", type=int, default=3, help="shortest sequence (default 3)")
-    d.add_argument("--max-len", type=int, default=12, help="longest sequence (default 12)")
+    d.add_argument("--max-len", type=int, default=10, help="longest sequence (default 10)")
     d.add_argument("--train-size", type=int, default=50000, help="training sequences (default 50000)")
     d.add_argument("--dev-size", type=int, default=500, help="held-out sequences for exact match (default 500)")
     m = ap.add_argument_group("model")
@@ -131,21 +138,26 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--layers", type=int, default=2, help="encoder and decoder layers each (default 2)")
     m.add_argument("--ffn", type=int, default=128, help="feed-forward width (default 128)")
     m.add_argument("--dropout", type=float, default=0.0, help="dropout (default 0)")
-    m.add_argument("--positions", choices=["none", "sinusoidal", "learned"], default="none",
-                   help="absolute positions on top of the relative chain labels (default none: labels only)")
+    m.add_argument("--positions", choices=["none", "sinusoidal", "learned"], default="sinusoidal",
+                   help="absolute positions added to the token embeddings on top of the relative chain "
+                        "labels (default sinusoidal; 'none' = labels only, which learns too but needs "
+                        "more steps)")
     m.add_argument("--max-distance", type=int, default=0,
                    help="clip distance k of the chain labels (default 0 = max-len, so every distance is seen)")
     t = ap.add_argument_group("training")
-    t.add_argument("--minutes", type=float, default=1.0, help="wall-clock training budget (default 1.0)")
-    t.add_argument("--steps", type=int, default=0, help="optimizer steps (default 0 = until --minutes)")
-    t.add_argument("--max-tokens", type=int, default=1024, help="padded tokens per batch (default 1024)")
+    t.add_argument("--minutes", type=float, default=0.0,
+                   help="wall-clock budget in minutes, evaluation included (default 0 = none)")
+    t.add_argument("--steps", type=int, default=500, help="optimizer steps (default 500; 0 = until --minutes)")
+    t.add_argument("--max-tokens", type=int, default=256, help="padded tokens per batch (default 256)")
     t.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
     t.add_argument("--warmup", type=int, default=100, help="warmup steps (default 100)")
-    t.add_argument("--schedule", choices=["inverse_sqrt", "cosine", "constant"], default="inverse_sqrt",
-                   help="learning-rate schedule after warmup (default inverse_sqrt; cosine needs --steps)")
-    t.add_argument("--eval-every", type=int, default=200, help="steps between evaluations (default 200)")
+    t.add_argument("--schedule", choices=["inverse_sqrt", "cosine", "constant"], default="cosine",
+                   help="learning-rate schedule after warmup (default cosine, which needs --steps)")
+    t.add_argument("--eval-every", type=int, default=250, help="steps between evaluations (default 250)")
     t.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    t.add_argument("--threads", type=int, default=0, help="torch CPU threads (default 0 = torch's choice)")
+    t.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: a model this small is fastest single-threaded; "
+                        "0 = torch's choice)")
     t.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
     t.add_argument("--out", default="runs/reverse", help="checkpoint folder (default runs/reverse)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -169,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     task = ReverseTask(train, dev, k, args.max_tokens, seed=args.seed)
     tcfg = TrainConfig(
         lr=args.lr, warmup_steps=args.warmup, schedule=args.schedule, max_steps=args.steps,
-        max_minutes=args.minutes if not args.steps else 0.0, eval_every=args.eval_every,
+        max_minutes=args.minutes, eval_every=args.eval_every,
         metric="exact_match", metric_mode="max", seed=args.seed, device=args.device, progress=not args.quiet,
         weight_decay=0.0)
     trainer = Trainer(model, task, tcfg, Path(args.out))
@@ -184,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
               + (f"  train_loss={h['train_loss']:.3f}" if "train_loss" in h else ""))
     final = history[-1]
     print(f"exact_match={final['exact_match']:.4f} on {len(dev)} held-out sequences "
-          f"(best {trainer.best:.4f}; {trainer.step} steps, {train_s:.1f} s incl. evaluation)")
+          f"(best {trainer.best:.4f}; {trainer.step} steps; {train_s - task.eval_seconds:.1f} s training "
+          f"+ {task.eval_seconds:.1f} s evaluation)")
     return 0
 
 
