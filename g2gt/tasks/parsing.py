@@ -619,12 +619,17 @@ class Parser:
                     for k, hl in enumerate(heads_list):
                         ph[k, 1 : 1 + len(hl)] = torch.tensor(hl, dtype=torch.long)
                     ph = ph.to(dev)
+                    wm = words_mask[sub]  # score relations / tags on real words only (no padding)
                     d, hh = model.rel.project(h)
-                    rs = model.rel.score(d, hh, ph)
-                    is_root = ph == 0
-                    rs[..., self._root_rel] = torch.where(is_root, float("inf"), float("-inf")).to(rs.dtype)
-                    pr = rs.argmax(-1)
-                    pu = model.tagger(h).argmax(-1)
+                    hsel = hh.gather(1, ph[..., None].expand(-1, -1, hh.shape[-1]))[wm]
+                    rs = model.rel.score(d[wm][:, None], hsel[:, None], torch.zeros(len(hsel), 1, dtype=torch.long,
+                                                                                   device=dev))[:, 0]
+                    is_root = ph[wm] == 0
+                    rs[:, self._root_rel] = torch.where(is_root, float("inf"), float("-inf")).to(rs.dtype)
+                    pr = torch.zeros_like(ph)
+                    pr[wm] = rs.argmax(-1)
+                    pu = torch.zeros_like(ph)
+                    pu[wm] = model.tagger(h[wm]).argmax(-1)
                     res_h[sub], res_r[sub], res_u[sub] = ph, pr, pu
                     for k, b in enumerate(sub.tolist() if record_iterations else []):
                         iters[it][idx[b]] = self._decode_row(ph[k], pr[k], pu[k], int(lengths[b]))
