@@ -204,3 +204,32 @@ def test_training_mode_dropout_and_gradients():
     a.sum().backward()
     missing = [n for n, p in m.named_parameters() if p.grad is None]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_encoder_attention_weights_equal_direct_self_attention(norm_first):
+    """``GraphEncoder(need_weights=True)`` returns, per layer, exactly the probabilities the
+    layer's own ``self_attn`` gives on that layer's (normalised) input, and the same output."""
+    from g2gt.nn.transformer import GraphEncoder
+
+    torch.manual_seed(3)
+    enc = GraphEncoder(3, 16, 2, 32, [num_chain_labels(K), 5], True, dropout=0.1, norm_first=norm_first)
+    enc = enc.to(torch.float64).eval()
+    batch = collate(_src([5, 3, 7], seed=4))
+    x = torch.randn(*batch.tokens.shape, 16, dtype=torch.float64)
+    out, ws = enc(x, batch.labels, batch.padding_mask, need_weights=True)
+    assert len(ws) == len(enc.layers)
+    torch.testing.assert_close(out, enc(x, batch.labels, batch.padding_mask), rtol=1e-10, atol=1e-12)
+    h = x
+    B, n = batch.tokens.shape
+    for layer, w in zip(enc.layers, ws):
+        assert w.shape == (B, 2, n, n)
+        inp = layer.res_attn.norm(h) if norm_first else h
+        _, ref = layer.self_attn(inp, batch.labels, batch.padding_mask, need_weights=True)
+        # h comes from the default (fused) path, the weights from the reference path: rounding only
+        torch.testing.assert_close(w, ref, rtol=1e-10, atol=1e-12)
+        real = ~batch.padding_mask
+        sums = w.sum(-1)  # probabilities over keys for every real query
+        torch.testing.assert_close(sums.permute(0, 2, 1)[real], torch.ones_like(sums.permute(0, 2, 1)[real]))
+        assert (w.masked_select(batch.padding_mask[:, None, None, :].expand_as(w)) == 0).all()
+        h = layer(h, batch.labels, batch.padding_mask)

@@ -138,9 +138,25 @@ class EncoderLayer(nn.Module):
         self.res_attn.norm.reset_parameters()
         self.res_ffn.norm.reset_parameters()
 
-    def forward(self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None) -> Tensor:
-        x = self.res_attn(x, lambda h: self.self_attn(h, labels, padding_mask))
-        return self.res_ffn(x, self.ffn)
+    def forward(
+        self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None, need_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """``[B, n, d]``; with ``need_weights`` also the attention probabilities ``[B, H, n, n]``
+        (before attention dropout; rows of padded / fully masked queries are zero). The weights
+        come from :class:`GraphAttention`'s reference path, so the output may differ from the
+        default path by floating-point rounding only."""
+        if not need_weights:
+            x = self.res_attn(x, lambda h: self.self_attn(h, labels, padding_mask))
+            return self.res_ffn(x, self.ffn)
+        box: list[Tensor] = []
+
+        def attend(h: Tensor) -> Tensor:
+            out, w = self.self_attn(h, labels, padding_mask, need_weights=True)
+            box.append(w)
+            return out
+
+        x = self.res_attn(x, attend)
+        return self.res_ffn(x, self.ffn), box[0]
 
 
 class DecoderLayer(nn.Module):
@@ -196,14 +212,26 @@ class GraphEncoder(nn.Module):
         if isinstance(self.norm, nn.LayerNorm):
             self.norm.reset_parameters()
 
-    def forward(self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None) -> Tensor:
-        """``x [B, n, d]``, ``labels [B, C, n, n]`` -> ``[B, n, d]`` (padding rows zeroed)."""
+    def forward(
+        self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None, need_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, list[Tensor]]:
+        """``x [B, n, d]``, ``labels [B, C, n, n]`` -> ``[B, n, d]`` (padding rows zeroed).
+
+        ``need_weights=True`` returns ``(output, weights)`` instead, ``weights[l]`` the
+        self-attention probabilities ``[B, H, n, n]`` of layer ``l`` (see
+        :meth:`EncoderLayer.forward`); the default return value is unchanged.
+        """
+        weights: list[Tensor] = []
         for layer in self.layers:
-            x = layer(x, labels, padding_mask)
+            if need_weights:
+                x, w = layer(x, labels, padding_mask, need_weights=True)
+                weights.append(w)
+            else:
+                x = layer(x, labels, padding_mask)
         x = self.norm(x)
         if padding_mask is not None:
             x = x.masked_fill(padding_mask[..., None], 0.0)
-        return x
+        return (x, weights) if need_weights else x
 
 
 class GraphDecoder(nn.Module):
