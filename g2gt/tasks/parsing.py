@@ -30,6 +30,9 @@ loss (summed over words):
 * ``"corrupt"``: the gold graph with a random fraction (uniform in
   ``[0, corrupt_max]``) of heads and labels replaced at random;
 * ``"none"``: the first pass only (no refinement training).
+
+All passes of a step run inside one call of :meth:`RefinementParser.forward`, so
+training under ``torchrun`` / ``DistributedDataParallel`` uses the same code path.
 """
 
 from __future__ import annotations
@@ -179,10 +182,13 @@ def dependency_labels(heads: Tensor, rels: Tensor, valid: Tensor) -> Tensor:
 class RefinementParser(nn.Module):
     """Graph-to-graph Transformer dependency parser (see the module docstring).
 
-    ``forward`` shapes: ``words [B, n]`` long (node 0 = ROOT), ``char_ids [U, m]``
-    long (characters of the batch's unique word types), ``word_types [B, n]`` long
-    (row of ``char_ids`` for each node), ``padding_mask [B, n]`` bool, ``labels
-    [B, C, n, n]`` (C = 2 with the graph channel, else 1).
+    Shapes: ``words [B, n]`` long (node 0 = ROOT), ``char_ids [U, m]`` long
+    (characters of the batch's unique word types), ``word_types [B, n]`` long (row
+    of ``char_ids`` for each node), ``padding_mask [B, n]`` bool, ``labels [B, C, n, n]``
+    (C = 2 with the graph channel, else 1).
+
+    :meth:`forward` returns the training loss of a batch, all passes included (one
+    call per step, as ``DistributedDataParallel`` requires); :meth:`score` is one pass.
     """
 
     def __init__(self, config: ParserConfig) -> None:
@@ -233,11 +239,11 @@ class RefinementParser(nn.Module):
         """Encoder states ``[B, n, d]``."""
         return self.encoder(self.embed(words, char_ids, word_types), labels, padding_mask)
 
-    def forward(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
-                labels: Tensor, label_heads: Tensor, x: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Scores for training: arcs ``[B, n, n]`` (row = dependent, col = head, padded / self
-        columns ``-inf``), relations at ``label_heads [B, n]`` ``[B, n, R]``, UPOS ``[B, n, P]``,
-        and ``[2, B, n]``: argmax heads and the relations at them (no gradient; for self-training).
+    def score(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
+              labels: Tensor, label_heads: Tensor, x: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """One pass: arcs ``[B, n, n]`` (row = dependent, col = head, padded / self columns
+        ``-inf``), relations at ``label_heads [B, n]`` ``[B, n, R]``, UPOS ``[B, n, P]``, and
+        ``[2, B, n]``: argmax heads and the relations at them (no gradient; for self-training).
         ``x [B, n, d]``: node vectors from :meth:`embed` when already computed (else computed here)."""
         if x is None:
             x = self.embed(words, char_ids, word_types)
@@ -252,17 +258,62 @@ class RefinementParser(nn.Module):
             pred_rels = self.rel.score(d, hh, pred_heads).argmax(-1)
         return arc, rel, self.tagger(h), torch.stack([pred_heads, pred_rels])
 
+    @staticmethod
+    def pass_loss(out: tuple[Tensor, Tensor, Tensor, Tensor], words_mask: Tensor, gold_heads: Tensor,
+                  gold_rels: Tensor, gold_upos: Tensor) -> Tensor:
+        """Summed arc + relation + UPOS cross-entropy of one :meth:`score` pass over the real
+        words (``words_mask [B, n]``; golds ``[B, n]`` long). Scalar, float32 or wider."""
+        arc, rel, tag, _ = out
+        m = words_mask
+        return (F.cross_entropy(arc[m].float(), gold_heads[m], reduction="sum")
+                + F.cross_entropy(rel[m].float(), gold_rels[m], reduction="sum")
+                + F.cross_entropy(tag[m].float(), gold_upos[m], reduction="sum"))
+
+    def forward(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
+                position: Tensor, gold_heads: Tensor, gold_rels: Tensor, gold_upos: Tensor,
+                refine: str = "none", refine_graph: Tensor | None = None) -> Tensor:
+        r"""The whole training loss of a batch in ONE call (so that ``DistributedDataParallel``
+        sees one forward per backward).
+
+        ``position [B, n, n]`` is the position channel, golds ``[B, n]`` long (node 0 =
+        ROOT, ignored). The node vectors are embedded once and shared by the passes:
+
+        1. from the empty graph;
+        2. ``refine="self"``: from the graph of pass 1's argmax heads and the relations
+           at them (chosen without gradient); ``refine="graph"``: from ``refine_graph
+           [B, n, n]`` (dependency-channel labels, e.g. a corrupted gold tree);
+           ``refine="none"``: no second pass.
+
+        Returns the SUM over passes and real words of arc + relation + UPOS cross-entropy.
+        """
+        if refine not in ("none", "self", "graph"):
+            raise ValueError(f"refine must be 'none', 'self' or 'graph', got {refine!r}")
+        if refine == "graph" and refine_graph is None:
+            raise ValueError("refine='graph' needs refine_graph [B, n, n] (dependency-channel labels)")
+        if refine != "none" and not self.config.graph_channel:
+            raise ValueError(f"refine={refine!r} needs a model with the graph channel (graph_channel=True)")
+        words_mask = ~padding_mask
+        words_mask[:, 0] = False
+        golds = (gold_heads, gold_rels, gold_upos)
+        if refine == "none":
+            out = self.score(words, char_ids, word_types, padding_mask, self.labels(position, None), gold_heads)
+            return self.pass_loss(out, words_mask, *golds)
+        x = self.embed(words, char_ids, word_types)  # shared by both passes
+        out = self.score(words, char_ids, word_types, padding_mask, self.labels(position, None), gold_heads, x)
+        total = self.pass_loss(out, words_mask, *golds)
+        if refine == "self":
+            refine_graph = dependency_labels(out[3][0], out[3][1], words_mask)
+        out = self.score(words, char_ids, word_types, padding_mask, self.labels(position, refine_graph),
+                         gold_heads, x)
+        return total + self.pass_loss(out, words_mask, *golds)
+
     @torch.no_grad()
     def attention_weights(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
                           labels: Tensor) -> list[Tensor]:
-        """Per-layer attention probabilities, a list of ``[B, H, n, n]`` (eval mode)."""
+        """Per-layer attention probabilities, a list of ``[B, H, n, n]`` (from
+        ``GraphEncoder(need_weights=True)``; call it in eval mode)."""
         x = self.embed(words, char_ids, word_types)
-        out = []
-        for layer in self.encoder.layers:
-            _, w = layer.self_attn(layer.res_attn.norm(x), labels, padding_mask, need_weights=True)
-            out.append(w)
-            x = layer(x, labels, padding_mask)
-        return out
+        return self.encoder(x, labels, padding_mask, need_weights=True)[1]
 
 
 # --------------------------------------------------------------------------- data
@@ -405,52 +456,35 @@ class ParsingTask:
         return len(self._sampler(epoch, rank, world_size))
 
     def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterator[ParseBatch]:
+        # The corruption seed follows the batch's position in the global (all-rank) order,
+        # so k ranks corrupt exactly like one process with accum_steps = k.
+        base = (self.seed * 7919 + epoch) * 1_000_003
         for k, idx in enumerate(self._sampler(epoch, rank, world_size, skip)):
             yield make_batch([self.train[i] for i in idx], idx, self.vocab, self.max_distance,
-                             corrupt_seed=(self.seed * 7919 + epoch) * 1_000_003 + skip + k)
+                             corrupt_seed=base + (skip + k) * world_size + rank)
 
     def num_tokens(self, batch: ParseBatch) -> int:
         return batch.num_words * (1 if self.refine_train == "none" else 2)
 
-    def _pass(self, model, batch: ParseBatch, words: Tensor, graph: Tensor | None, x: Tensor | None = None):
-        g = batch.graph
-        core = model.module if hasattr(model, "module") else model
-        labels = core.labels(g.labels[:, 0].long(), graph)
-        gold_heads = g.node_features["head"]
-        return model(words, batch.char_ids, batch.word_types, g.padding_mask, labels, gold_heads, x)
-
-    def _loss(self, out, batch: ParseBatch) -> Tensor:
-        arc, rel, tag, _ = out
-        g = batch.graph
-        m = batch.words_mask
-        gold_h, gold_r, gold_u = g.node_features["head"][m], g.node_features["rel"][m], g.node_features["upos"][m]
-        return (F.cross_entropy(arc[m].float(), gold_h, reduction="sum")
-                + F.cross_entropy(rel[m].float(), gold_r, reduction="sum")
-                + F.cross_entropy(tag[m].float(), gold_u, reduction="sum"))
-
     def loss(self, model, batch: ParseBatch) -> Tensor:
-        """Summed arc + relation + UPOS cross-entropy over the words of one or two passes."""
+        """Summed arc + relation + UPOS cross-entropy over the words of one or two passes,
+        computed by ONE call of ``model`` (:meth:`RefinementParser.forward`; DDP-safe)."""
         g = batch.graph
         words = g.tokens
         m = batch.words_mask
         if self.word_dropout > 0 and model.training:
             drop = (torch.rand(words.shape, device=words.device) < self.word_dropout) & m
             words = words.masked_fill(drop, 1)
-        if self.refine_train == "none":
-            return self._loss(self._pass(model, batch, words, None), batch)
-        core = model.module if hasattr(model, "module") else model
-        x = core.embed(words, batch.char_ids, batch.word_types)  # shared by both passes
-        out = self._pass(model, batch, words, None, x)
-        total = self._loss(out, batch)
-        valid = m
+        gold_h, gold_r, gold_u = g.node_features["head"], g.node_features["rel"], g.node_features["upos"]
+        refine, graph = "none", None
         if self.refine_train == "self":
-            heads, rels = out[3][0], out[3][1]
-        else:
+            refine = "self"
+        elif self.refine_train == "corrupt":
             gen = torch.Generator().manual_seed(batch.corrupt_seed)
-            heads, rels = corrupt_graph(g.node_features["head"], g.node_features["rel"], m,
-                                        len(self.vocab.rels), self.corrupt_max, gen)
-        graph = dependency_labels(heads, rels, valid)
-        return total + self._loss(self._pass(model, batch, words, graph, x), batch)
+            heads, rels = corrupt_graph(gold_h, gold_r, m, len(self.vocab.rels), self.corrupt_max, gen)
+            refine, graph = "graph", dependency_labels(heads, rels, m)
+        return model(words, batch.char_ids, batch.word_types, g.padding_mask, g.labels[:, 0].long(),
+                     gold_h, gold_r, gold_u, refine=refine, refine_graph=graph)
 
     def evaluate(self, model) -> dict[str, float]:
         """Internal UAS / LAS (universal relation part) / UPOS accuracy on dev, in percent,
