@@ -57,7 +57,8 @@ def beam_search(
     A hypothesis ``y`` is ranked by its length-normalised log-probability
     ``sum_t log p(y_t | y_<t, x) / T ** length_penalty`` where ``T`` counts the
     scored tokens (the EOS included). A sentence stops once it has ``beam_size``
-    finished hypotheses; at ``max_len`` the live beams are finished as they are
+    finished hypotheses (an EOS counts only when it ranks among the top ``beam_size``
+    candidates of its step, as in fairseq); at ``max_len`` the live beams are finished as they are
     (no EOS scored). With ``beam_size=1`` this is exactly :func:`greedy_search`.
 
     Args:
@@ -100,14 +101,18 @@ def beam_search(
                 src_rows[b] = b * K
                 continue
             kept = 0
-            for s, origin, t in zip(ts[b], bi[b], tk[b]):
+            for rank, (s, origin, t) in enumerate(zip(ts[b], bi[b], tk[b])):
                 if s == float("-inf"):
                     break
                 if t == eos_id:
-                    seq = hyps[b * K + origin, 1:].tolist()
-                    finished[b].append((norm(s, len(seq) + 1), seq))
-                    if len(finished[b]) >= K:
-                        break
+                    # as in fairseq: an EOS finishes a hypothesis only when it ranks among the
+                    # top K candidates; lower-ranked EOS candidates are dropped, so they cannot
+                    # fill the finished list while better live beams remain
+                    if rank < K:
+                        seq = hyps[b * K + origin, 1:].tolist()
+                        finished[b].append((norm(s, len(seq) + 1), seq))
+                        if len(finished[b]) >= K:
+                            break
                     continue
                 if kept < K:
                     new_scores[b, kept] = s

@@ -70,8 +70,6 @@ def test_beam_one_equals_greedy(trained):
     assert g == b
 
 
-@pytest.mark.xfail(strict=False, reason="g2gt.decode.beam_search stops a sentence once it has beam_size finished "
-                   "hypotheses even when a live beam still scores better (reported; see the seq2seq report)")
 def test_beam_not_worse_than_greedy_under_the_model(trained):
     model, task, _ = trained
     ids = task.train.src[:20]
