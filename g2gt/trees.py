@@ -6,8 +6,8 @@ dependent and column the head**, index 0 being the artificial ROOT, and return
 The tree maximises ``sum_i scores[i, heads[i-1]]`` subject to:
 
 * :func:`mst_decode` -- any (non-projective) spanning arborescence with exactly
-  one child of ROOT (Chu-Liu-Edmonds / Edmonds 1967; Tarjan's recursive
-  contraction).  The single-root constraint uses the "reweight root" trick:
+  one child of ROOT (Chu-Liu-Edmonds / Edmonds 1967; cycles contracted in
+  place on one working matrix, O(n^2) in all).  The single-root constraint uses the "reweight root" trick:
   every arborescence has at least one root edge, and subtracting a constant
   ``M`` larger than any possible difference of tree scores from all root edges
   makes a tree with ``r`` root edges lose ``r*M``, so the maximum has ``r = 1``
@@ -83,40 +83,114 @@ def _find_cycle(heads: np.ndarray) -> list[int] | None:
     return None
 
 
+def _all_cycles(heads: np.ndarray) -> list[list[int]]:
+    """Every cycle among nodes ``1..N-1`` of the head array (``heads[0]`` ignored); disjoint."""
+    N = len(heads)
+    state = [0] * N  # 0 new, 1 on the current path, 2 finished
+    state[0] = 2
+    h = heads.tolist()
+    cycles = []
+    for start in range(1, N):
+        if state[start]:
+            continue
+        path = []
+        v = start
+        while state[v] == 0:
+            state[v] = 1
+            path.append(v)
+            v = h[v]
+        if state[v] == 1:
+            cycles.append(path[path.index(v):])
+        for u in path:
+            state[u] = 2
+    return cycles
+
+
+def _cycle_through(heads: np.ndarray, c: int) -> list[int] | None:
+    """The cycle that contains node ``c`` when following ``heads`` from it, or None
+    (the walk reaches ROOT, or another cycle that does not contain ``c``)."""
+    h = heads.tolist()
+    path = [c]
+    seen = {c}
+    v = h[c]
+    while v != 0:
+        if v == c:
+            return path
+        if v in seen:
+            return None
+        seen.add(v)
+        path.append(v)
+        v = h[v]
+    return None
+
+
 def _chu_liu_edmonds(S: np.ndarray) -> np.ndarray:
-    """Maximum spanning arborescence rooted at node 0 of ``S[dep, head]`` (``[N, N]``,
-    ``-inf`` diagonal and row 0).  Returns heads ``[N]`` with ``heads[0] = 0``."""
+    r"""Maximum spanning arborescence rooted at node 0 of ``S[dep, head]`` (``[N, N]``,
+    ``-inf`` diagonal and row 0).  Returns heads ``[N]`` with ``heads[0] = 0``.
+
+    Contraction in place: a cycle ``C`` (every member ``d`` at its best head
+    ``g(d)``) becomes its member ``c``, on a working copy ``W`` of ``S``:
+
+    * entering edges ``W[c, h] = max_{d in C} W[d, h] - W[d, g(d)]`` (break the cycle at ``d``);
+    * leaving edges ``W[x, c] = max_{d in C} W[x, d]``;
+    * the other members' rows and columns become ``-inf`` (removed).
+
+    Each contraction costs ``O(N |C|)`` numpy work and an ``O(N)`` walk (after
+    contracting, a new cycle can only pass through ``c``; other cycles are untouched),
+    so the whole decode is ``O(N^2)`` — no sub-matrix copies per contraction.
+    Expansion replays the contractions backwards: the entering edge chosen for ``c``
+    picks the member whose cycle edge is dropped, and edges leaving ``c`` go back to
+    the member they came from.
+    """
     N = S.shape[0]
-    heads = S.argmax(axis=1)
-    heads[0] = 0
-    cycle = _find_cycle(heads)
-    if cycle is None:
-        return heads
-    C = np.array(sorted(cycle))
+    W = S.copy()
+    head = W.argmax(axis=1)
+    head[0] = 0
+    pending = _all_cycles(head)
+    if not pending:
+        return head
+    NEG = -np.inf
+    ar = np.arange(N)  # index arrays built once
+    active = np.ones(N, dtype=bool)
     in_cycle = np.zeros(N, dtype=bool)
-    in_cycle[C] = True
-    rest = np.flatnonzero(~in_cycle)  # includes 0 (ROOT is never in a cycle), sorted
-    r = len(rest)
-    Sc = np.full((r + 1, r + 1), -np.inf)
-    Sc[:r, :r] = S[np.ix_(rest, rest)]
-    # outside dependent, head inside the cycle: best cycle node as head
-    sub = S[np.ix_(rest, C)]  # [r, |C|]
-    out_best = sub.argmax(axis=1)
-    Sc[:r, r] = sub[np.arange(r), out_best]
-    # cycle as dependent of an outside head h: break the cycle at the entering node d
-    sub2 = S[np.ix_(C, rest)] - S[C, heads[C]][:, None]  # [|C|, r]
-    in_best = sub2.argmax(axis=0)
-    Sc[r, :r] = sub2[in_best, np.arange(r)]
-    Sc[0, :] = -np.inf
-    Sc[r, r] = -np.inf
-    hc = _chu_liu_edmonds(Sc)
-    out = heads.copy()
-    for i in range(1, r):
-        h = hc[i]
-        out[rest[i]] = rest[h] if h < r else C[out_best[i]]
-    h = hc[r]
-    out[C[in_best[h]]] = rest[h]
-    return out
+    history = []  # (c, members, their cycle heads, entering member per head, active outside mask, leaving member)
+    while pending:
+        C = np.array(pending.pop(), dtype=np.int64)
+        c = int(C[0])
+        hc = head[C]
+        k = len(C)
+        rows = W[C]  # [|C|, N]
+        enter = rows - rows[ar[:k], hc][:, None]
+        in_local = enter.argmax(axis=0)
+        in_val = enter[in_local, ar]
+        cols = W[:, C]  # [N, |C|]
+        out_local = cols.argmax(axis=1)
+        out_val = cols[ar, out_local]
+        in_cycle[C] = True
+        in_val[C] = NEG
+        out_val[C] = NEG
+        active[C] = False
+        history.append((c, C, hc, C[in_local], active.copy(), C[out_local]))
+        active[c] = True
+        W[C] = NEG
+        W[:, C] = NEG
+        W[c] = in_val
+        W[:, c] = out_val
+        head[in_cycle[head]] = c  # x -> d in C becomes x -> c (still x's best head)
+        head[c] = in_val.argmax()
+        in_cycle[C] = False
+        new = _cycle_through(head, c)
+        if new is not None:
+            pending.append(new)
+    final = head.copy()
+    for c, C, hc, in_arg, outside, out_arg in reversed(history):
+        h = final[c]
+        sel = outside & (final == c)
+        final[sel] = out_arg[sel]
+        final[C] = hc
+        final[in_arg[h]] = h
+    final[0] = 0
+    return final
 
 
 def tree_score(scores: Tensor | np.ndarray, heads: Sequence[int]) -> float:
