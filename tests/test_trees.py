@@ -77,6 +77,22 @@ def test_mst_larger_sentences() -> None:
         assert tree_score(S, heads) == pytest.approx(_reference_mst(S), abs=1e-9)
 
 
+def test_mst_ties_and_forbidden_arcs_match_networkx() -> None:
+    """Integer scores (many ties, cycles contracted into already-contracted nodes) and
+    forbidden (-inf) arcs: the in-place contraction still finds an optimal tree."""
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n = int(rng.integers(2, 10))
+        S = rng.integers(0, 4, size=(n + 1, n + 1)).astype(np.float64)
+        if trial % 2:
+            S[rng.random(S.shape) < 0.2] = -np.inf
+            S[1:, 0] = rng.integers(0, 4, size=n)  # keep a finite way to ROOT
+        heads = mst_decode(S)
+        assert len(heads) == n and check_tree(heads) is None, heads
+        finite = np.where(np.isfinite(S), S, -1e6)
+        assert tree_score(finite, heads) == pytest.approx(_reference_mst(finite), abs=1e-9)
+
+
 def test_mst_fast_path_returns_greedy_tree() -> None:
     gold = [2, 0, 2, 3, 2]
     S = torch.randn(6, 6)
