@@ -237,6 +237,15 @@ def _flex_kernel(device_type: str):
     return _COMPILED_FLEX["cuda"]
 
 
+def label_table_sizes(num_labels: int | Sequence[int] | None) -> list[int]:
+    """Per-channel label-table sizes: ``None`` / ``0`` -> ``[]``, ``L`` -> ``[L]``, a sequence as is."""
+    if num_labels is None:
+        return []
+    if isinstance(num_labels, int):
+        return [num_labels] if num_labels > 0 else []
+    return [int(s) for s in num_labels]
+
+
 class GraphAttention(nn.Module):
     """Graph (relation-aware) multi-head attention.
 
@@ -282,12 +291,7 @@ class GraphAttention(nn.Module):
         self.kdim = kdim or embed_dim
         self.dropout = dropout
         self.backend = backend
-        if num_labels is None:
-            sizes: list[int] = []
-        elif isinstance(num_labels, int):
-            sizes = [num_labels] if num_labels > 0 else []
-        else:
-            sizes = [int(s) for s in num_labels]
+        sizes = label_table_sizes(num_labels)
         self.multi_channel = not isinstance(num_labels, int)
         self.label_sizes = sizes
         offsets = [0]

@@ -72,6 +72,8 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.nn.dense.linear import Linear
 from torch_geometric.utils import softmax
 
+from .attention import label_table_sizes
+
 __all__ = ["G2GConv", "edge_relative_positions", "node_positions"]
 
 # edges per chunk of the fused kernels: the transient [chunk, H, d] gathers stay small
@@ -281,12 +283,7 @@ class G2GConv(MessagePassing):
         #: fused label terms: "auto" (default), "dense" ([N, L, H] products) or "edge" (per-edge gathers)
         self.label_path = "auto"
         self._alpha: Tensor | None = None
-        if num_edge_labels is None:
-            sizes: list[int] = []
-        elif isinstance(num_edge_labels, int):
-            sizes = [num_edge_labels] if num_edge_labels > 0 else []
-        else:
-            sizes = [int(s) for s in num_edge_labels]
+        sizes = label_table_sizes(num_edge_labels)
         if any(s < 1 for s in sizes):
             raise ValueError(f"num_edge_labels must be positive, got {list(num_edge_labels)}")
         self.multi_channel = not isinstance(num_edge_labels, int) and num_edge_labels is not None
