@@ -63,24 +63,8 @@ def _as_matrix(scores: Tensor | np.ndarray, length: int | None) -> np.ndarray:
 
 def _find_cycle(heads: np.ndarray) -> list[int] | None:
     """A cycle among nodes ``1..N-1`` of the head array (``heads[0]`` ignored), or None."""
-    N = len(heads)
-    state = [0] * N  # 0 new, 1 on the current path, 2 finished
-    state[0] = 2
-    h = heads.tolist()
-    for start in range(1, N):
-        if state[start]:
-            continue
-        path = []
-        v = start
-        while state[v] == 0:
-            state[v] = 1
-            path.append(v)
-            v = h[v]
-        if state[v] == 1:
-            return path[path.index(v):]
-        for u in path:
-            state[u] = 2
-    return None
+    cycles = _all_cycles(heads)
+    return cycles[0] if cycles else None
 
 
 def _all_cycles(heads: np.ndarray) -> list[list[int]]:
