@@ -246,6 +246,14 @@ def label_table_sizes(num_labels: int | Sequence[int] | None) -> list[int]:
     return [int(s) for s in num_labels]
 
 
+def label_offsets(sizes: Sequence[int]) -> Tensor:
+    """Start row of each channel in the concatenated label tables (``[C]`` long)."""
+    starts = [0]
+    for size in sizes[:-1]:
+        starts.append(starts[-1] + size)
+    return torch.tensor(starts if sizes else [], dtype=torch.long)
+
+
 class GraphAttention(nn.Module):
     """Graph (relation-aware) multi-head attention.
 
@@ -294,11 +302,8 @@ class GraphAttention(nn.Module):
         sizes = label_table_sizes(num_labels)
         self.multi_channel = not isinstance(num_labels, int)
         self.label_sizes = sizes
-        offsets = [0]
-        for s in sizes:
-            offsets.append(offsets[-1] + s)
-        self.register_buffer("label_offsets", torch.tensor(offsets[:-1], dtype=torch.long), persistent=False)
-        total = offsets[-1]
+        self.register_buffer("label_offsets", label_offsets(sizes), persistent=False)
+        total = sum(sizes)
         self.value_labels = value_labels and total > 0
         self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.k_proj = nn.Linear(self.kdim, embed_dim, bias=bias)

@@ -72,7 +72,7 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.nn.dense.linear import Linear
 from torch_geometric.utils import softmax
 
-from .attention import label_table_sizes
+from .attention import label_offsets, label_table_sizes
 
 __all__ = ["G2GConv", "edge_relative_positions", "node_positions"]
 
@@ -288,11 +288,8 @@ class G2GConv(MessagePassing):
             raise ValueError(f"num_edge_labels must be positive, got {list(num_edge_labels)}")
         self.multi_channel = not isinstance(num_edge_labels, int) and num_edge_labels is not None
         self.label_sizes = sizes
-        offsets = [0]
-        for s in sizes:
-            offsets.append(offsets[-1] + s)
-        self.register_buffer("label_offsets", torch.tensor(offsets[:-1], dtype=torch.long), persistent=False)
-        total = offsets[-1]
+        self.register_buffer("label_offsets", label_offsets(sizes), persistent=False)
+        total = sum(sizes)
         self.value_labels = bool(value_labels) and total > 0
 
         src_in, dst_in = (in_channels, in_channels) if isinstance(in_channels, int) else in_channels
