@@ -6,7 +6,8 @@ in words per second, for each thread count and each refinement depth, under
 ``torch.inference_mode``. Thread counts are interleaved over ``--repeats`` rounds
 and the best round is reported (the machine may be shared).
 
-    python benchmarks/parse_speed.py --model /work/runs/parser/main --threads 1 2 --refine-steps 3
+    python benchmarks/parse_speed.py --model /work/runs/parser/main --threads 1 2 --refine-steps 3 \
+        --dtype float32 bfloat16
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-tokens", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="only the first N sentences")
+    ap.add_argument("--dtype", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"],
+                    help="weights' precision(s) to measure (UAS/LAS against the file's gold trees are printed too)")
     args = ap.parse_args(argv)
 
     data = Path(args.data) if args.data else default_data(EWT_DEV)
@@ -45,28 +48,37 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         sents = sents[: args.limit]
     words = sum(len(s) for s in sents)
-    parser = Parser.load(args.model)
+    from g2gt.tasks.parsing import attachment_scores
+
+    best: dict[tuple[str, int, int], float] = {}
+    passes: dict[tuple[str, int, int], float] = {}
+    scores: dict[tuple[str, int, int], dict] = {}
+    parsers = {dt: Parser.load(args.model, dtype=dt) for dt in args.dtype}
     torch.set_num_threads(max(args.threads))
-    parser.predict(sents[:50], refine_steps=1, progress=False)  # warm-up
-    best: dict[tuple[int, int], float] = {}
-    passes: dict[tuple[int, int], float] = {}
+    for parser in parsers.values():
+        parser.predict(sents[:50], refine_steps=1, progress=False)  # warm-up
     for _ in range(args.repeats):
         for T in args.refine_steps:
             for th in args.threads:
-                torch.set_num_threads(th)
-                t0 = time.perf_counter()
-                parser.predict(sents, refine_steps=T, algorithm=args.algorithm, max_tokens=args.batch_tokens,
-                               progress=False)
-                dt = time.perf_counter() - t0
-                key = (th, T)
-                best[key] = max(best.get(key, 0.0), words / dt)
-                passes[key] = parser.last_passes / len(sents)
+                for dt, parser in parsers.items():
+                    torch.set_num_threads(th)
+                    t0 = time.perf_counter()
+                    out = parser.predict(sents, refine_steps=T, algorithm=args.algorithm,
+                                         max_tokens=args.batch_tokens, progress=False)
+                    el = time.perf_counter() - t0
+                    key = (dt, th, T)
+                    best[key] = max(best.get(key, 0.0), words / el)
+                    passes[key] = parser.last_passes / len(sents)
+                    if all(h is not None for s in sents for h in s.heads):
+                        scores[key] = attachment_scores(sents, out)
     print(f"# {data.name}: {len(sents)} sentences, {words} words; model {args.model}; "
-          f"algorithm {args.algorithm}; best of {args.repeats}")
-    print("| threads | refine steps T | encoder passes / sentence | words/s |")
-    print("|--:|--:|--:|--:|")
-    for (th, T), wps in sorted(best.items()):
-        print(f"| {th} | {T} | {passes[(th, T)]:.2f} | {wps:,.0f} |")
+          f"algorithm {args.algorithm}; best of {args.repeats}; UAS/LAS: internal, punctuation included")
+    print("| dtype | threads | refine steps T | encoder passes / sentence | words/s | UAS | LAS |")
+    print("|---|--:|--:|--:|--:|--:|--:|")
+    for (dt, th, T), wps in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        sc = scores.get((dt, th, T), {})
+        print(f"| {dt} | {th} | {T} | {passes[(dt, th, T)]:.2f} | {wps:,.0f} | {sc.get('uas', float('nan')):.2f} | "
+              f"{sc.get('las', float('nan')):.2f} |")
     return 0
 
 

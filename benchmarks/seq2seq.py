@@ -5,8 +5,8 @@ Systems (same data, BPE, batches, optimiser, schedule, model size and budget):
   (a) g2gt   G2GTransformer, relative-position chain labels in encoder and decoder, no absolute positions
   (b) abs    G2GTransformer, sinusoidal absolute positions, no labels (a plain Transformer on our core)
   (c) torch  torch.nn.Transformer (pre-LN, batch_first) with sinusoidal positions -- the baseline
-  (g) graph  only with --src-graphs: (a) plus the source dependency channel; (a) then reads the same
-             CoNLL-U words so that the two differ only in the parse channel
+  (g) graph  only with --src-graphs: (a) plus the source dependency channel; every system then reads
+             the same CoNLL-U words, so (a) and (g) differ only in the parse channel
 
 The systems train *interleaved* in one process, in slices of --slice seconds, each until it has used
 --minutes of **process CPU time** (not wall time: the machine is shared, and CPU time is what a system
@@ -195,9 +195,10 @@ def main(argv=None) -> int:
         src_train, src_dev = read_conllu(args.src_graphs, require_heads=True), read_conllu(args.dev_graphs,
                                                                                            require_heads=True)
         src_text = [" ".join(s.forms) for s in src_train]
+        src_dev_text = [" ".join(s.forms) for s in src_dev]
     else:
         src_train, src_dev = read_lines(args.src_train), read_lines(args.src_dev)
-        src_text = src_train
+        src_text, src_dev_text = src_train, src_dev
     for a, b, what in ((src_train, tgt_train, "train"), (src_dev, tgt_dev, "dev")):
         if len(a) != len(b):
             raise SystemExit(f"{what}: {len(a)} source vs {len(b)} target sentences")
@@ -205,7 +206,8 @@ def main(argv=None) -> int:
         src_train, tgt_train, src_text = (src_train[: args.train_sentences], tgt_train[: args.train_sentences],
                                           src_text[: args.train_sentences])
     if args.dev_sentences:
-        src_dev, tgt_dev = src_dev[: args.dev_sentences], tgt_dev[: args.dev_sentences]
+        src_dev, tgt_dev, src_dev_text = (src_dev[: args.dev_sentences], tgt_dev[: args.dev_sentences],
+                                          src_dev_text[: args.dev_sentences])
     tok = SubwordTokenizer.train(list(src_text) + list(tgt_train), args.bpe_vocab)
     rel_vocab = None
     if graph:
@@ -221,17 +223,12 @@ def main(argv=None) -> int:
         md = args.max_distance if name in ("a", "g") else 0
         st = Seq2SeqSettings(max_distance=md, graph=(name == "g"), max_tokens=args.max_tokens)
         task = Seq2SeqTask(tok, tok, st, rel_vocab=rel_vocab if name == "g" else None, seed=args.seed)
-        if graph and name in ("a", "g"):
-            ids, deps = (task.encode_graph_sources(src_train) if name == "g" else
-                         (task.encode_sources(src_text), None))
-            from g2gt.tasks.seq2seq import ParallelData
-
-            task.train = ParallelData(ids, task.encode_targets(tgt_train), list(tgt_train), deps)
-            dids, ddeps = (task.encode_graph_sources(src_dev) if name == "g" else
-                           (task.encode_sources([" ".join(s.forms) for s in src_dev]), None))
-        else:
+        if name == "g":
             task.train = task.encode_pairs(src_train, tgt_train, "train")
-            dids, ddeps = task.encode_sources(src_dev), None
+            dids, ddeps = task.encode_graph_sources(src_dev)
+        else:  # with --src-graphs every other system reads the same CoNLL-U words as text
+            task.train = task.encode_pairs(src_text, tgt_train, "train")
+            dids, ddeps = task.encode_sources(src_dev_text), None
         dev[name] = (dids, ddeps)
         torch.manual_seed(args.seed)
         if name == "c":

@@ -82,6 +82,8 @@ class GraphBatch:
 def pad_sequences(seqs: Sequence[Sequence[int] | Tensor], pad_id: int = 0, length: int | None = None) -> Tensor:
     """Right-pad integer sequences into a ``[B, n]`` long tensor."""
     n = max((len(s) for s in seqs), default=0) if length is None else length
+    if _plain_int_lists(seqs):  # fast path: one tensor() call instead of one per row
+        return torch.tensor([list(s[:n]) + [pad_id] * (n - len(s)) for s in seqs], dtype=torch.long).view(-1, n)
     out = torch.full((len(seqs), n), pad_id, dtype=torch.long)
     for b, s in enumerate(seqs):
         s = torch.as_tensor(s, dtype=torch.long)[:n]
@@ -164,12 +166,19 @@ def collate(
     return GraphBatch(tokens, labels, padding_mask, feats, names, others)
 
 
+def _plain_int_lists(vals) -> bool:
+    """True when ``vals`` is a sequence of lists / tuples of Python ints (bools excluded)."""
+    return all(type(v) in (list, tuple) and all(type(x) is int for x in v) for v in vals)
+
+
 def _is_number(x) -> bool:
     return isinstance(x, (int, float, bool)) or (isinstance(x, Tensor) and x.dim() == 0)
 
 
 def _pad_feature(vals: list, n: int) -> Tensor | None:
     """Zero-pad per-graph features ``[n_b, ...]`` to ``[B, n, ...]``; None when they are not numeric."""
+    if _plain_int_lists(vals):  # fast path: one tensor() call instead of one per graph
+        return torch.tensor([list(v) + [0] * (n - len(v)) for v in vals], dtype=torch.long).view(-1, n)
     if all(isinstance(v, Tensor) for v in vals):
         ts = vals
     elif all(all(_is_number(x) for x in v) for v in vals):

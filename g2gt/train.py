@@ -59,6 +59,7 @@ class TrainConfig:
     max_steps: int = 0  # 0 = until epochs / max_minutes run out
     epochs: int = 1000
     max_minutes: float = 0.0  # 0 = no wall-clock budget
+    cooldown: float = 0.0  # final fraction of the budget over which the lr decays linearly to 0 (0 = off)
     grad_clip: float = 1.0
     accum_steps: int = 1
     amp: str = "auto"  # "auto" (bf16/fp16 on CUDA, off on CPU) | "bf16" | "fp16" | "none"
@@ -260,6 +261,7 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type) if self.amp_dtype == torch.float16 else None
         self.step = 0
         self.epoch = 0
+        self._fit_start: float | None = None
         self.batches_done = 0  # of this rank's batches in the current epoch
         self.best: float | None = None
         self.history: list[dict] = []
@@ -400,6 +402,10 @@ class Trainer:
         The loss is normalised by the tokens of all micro-batches on all ranks, so
         ``k`` ranks x ``accum_steps=1`` == 1 rank x ``accum_steps=k`` on the same batches.
         """
+        factor = self.cooldown_factor()
+        if factor < 1.0:  # LambdaLR sets the scheduled lr at every step; scale it for this update
+            for group, lr in zip(self.optimizer.param_groups, self.scheduler.get_last_lr()):
+                group["lr"] = lr * factor
         n_local = sum(int(self.task.num_tokens(b)) for b in batches)
         n_total = torch.tensor(float(n_local), device=self.device)
         if self.world_size > 1:
@@ -429,6 +435,31 @@ class Trainer:
         self.step += 1
         return total, n_local
 
+    def cooldown_factor(self) -> float:
+        """Multiplier of the scheduled lr for the next update: 1 until the final ``cooldown`` fraction of the
+        budget, then linear down to 0 at its end (the "decay" phase of warmup-stable-decay schedules,
+        Hägele et al. 2024).
+
+        The budget is ``max_steps`` when set (counted from step 0), otherwise ``max_minutes`` of this
+        :meth:`fit` call, so a resumed run with a time budget cools down at the end of the new segment.
+        The wall-clock variant is agreed across ranks.
+        """
+        cfg = self.cfg
+        if cfg.cooldown <= 0:
+            return 1.0
+        if cfg.max_steps:
+            left = (cfg.max_steps - self.step) / (cfg.cooldown * cfg.max_steps)
+        elif cfg.max_minutes and self._fit_start is not None:
+            elapsed = (time.time() - self._fit_start) / 60
+            left = (cfg.max_minutes - elapsed) / (cfg.cooldown * cfg.max_minutes)
+            if self.world_size > 1:
+                t = torch.tensor(float(left), device=self.device)
+                dist.all_reduce(t, op=dist.ReduceOp.MIN)
+                left = float(t)
+        else:
+            return 1.0
+        return min(1.0, max(0.0, left))
+
     def _should_stop(self, start: float) -> bool:
         cfg = self.cfg
         stop = bool(cfg.max_steps and self.step >= cfg.max_steps)
@@ -454,6 +485,7 @@ class Trainer:
         run_model = self.ddp if self.ddp is not None else self.model
         self.model.train()
         start = time.time()
+        self._fit_start = start
         stop = bool(cfg.max_steps and self.step >= cfg.max_steps)
         from tqdm.auto import tqdm
 
@@ -480,7 +512,7 @@ class Trainer:
                 if self.step % max(1, cfg.log_every) == 0:
                     dt = max(time.time() - tok_t0, 1e-9)
                     bar.set_postfix(loss=f"{loss_sum / max(ntok, 1):.3f}", tok_s=f"{tok_n * self.world_size / dt:.0f}",
-                                    lr=f"{self.scheduler.get_last_lr()[0]:.2e}", ep=self.epoch)
+                                    lr=f"{self.optimizer.param_groups[0]['lr']:.2e}", ep=self.epoch)
                     tok_t0, tok_n = time.time(), 0
                 bar.update(1)
                 if cfg.eval_every and self.step % cfg.eval_every == 0:

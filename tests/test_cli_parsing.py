@@ -48,6 +48,13 @@ def test_parse_file_validates_and_keeps_sentences(model_dir, tmp_path):
     assert validate_file(out, lang="en", level=2) == []
 
 
+def test_parse_bfloat16_writes_valid_trees(model_dir, tmp_path):
+    out = tmp_path / "bf16.conllu"
+    assert main(["parse", "--model", str(model_dir), str(SAMPLE_DEV), "-o", str(out), "--dtype", "bfloat16"]) == 0
+    pred = read_conllu(out)
+    assert len(pred) == len(read_conllu(SAMPLE_DEV)) and all(check_tree(s.heads) is None for s in pred)
+
+
 def test_parse_text_and_eisner(model_dir, tmp_path, capsys):
     out = tmp_path / "t.conllu"
     assert main(["parse", "--model", str(model_dir), "--text", "I don't like rain. It's wet!",

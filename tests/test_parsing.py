@@ -102,6 +102,22 @@ def test_tiny_parser_overfits_small_set(train_sents):
     out = p.predict(sents, refine_steps=1, progress=False)
     uas = sum(h == g for s, (hh, _, _) in zip(sents, out) for h, g in zip(hh, s.heads)) / sum(map(len, sents))
     assert uas == 1.0
+    # the same weights in bfloat16 (``Parser.load(..., dtype="bfloat16")``) still parse the set
+    p.model.to(torch.bfloat16)
+    out16 = p.predict(sents, refine_steps=1, progress=False)
+    same = sum(a == b for (h1, _, _), (h2, _, _) in zip(out, out16) for a, b in zip(h1, h2))
+    assert same / sum(map(len, sents)) >= 0.95
+    assert all(check_tree(h) is None for h, _, _ in out16)
+
+
+def test_dtype_names():
+    from g2gt.tasks.parsing import _dtype, fast_inference_dtype
+
+    assert _dtype("bfloat16") is torch.bfloat16 and _dtype(None) is None and _dtype(torch.float32) is torch.float32
+    assert _dtype("auto") in (torch.float32, torch.bfloat16) and fast_inference_dtype("cpu") == _dtype("auto")
+    for bad in ("int8", "nonsense"):
+        with pytest.raises(ValueError, match="floating torch dtype"):
+            _dtype(bad)
 
 
 @pytest.mark.slow

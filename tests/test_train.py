@@ -247,6 +247,30 @@ def test_trainer_applies_schedule(tmp_path):
     assert lrs == pytest.approx([1e-3 * f(s) for s in range(1, 7)])
 
 
+def test_cooldown_decays_lr_linearly_over_final_fraction(tmp_path):
+    lrs = []
+
+    class Spy(ReverseTask):
+        def loss(self, model, batch):
+            if model.training:
+                lrs.append(trainer.optimizer.param_groups[0]["lr"])
+            return super().loss(model, batch)
+
+    cfg = _cfg(lr=1e-3, warmup_steps=1, max_steps=10, schedule="constant", cooldown=0.5, eval_every=0)
+    trainer = Trainer(tiny_model(), Spy(make_sequences(40, seed=1), make_sequences(4, seed=2)), cfg, tmp_path)
+    trainer.fit()
+    assert lrs == pytest.approx([1e-3] * 6 + [8e-4, 6e-4, 4e-4, 2e-4])
+
+
+def test_cooldown_by_wall_clock(tmp_path):
+    tr = Trainer(tiny_model(), _task(), _cfg(max_minutes=10.0, cooldown=0.2), tmp_path)
+    assert tr.cooldown_factor() == 1.0  # not fitting yet
+    tr._fit_start = time.time() - 9.0 * 60  # 1 of the final 2 minutes left
+    assert tr.cooldown_factor() == pytest.approx(0.5, abs=0.01)
+    tr._fit_start = time.time() - 11.0 * 60
+    assert tr.cooldown_factor() == 0.0
+
+
 def test_max_minutes_stops(tmp_path):
     cfg = _cfg(max_minutes=0.5 / 60, epochs=10**6, eval_every=0, max_steps=0)
     t0 = time.time()

@@ -90,6 +90,9 @@ def register(subparsers, train_subparsers) -> None:
     tp.add_argument("--word-dropout", type=float, default=0.2, help="prob. of replacing a word by <unk>")
     tp.add_argument("--lr", type=float, default=1.5e-3)
     tp.add_argument("--warmup", type=int, default=200, help="warmup steps")
+    tp.add_argument("--cooldown", type=float, default=0.0,
+                    help="final fraction of the budget (--max-steps, else --max-minutes) over which the learning "
+                         "rate decays linearly to 0; e.g. 0.3 (default 0 = inverse-sqrt decay only)")
     tp.add_argument("--batch-tokens", type=int, default=1500, help="padded tokens per batch")
     tp.add_argument("--eval-every", type=int, default=200, help="steps between dev evaluations")
     tp.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch default)")
@@ -133,6 +136,10 @@ def register(subparsers, train_subparsers) -> None:
     pp.add_argument("--keep-upos", action="store_true", help="keep the input UPOS instead of predicting it")
     pp.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
     pp.add_argument("--device", default="cpu")
+    pp.add_argument("--dtype", choices=["float32", "bfloat16", "auto"], default="float32",
+                    help="weights' precision for parsing: bfloat16 is ~1.5x faster on CPUs with AMX and on GPUs "
+                         "(same EWT dev LAS as float32 in our measurement, see README); auto = bfloat16 where "
+                         "it is fast, else float32")
     pp.set_defaults(func=run_parse)
 
     # ---------------------------------------------------------------- demo
@@ -184,7 +191,7 @@ def run_train(args: argparse.Namespace) -> int:
           file=sys.stderr)
     tc = TrainConfig(lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01, warmup_steps=args.warmup,
                      schedule="inverse_sqrt", max_steps=args.max_steps, epochs=args.epochs,
-                     max_minutes=args.max_minutes, eval_every=args.eval_every, metric="las", metric_mode="max",
+                     max_minutes=args.max_minutes, cooldown=args.cooldown, eval_every=args.eval_every, metric="las", metric_mode="max",
                      seed=args.seed, device=args.device, progress=not args.no_progress, grad_clip=5.0)
     model_cfg = dict(d_model=args.d_model, num_layers=args.layers, num_heads=args.heads, ffn_dim=args.ffn_dim,
                      dropout=args.dropout, max_distance=args.max_distance, value_labels=args.value_labels,
@@ -226,7 +233,7 @@ def run_parse(args: argparse.Namespace) -> int:
 
     if args.refine and args.text is not None:
         raise ValueError("--refine needs CoNLL-U input with HEAD/DEPREL (not --text)")
-    parser = Parser.load(args.model, args.device)
+    parser = Parser.load(args.model, args.device, args.dtype)
     sents = _read_input(args)
     t0 = time.time()
     out = parser.parse(sents, refine_steps=args.refine_steps, algorithm=args.algorithm,

@@ -379,15 +379,15 @@ def make_batch(examples: Sequence[_Example], index: Sequence[int], vocab: Parser
     ]
     gb = collate(graphs)
     types: dict[str, int] = {}
-    wt = torch.zeros(gb.tokens.shape, dtype=torch.long)
-    for b, ex in enumerate(examples):
-        for i, f in enumerate(ex.forms):
-            wt[b, i] = types.setdefault(f, len(types))
-    m = max(len(vocab.char_ids(f)) for f in types)
-    char_ids = torch.zeros(len(types), m, dtype=torch.long)
-    for f, t in types.items():
-        ids = [2] if f == ROOT else vocab.char_ids(f)
-        char_ids[t, : len(ids)] = torch.tensor(ids)
+    n = gb.tokens.shape[1]
+    rows = []
+    for ex in examples:
+        row = [types.setdefault(f, len(types)) for f in ex.forms]
+        rows.append(row + [0] * (n - len(row)))
+    wt = torch.tensor(rows, dtype=torch.long).view(len(examples), n)
+    chars = [[2] if f == ROOT else vocab.char_ids(f) for f in types]  # dicts keep insertion order = type id
+    m = max(map(len, chars))
+    char_ids = torch.tensor([c + [0] * (m - len(c)) for c in chars], dtype=torch.long).view(len(chars), m)
     return ParseBatch(gb, char_ids, wt, list(index), corrupt_seed)
 
 
@@ -539,8 +539,14 @@ class Parser:
         self._root_rel = vocab.rel_index.get("root", 0)
 
     @classmethod
-    def load(cls, model_dir: str | Path, device: str | torch.device = "cpu") -> "Parser":
-        """Load ``best.pt`` (else ``last.pt``) of a model directory (``weights_only=True``, ``strict=True``)."""
+    def load(cls, model_dir: str | Path, device: str | torch.device = "cpu",
+             dtype: torch.dtype | str | None = None) -> "Parser":
+        """Load ``best.pt`` (else ``last.pt``) of a model directory (``weights_only=True``, ``strict=True``).
+
+        ``dtype``: cast the weights for inference, e.g. ``torch.bfloat16`` (or ``"bfloat16"``): faster on
+        GPUs and on CPUs with AMX matrix units; ``"auto"`` picks it only there (:func:`fast_inference_dtype`).
+        Arc scores are decoded in float32 either way.
+        """
         from ..train import load_checkpoint
 
         d = Path(model_dir)
@@ -555,7 +561,7 @@ class Parser:
         cfg = ParserConfig.from_dict(ck["model_config"])
         model = RefinementParser(cfg)
         model.load_state_dict(ck["model"], strict=True)
-        model.to(device).eval()
+        model.to(device=device, dtype=_dtype(dtype, device)).eval()
         return cls(model, ParserVocab.from_dict(extra["vocab"]), int(extra.get("max_distance", cfg.max_distance)),
                    int(extra.get("refine_steps", 2)))
 
@@ -727,6 +733,32 @@ class Parser:
         lab = self.model.labels(g.labels[:, 0].long(), graph)
         ws = self.model.attention_weights(g.tokens, batch.char_ids, batch.word_types, g.padding_mask, lab)
         return ex.forms, [w[0].cpu() for w in ws]
+
+
+def fast_inference_dtype(device: str | torch.device = "cpu") -> torch.dtype:
+    """``torch.bfloat16`` where bfloat16 matrix products are fast (CUDA with bf16 support, CPUs with AMX
+    tiles), else ``torch.float32``."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    amx = getattr(torch.cpu, "_is_amx_tile_supported", None)  # private helper, present in torch >= 2.3
+    try:
+        return torch.bfloat16 if dev.type == "cpu" and amx is not None and amx() else torch.float32
+    except Exception:  # pragma: no cover - unusual builds
+        return torch.float32
+
+
+def _dtype(dtype: torch.dtype | str | None, device: str | torch.device = "cpu") -> torch.dtype | None:
+    """``None`` / a ``torch.dtype`` / a name such as ``"bfloat16"`` / ``"auto"`` (see
+    :func:`fast_inference_dtype`) -> a floating ``torch.dtype`` or None."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype == "auto":
+        return fast_inference_dtype(device)
+    dt = getattr(torch, str(dtype), None)
+    if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
+        raise ValueError(f"dtype must be a floating torch dtype such as float32 or bfloat16, got {dtype!r}")
+    return dt
 
 
 def _where(sent, word: int | None = None) -> str:
