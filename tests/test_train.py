@@ -231,7 +231,8 @@ def test_schedule_values():
         make_schedule(TrainConfig(schedule="linear"))
 
 
-def test_trainer_applies_schedule(tmp_path):
+def _lrs_seen_by_training_steps(cfg: TrainConfig, out: Path) -> list[float]:
+    """Fit ``cfg`` on the reverse task; the learning rate in force at each training forward."""
     lrs = []
 
     class Spy(ReverseTask):
@@ -240,25 +241,20 @@ def test_trainer_applies_schedule(tmp_path):
                 lrs.append(trainer.optimizer.param_groups[0]["lr"])
             return super().loss(model, batch)
 
-    cfg = _cfg(lr=1e-3, warmup_steps=2, max_steps=6, schedule="inverse_sqrt", eval_every=0)
-    trainer = Trainer(tiny_model(), Spy(make_sequences(40, seed=1), make_sequences(4, seed=2)), cfg, tmp_path)
+    trainer = Trainer(tiny_model(), Spy(make_sequences(40, seed=1), make_sequences(4, seed=2)), cfg, out)
     trainer.fit()
+    return lrs
+
+
+def test_trainer_applies_schedule(tmp_path):
+    cfg = _cfg(lr=1e-3, warmup_steps=2, max_steps=6, schedule="inverse_sqrt", eval_every=0)
     f = make_schedule(cfg)
-    assert lrs == pytest.approx([1e-3 * f(s) for s in range(1, 7)])
+    assert _lrs_seen_by_training_steps(cfg, tmp_path) == pytest.approx([1e-3 * f(s) for s in range(1, 7)])
 
 
 def test_cooldown_decays_lr_linearly_over_final_fraction(tmp_path):
-    lrs = []
-
-    class Spy(ReverseTask):
-        def loss(self, model, batch):
-            if model.training:
-                lrs.append(trainer.optimizer.param_groups[0]["lr"])
-            return super().loss(model, batch)
-
     cfg = _cfg(lr=1e-3, warmup_steps=1, max_steps=10, schedule="constant", cooldown=0.5, eval_every=0)
-    trainer = Trainer(tiny_model(), Spy(make_sequences(40, seed=1), make_sequences(4, seed=2)), cfg, tmp_path)
-    trainer.fit()
+    lrs = _lrs_seen_by_training_steps(cfg, tmp_path)
     assert lrs == pytest.approx([1e-3] * 6 + [8e-4, 6e-4, 4e-4, 2e-4])
 
 

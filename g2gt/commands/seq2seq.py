@@ -78,6 +78,9 @@ def _add_train(train_sub) -> None:
     o = p.add_argument_group("optimisation")
     o.add_argument("--lr", type=float, default=1e-3)
     o.add_argument("--warmup", type=int, default=2000, help="warmup steps (then inverse square root decay)")
+    o.add_argument("--cooldown", type=float, default=0.0,
+                   help="final fraction of the budget (--max-steps, else --max-minutes) over which the learning "
+                        "rate decays linearly to 0 (default 0: inverse square root decay only)")
     o.add_argument("--weight-decay", type=float, default=0.01)
     o.add_argument("--label-smoothing", type=float, default=0.1)
     o.add_argument("--max-tokens", type=int, default=4096, help="padded tokens per batch")
@@ -198,7 +201,8 @@ def run_train(args) -> int:
           f"prepared in {time.time() - t0:.0f}s; model: {n_params / 1e6:.2f}M parameters, channels {task.channels}",
           file=sys.stderr)
     cfg = TrainConfig(
-        lr=args.lr, warmup_steps=args.warmup, weight_decay=args.weight_decay, max_steps=args.max_steps,
+        lr=args.lr, warmup_steps=args.warmup, cooldown=args.cooldown, weight_decay=args.weight_decay,
+        max_steps=args.max_steps,
         epochs=args.epochs, max_minutes=args.max_minutes, accum_steps=args.accum, eval_every=args.eval_every,
         metric="bleu", metric_mode="max", seed=args.seed, device=args.device, progress=not args.no_progress)
     trainer = Trainer(model, task, cfg, out)
