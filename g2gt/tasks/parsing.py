@@ -57,7 +57,7 @@ from ..nn.transformer import GraphEncoder
 
 __all__ = [
     "ParserVocab", "ParserConfig", "RefinementParser", "ParseBatch", "ParsingTask", "Parser",
-    "load_parser", "train_parser", "dependency_labels", "corrupt_graph",
+    "load_parser", "train_parser", "dependency_labels", "corrupt_graph", "fast_inference_dtype",
 ]
 
 PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
