@@ -65,6 +65,24 @@ def test_parse_text_and_eisner(model_dir, tmp_path, capsys):
     assert "n't" in tree_text(sents[0])
 
 
+def test_parse_lines_keeps_line_alignment(model_dir, tmp_path, capsys):
+    import gzip
+
+    src = tmp_path / "src.en.gz"
+    with gzip.open(src, "wt", encoding="utf-8") as f:
+        f.write("A man rides a horse. It rains.\nTwo dogs play .\nShe can't swim\n")
+    out = tmp_path / "src.conllu"
+    assert main(["parse", "--model", str(model_dir), "--lines", str(src), "--tokenizer", "rule", "-o", str(out),
+                 "--refine-steps", "0"]) == 0
+    sents = read_conllu(out, require_heads=True)
+    assert [s.sent_id for s in sents] == ["1", "2", "3"] and sents[1].forms == ["Two", "dogs", "play", "."]
+    assert all(check_tree(s.heads) is None for s in sents)
+    bad = tmp_path / "bad.en"
+    bad.write_text("One.\n\nThree.\n")
+    rc = main(["parse", "--model", str(model_dir), "--lines", str(bad)])
+    assert rc == 1 and "bad.en:2: empty line" in capsys.readouterr().err
+
+
 def test_refine_with_cyclic_graph_is_a_clear_error(model_dir, tmp_path, capsys):
     f = tmp_path / "cyclic.conllu"
     f.write_text("1\tA\ta\tX\t_\t_\t0\troot\t_\t_\n\n"

@@ -10,6 +10,7 @@ from g2gt.io import parse_conllu_string, to_conllu_string
 from g2gt.io.text import (
     StanzaUnavailable,
     detokenize,
+    lines_to_sentences,
     load_stanza_tokenizer,
     split_sentences,
     stanza_tokenize,
@@ -70,6 +71,16 @@ def test_text_to_sentences_conllu() -> None:
     assert back[0].space_after[-2] is False  # "economy" is followed by "."
     with pytest.raises(ValueError, match="unknown tokenizer"):
         text_to_sentences("Hi.", tokenizer="spacy")
+
+
+def test_lines_to_sentences_one_per_line_never_split() -> None:
+    lines = ["A man sleeps. A dog barks.", "Two kids don't play !"]
+    sents = lines_to_sentences(lines, "src.en")
+    assert [s.sent_id for s in sents] == ["1", "2"]
+    assert sents[0].forms == ["A", "man", "sleeps", ".", "A", "dog", "barks", "."]  # not split in two
+    assert "n't" in sents[1].forms and sents[1].text == "Two kids don't play !"
+    with pytest.raises(ValueError, match=r"src\.en:2: empty line"):
+        lines_to_sentences(["Fine.", "   ", "Also fine."], "src.en")
 
 
 def test_stanza_tokenizer_if_installed() -> None:

@@ -114,6 +114,7 @@ def register(subparsers, train_subparsers) -> None:
             "examples:\n"
             "  g2gt parse --model runs/parser dev.conllu -o pred.conllu\n"
             "  g2gt parse --model runs/parser --text 'The cat sat on the mat.'\n"
+            "  g2gt parse --model runs/parser --lines train.en.gz -o train.en.conllu   # one sentence a line\n"
             "  cat in.conllu | g2gt parse --model runs/parser - --refine-steps 3\n"
             "  g2gt parse --model runs/parser other_parser.conllu --refine   # refine another parser's trees\n"
             "--refine: the HEAD/DEPREL columns of the input are iteration 0's graph; they must form one\n"
@@ -124,6 +125,10 @@ def register(subparsers, train_subparsers) -> None:
     pp.add_argument("input", nargs="?", help="CoNLL-U file, or - for stdin (omit with --text)")
     pp.add_argument("-o", "--output", help="output CoNLL-U (default stdout)")
     pp.add_argument("--text", help="raw text to tokenize, split and parse instead of an input file")
+    pp.add_argument("--lines", metavar="FILE", default=None,
+                    help="raw text file (plain or .gz), one sentence per line: tokenized but never split, "
+                         "so line k becomes sentence k (sent_id = k), e.g. to parse the source side of a "
+                         "parallel corpus for 'g2gt train seq2seq --src-graphs'")
     pp.add_argument("--tokenizer", choices=["rule", "stanza", "auto"], default="auto",
                     help="raw-text tokenizer: rule-based, stanza (installed model only) or auto (default)")
     pp.add_argument("--refine", action="store_true",
@@ -211,16 +216,23 @@ def _read_input(args: argparse.Namespace):
     from ..io.conllu import read_conllu
 
     if args.text is not None:
-        if args.input:
-            raise ValueError("give either an input file or --text, not both")
+        if args.input or getattr(args, "lines", None) is not None:
+            raise ValueError("give only one of: an input file, --text, --lines")
         from ..io.text import text_to_sentences
 
         sents = text_to_sentences(args.text, tokenizer=getattr(args, "tokenizer", "rule"))
         if not sents:
             raise ValueError("--text contains no words")
         return sents
+    if getattr(args, "lines", None) is not None:
+        if args.input:
+            raise ValueError("give either an input file or --lines, not both")
+        from ..io.text import lines_to_sentences
+        from ..tasks.seq2seq import read_lines
+
+        return lines_to_sentences(read_lines(args.lines), args.lines, tokenizer=args.tokenizer)
     if not args.input:
-        raise ValueError("no input: give a CoNLL-U file, - for stdin, or --text")
+        raise ValueError("no input: give a CoNLL-U file, - for stdin, --text or --lines")
     if args.input == "-":
         return read_conllu(sys.stdin, name="<stdin>")
     return read_conllu(args.input)
@@ -231,8 +243,8 @@ def run_parse(args: argparse.Namespace) -> int:
     from ..io.conllu import write_conllu
     from ..tasks.parsing import Parser
 
-    if args.refine and args.text is not None:
-        raise ValueError("--refine needs CoNLL-U input with HEAD/DEPREL (not --text)")
+    if args.refine and (args.text is not None or args.lines is not None):
+        raise ValueError("--refine needs CoNLL-U input with HEAD/DEPREL (not --text or --lines)")
     parser = Parser.load(args.model, args.device, args.dtype)
     sents = _read_input(args)
     t0 = time.time()

@@ -36,6 +36,7 @@ __all__ = [
     "tokenize",
     "detokenize",
     "text_to_sentences",
+    "lines_to_sentences",
     "load_stanza_tokenizer",
     "stanza_tokenize",
     "StanzaUnavailable",
@@ -269,6 +270,37 @@ def text_to_sentences(text: str, tokenizer: str = "rule", sent_id_prefix: str = 
             continue
         out.append(sentence_from_tokens([(t.text, t.words, t.space_after) for t in toks],
                                         text=detokenize(toks), sent_id=f"{sent_id_prefix}{k}"))
+    return out
+
+
+def lines_to_sentences(lines: Sequence[str], name: str = "<lines>", tokenizer: str = "rule",
+                       pipeline: Any = None) -> list[Sentence]:
+    """One sentence per line -> exactly one unparsed :class:`Sentence` per line, in order
+    (no sentence splitting inside a line), with ``# sent_id = {line number}`` and ``# text``.
+
+    This is the shape parallel corpora have, so the output stays aligned with the other
+    side (e.g. ``g2gt train seq2seq --src-graphs``).
+
+    Raises:
+        ValueError: ``"NAME:LINE: ..."`` for a line without any word (an empty sentence
+            cannot be written as CoNLL-U, and dropping it would break the alignment).
+    """
+    if tokenizer not in ("rule", "stanza", "auto"):
+        raise ValueError(f"unknown tokenizer {tokenizer!r} (expected 'rule', 'stanza' or 'auto')")
+    nlp = None
+    if tokenizer != "rule":
+        nlp = pipeline or load_stanza_tokenizer(required=tokenizer == "stanza")
+    out = []
+    for lineno, line in enumerate(lines, start=1):
+        if nlp is not None and line.strip():
+            toks = [t for sent in stanza_tokenize(line, nlp) for t in sent]
+        else:
+            toks = tokenize_sentence(line)
+        if not toks:
+            raise ValueError(f"{name}:{lineno}: empty line; expected one sentence per line (every line must "
+                             "hold at least one word, so that the output stays aligned line by line)")
+        out.append(sentence_from_tokens([(t.text, t.words, t.space_after) for t in toks],
+                                        text=detokenize(toks), sent_id=str(lineno)))
     return out
 
 
