@@ -215,22 +215,21 @@ def run_train(args: argparse.Namespace) -> int:
 def _read_input(args: argparse.Namespace):
     from ..io.conllu import read_conllu
 
+    lines = args.lines
+    if sum(x is not None for x in (args.input, args.text, lines)) > 1:
+        raise ValueError("give only one of: an input file, --text, --lines")
     if args.text is not None:
-        if args.input or getattr(args, "lines", None) is not None:
-            raise ValueError("give only one of: an input file, --text, --lines")
         from ..io.text import text_to_sentences
 
-        sents = text_to_sentences(args.text, tokenizer=getattr(args, "tokenizer", "rule"))
+        sents = text_to_sentences(args.text, tokenizer=args.tokenizer)
         if not sents:
             raise ValueError("--text contains no words")
         return sents
-    if getattr(args, "lines", None) is not None:
-        if args.input:
-            raise ValueError("give either an input file or --lines, not both")
+    if lines is not None:
         from ..io.text import lines_to_sentences
         from ..tasks.seq2seq import read_lines
 
-        return lines_to_sentences(read_lines(args.lines), args.lines, tokenizer=args.tokenizer)
+        return lines_to_sentences(read_lines(lines), lines, tokenizer=args.tokenizer)
     if not args.input:
         raise ValueError("no input: give a CoNLL-U file, - for stdin, --text or --lines")
     if args.input == "-":

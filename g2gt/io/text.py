@@ -256,21 +256,23 @@ def text_to_sentences(text: str, tokenizer: str = "rule", sent_id_prefix: str = 
             see :func:`load_stanza_tokenizer`) or ``"auto"`` (stanza if installed, else rules).
         pipeline: an already loaded stanza pipeline (optional).
     """
+    nlp = _stanza_for(tokenizer, pipeline)
+    sents = stanza_tokenize(text, nlp) if nlp is not None else tokenize(text)
+    return [_to_sentence(toks, f"{sent_id_prefix}{k}") for k, toks in enumerate(sents, start=1) if toks]
+
+
+def _stanza_for(tokenizer: str, pipeline: Any) -> Any:
+    """The stanza pipeline a ``tokenizer`` choice asks for, or None for the rule tokenizer."""
     if tokenizer not in ("rule", "stanza", "auto"):
         raise ValueError(f"unknown tokenizer {tokenizer!r} (expected 'rule', 'stanza' or 'auto')")
-    sents: list[list[TextToken]]
     if tokenizer == "rule":
-        sents = tokenize(text)
-    else:
-        nlp = pipeline or load_stanza_tokenizer(required=tokenizer == "stanza")
-        sents = stanza_tokenize(text, nlp) if nlp is not None else tokenize(text)
-    out = []
-    for k, toks in enumerate(sents, start=1):
-        if not toks:
-            continue
-        out.append(sentence_from_tokens([(t.text, t.words, t.space_after) for t in toks],
-                                        text=detokenize(toks), sent_id=f"{sent_id_prefix}{k}"))
-    return out
+        return None
+    return pipeline or load_stanza_tokenizer(required=tokenizer == "stanza")
+
+
+def _to_sentence(toks: Sequence[TextToken], sent_id: str) -> Sentence:
+    return sentence_from_tokens([(t.text, t.words, t.space_after) for t in toks], text=detokenize(toks),
+                                sent_id=sent_id)
 
 
 def lines_to_sentences(lines: Sequence[str], name: str = "<lines>", tokenizer: str = "rule",
@@ -285,11 +287,7 @@ def lines_to_sentences(lines: Sequence[str], name: str = "<lines>", tokenizer: s
         ValueError: ``"NAME:LINE: ..."`` for a line without any word (an empty sentence
             cannot be written as CoNLL-U, and dropping it would break the alignment).
     """
-    if tokenizer not in ("rule", "stanza", "auto"):
-        raise ValueError(f"unknown tokenizer {tokenizer!r} (expected 'rule', 'stanza' or 'auto')")
-    nlp = None
-    if tokenizer != "rule":
-        nlp = pipeline or load_stanza_tokenizer(required=tokenizer == "stanza")
+    nlp = _stanza_for(tokenizer, pipeline)
     out = []
     for lineno, line in enumerate(lines, start=1):
         if nlp is not None and line.strip():
@@ -299,8 +297,7 @@ def lines_to_sentences(lines: Sequence[str], name: str = "<lines>", tokenizer: s
         if not toks:
             raise ValueError(f"{name}:{lineno}: empty line; expected one sentence per line (every line must "
                              "hold at least one word, so that the output stays aligned line by line)")
-        out.append(sentence_from_tokens([(t.text, t.words, t.space_after) for t in toks],
-                                        text=detokenize(toks), sent_id=str(lineno)))
+        out.append(_to_sentence(toks, str(lineno)))
     return out
 
 
