@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         active = [m for m in names if estimate_gib(m, n) <= args.max_gb]
         skipped = [m for m in names if m not in active]
 
-        def step(m: str) -> None:
+        def step(m: str, x=x, labels=labels, g=g) -> None:
             out = mods[m](x, labels)
             (out * g).sum().backward()
             x.grad = None
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                 sync()
                 mem[m] = (torch.cuda.max_memory_allocated() - base) / 2**20
             else:
-                mem[m] = saved_bytes(lambda: mods[m](x, labels)) / 2**20
+                mem[m] = saved_bytes(lambda m=m, x=x, labels=labels: mods[m](x, labels)) / 2**20
         times: dict[str, list[float]] = {m: [] for m in active}
         for _ in range(args.repeats):
             for m in active:

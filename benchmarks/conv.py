@@ -44,7 +44,6 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
 
 
 def _sync(dev: torch.device) -> None:
@@ -127,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         onehot = F.one_hot(et, L).float()
         w = torch.randn(N, H * d, generator=g).to(dev)
 
-        def step(module, *inputs) -> Callable[[], None]:
+        def step(module, *inputs, x=x, ei=ei, w=w) -> Callable[[], None]:
             def run() -> None:
                 module.zero_grad(set_to_none=True)
                 x.grad = None
@@ -175,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {E:,} | {N:,} | {m} | {t:.1f} | {tr:.2f} | {mm:.1f} | {mr:.2f} | {inp:.1f} |")
     else:
         print(head)
-        for E, N, m, t, tr, mm, mr, inp in rows:
+        for E, N, m, t, tr, mm, mr, _inp in rows:
             print(f"E={E:>9} N={N:>8} {m:<12} {t:9.1f} ms  x{tr:5.2f}   {mm:9.1f} MiB  x{mr:5.2f}")
     return 0
 

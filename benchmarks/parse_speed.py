@@ -1,6 +1,6 @@
 """Parsing speed of a trained parser on a CoNLL-U file (default: UD EWT dev).
 
-Measures end-to-end ``Parser.predict`` (batching, encoder passes, MST / Eisner
+Measures end-to-end ``Parser.predict`` (the parser's one decode path: batching, encoder passes, MST / Eisner
 decoding, label + UPOS prediction, refinement with fixed-point early stopping)
 in words per second, for each thread count and each refinement depth, under
 ``torch.inference_mode``. Thread counts are interleaved over ``--repeats`` rounds
@@ -21,9 +21,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from g2gt.commands.parsing import EWT_DEV, default_data  # noqa: E402
+from g2gt.data import EWT_DEV, shared_data  # noqa: E402
 from g2gt.io.conllu import read_conllu  # noqa: E402
-from g2gt.tasks.parsing import Parser  # noqa: E402
+from g2gt.parsing import Parser, attachment_scores  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="weights' precision(s) to measure (UAS/LAS against the file's gold trees are printed too)")
     args = ap.parse_args(argv)
 
-    data = Path(args.data) if args.data else default_data(EWT_DEV)
+    data = Path(args.data) if args.data else shared_data(EWT_DEV)
     if data is None or not data.exists():
         print("no data: pass --data FILE or set G2GT_DATA", file=sys.stderr)
         return 1
@@ -48,8 +48,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         sents = sents[: args.limit]
     words = sum(len(s) for s in sents)
-    from g2gt.tasks.parsing import attachment_scores
-
     best: dict[tuple[str, int, int], float] = {}
     passes: dict[tuple[str, int, int], float] = {}
     scores: dict[tuple[str, int, int], dict] = {}
@@ -68,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                     el = time.perf_counter() - t0
                     key = (dt, th, T)
                     best[key] = max(best.get(key, 0.0), words / el)
-                    passes[key] = parser.last_passes / len(sents)
+                    passes[key] = out.passes / len(sents)
                     if all(h is not None for s in sents for h in s.heads):
                         scores[key] = attachment_scores(sents, out)
     print(f"# {data.name}: {len(sents)} sentences, {words} words; model {args.model}; "

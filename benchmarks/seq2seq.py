@@ -35,11 +35,12 @@ sys.path.insert(0, str(ROOT))
 
 from g2gt.graph import LabelVocab  # noqa: E402
 from g2gt.nn.transformer import sinusoidal_positions  # noqa: E402
+from g2gt.schedule import estimate_total_steps, lr_multiplier  # noqa: E402
 from g2gt.tasks.seq2seq import (  # noqa: E402
-    SUBWORD_LABEL, Seq2SeqSettings, Seq2SeqTask, corpus_scores, read_lines,
+    SUBWORD_LABEL, Seq2SeqTask, Seq2SeqTrainConfig, mt_scores, read_lines,
 )
 from g2gt.tokenizer import SubwordTokenizer  # noqa: E402
-from g2gt.train import TrainConfig, make_schedule  # noqa: E402
+from g2gt.train import TrainConfig  # noqa: E402
 
 
 class TorchTransformer(nn.Module):
@@ -98,18 +99,20 @@ class TorchTransformer(nn.Module):
 
 
 class System:
-    """One model + optimiser + schedule + data stream, trained slice by slice."""
+    """One model + optimiser + schedule + data stream, trained slice by slice.
 
-    def __init__(self, name: str, task: Seq2SeqTask, model: nn.Module, cfg: TrainConfig, seed: int) -> None:
-        self.name, self.task, self.model, self.cfg = name, task, model, cfg
+    The learning rate follows the Trainer's budget-fitted schedule (:func:`g2gt.schedule.lr_multiplier`),
+    with the budget in CPU seconds: before update ``s`` the total is re-estimated as ``s * budget / cpu``."""
+
+    def __init__(self, name: str, task: Seq2SeqTask, model: nn.Module, cfg: TrainConfig, seed: int,
+                 budget: float) -> None:
+        self.name, self.task, self.model, self.cfg, self.budget = name, task, model, cfg, budget
         torch.manual_seed(seed)
         decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n and "label_" not in n]
         ids = {id(p) for p in decay}
         rest = [p for p in model.parameters() if id(p) not in ids]
         self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                                       {"params": rest, "weight_decay": 0.0}], lr=cfg.lr, betas=cfg.betas)
-        f = make_schedule(cfg)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: f(s + 1))
         self.epoch, self.it = 0, iter(task.train_batches(0, 0, 1))
         self.cpu, self.wall, self.tokens, self.steps, self.loss_sum = 0.0, 0.0, 0, 0, 0.0
         self.rng = torch.get_rng_state()
@@ -134,9 +137,11 @@ class System:
             n = self.task.num_tokens(batch)
             (loss / max(n, 1)).backward()
             nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+            total = estimate_total_steps(self.steps + 1, self.cpu + time.process_time() - c0, self.budget)
+            for group in self.opt.param_groups:
+                group["lr"] = self.cfg.lr * lr_multiplier(self.cfg, self.steps + 1, total)
             self.opt.step()
             self.opt.zero_grad(set_to_none=True)
-            self.sched.step()
             self.cpu += time.process_time() - c0
             self.wall += time.time() - w0
             self.tokens += n
@@ -148,12 +153,15 @@ class System:
         t0 = time.process_time()
         hyps = self.task.tgt_tok.decode_batch(self.task.translate_ids(self.model, dev_src, dev_deps, beam=1,
                                                                       batch_size=64))
-        s = corpus_scores(hyps, dev_refs)
-        return {**s, "eval_cpu_s": time.process_time() - t0}
+        s = mt_scores(dev_refs, hyps)
+        return {"bleu": s["bleu"], "chrf": s["chrf"], "bleu_signature": s["bleu_signature"],
+                "eval_cpu_s": time.process_time() - t0}
 
 
-def main(argv=None) -> int:
+def build_arg_parser() -> argparse.ArgumentParser:
+    """The benchmark's options; the recipe's defaults come from :class:`Seq2SeqTrainConfig` (one source)."""
     data = Path(os.environ.get("G2GT_DATA", ROOT.parent / "shared" / "data")) / "multi30k"
+    rc = Seq2SeqTrainConfig()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=5.0, help="CPU minutes of training per system")
     ap.add_argument("--slice", type=float, default=20.0, help="CPU seconds per interleaved training slice")
@@ -166,19 +174,27 @@ def main(argv=None) -> int:
     ap.add_argument("--dev-graphs", default=None, help="parsed dev source (CoNLL-U)")
     ap.add_argument("--train-sentences", type=int, default=0, help="use only the first N training pairs (0 = all)")
     ap.add_argument("--dev-sentences", type=int, default=0, help="score only the first N dev pairs (0 = all)")
-    ap.add_argument("--bpe-vocab", type=int, default=8000)
-    ap.add_argument("--d-model", type=int, default=256)
-    ap.add_argument("--layers", type=int, default=3)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--ffn", type=int, default=1024)
-    ap.add_argument("--dropout", type=float, default=0.1)
-    ap.add_argument("--max-distance", type=int, default=16)
-    ap.add_argument("--max-tokens", type=int, default=2048)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--warmup", type=int, default=500)
+    ap.add_argument("--bpe-vocab", type=int, default=rc.bpe_vocab)
+    ap.add_argument("--d-model", type=int, default=rc.d_model)
+    ap.add_argument("--layers", type=int, default=rc.layers)
+    ap.add_argument("--heads", type=int, default=rc.heads)
+    ap.add_argument("--ffn-dim", type=int, default=rc.ffn_dim)
+    ap.add_argument("--dropout", type=float, default=rc.dropout)
+    ap.add_argument("--label-smoothing", type=float, default=rc.label_smoothing)
+    ap.add_argument("--max-distance", type=int, default=rc.max_distance)
+    ap.add_argument("--batch-tokens", type=int, default=rc.batch_tokens, help="padded tokens per batch")
+    ap.add_argument("--lr", type=float, default=rc.lr)
+    ap.add_argument("--warmup", type=float, default=rc.warmup, help="warmup, a fraction of the CPU budget")
+    ap.add_argument("--cooldown", type=float, default=rc.cooldown,
+                    help="final fraction of the CPU budget over which the lr decays linearly to ~0")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=rc.seed)
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_arg_parser()
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -213,15 +229,21 @@ def main(argv=None) -> int:
     if graph:
         rel_vocab = LabelVocab.for_dependencies(sorted({r for s in src_train for r in s.deprels if r}))
         rel_vocab.add(SUBWORD_LABEL)
-    cfg = TrainConfig(lr=args.lr, warmup_steps=args.warmup)
+    recipe = Seq2SeqTrainConfig(
+        bpe_vocab=args.bpe_vocab, d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=args.ffn_dim,
+        dropout=args.dropout, label_smoothing=args.label_smoothing, max_distance=args.max_distance,
+        batch_tokens=args.batch_tokens, lr=args.lr, warmup=args.warmup, cooldown=args.cooldown, seed=args.seed)
+    cfg = recipe.train_config()
     size = dict(d_model=args.d_model, num_heads=args.heads, num_encoder_layers=args.layers,
-                num_decoder_layers=args.layers, ffn_dim=args.ffn, dropout=args.dropout)
+                num_decoder_layers=args.layers, ffn_dim=args.ffn_dim, dropout=args.dropout)
+    budget = args.minutes * 60
 
     runs: dict[str, System] = {}
     dev: dict[str, tuple] = {}
     for name in systems:
         md = args.max_distance if name in ("a", "g") else 0
-        st = Seq2SeqSettings(max_distance=md, graph=(name == "g"), max_tokens=args.max_tokens)
+        st = recipe.settings(graph=(name == "g"))
+        st.max_distance = md
         task = Seq2SeqTask(tok, tok, st, rel_vocab=rel_vocab if name == "g" else None, seed=args.seed)
         if name == "g":
             task.train = task.encode_pairs(src_train, tgt_train, "train")
@@ -232,15 +254,14 @@ def main(argv=None) -> int:
         dev[name] = (dids, ddeps)
         torch.manual_seed(args.seed)
         if name == "c":
-            model = TorchTransformer(tok.vocab_size, args.d_model, args.heads, args.layers, args.layers, args.ffn,
+            model = TorchTransformer(tok.vocab_size, args.d_model, args.heads, args.layers, args.layers, args.ffn_dim,
                                      args.dropout, tok.pad_id)
         elif name == "b":
             model = task.build_model(positions="sinusoidal", decoder_max_distance=0, **size)
         else:
             model = task.build_model(positions="none", decoder_max_distance=args.max_distance, **size)
-        runs[name] = System(name, task, model, cfg, args.seed)
+        runs[name] = System(name, task, model, cfg, args.seed, budget)
 
-    budget = args.minutes * 60
     print(f"# {len(src_train)} train pairs, {len(tgt_dev)} dev, vocab {tok.vocab_size}, {args.threads} thread(s), "
           f"{args.minutes} CPU min per system, systems {systems}", flush=True)
     t0 = time.time()

@@ -1,7 +1,10 @@
 """Use g2gt.nn.GraphAttention inside your own nn.Module (runs as a script).
 
-Each sentence pair (i, j) gets a label; here the clipped relative distance, so the
-layer is a Shaw-style relative-position self-attention.
+1. Each sentence pair (i, j) gets a label; here the clipped relative distance, so the
+   layer is a Shaw-style relative-position self-attention.
+2. An existing ``nn.MultiheadAttention(batch_first=True)`` becomes a GraphAttention with
+   ``GraphAttention.from_multihead_attention``: the same function (its label tables start at
+   zero) until it is trained on graphs; ``attn_mask`` / ``is_causal`` work as in MHA.
 """
 
 import torch
@@ -25,6 +28,18 @@ class TinyEncoder(nn.Module):
         return self.norm(x + self.attn(x, labels, key_padding_mask=pad))
 
 
+def from_pretrained_mha(k: int = 3) -> None:
+    """Swap an nn.MultiheadAttention for a relation-aware GraphAttention with the same weights."""
+    mha = nn.MultiheadAttention(32, 4, batch_first=True).eval()
+    graph = GraphAttention.from_multihead_attention(mha, num_labels=num_chain_labels(k))
+    x = torch.randn(2, 7, 32)
+    causal = nn.Transformer.generate_square_subsequent_mask(7)  # float, -inf above the diagonal
+    want, _ = mha(x, x, x, attn_mask=causal, need_weights=False)
+    labels = relative_position_labels(7, k)[None]
+    got = graph(x, labels, attn_mask=causal)  # the graph call; graph(x, x, x, ...) needs num_labels=0
+    print("equals nn.MultiheadAttention before training:", torch.allclose(got, want, atol=1e-5))
+
+
 if __name__ == "__main__":
     ids = torch.randint(1, 100, (2, 7))
     pad = torch.zeros(2, 7, dtype=torch.bool)
@@ -32,3 +47,4 @@ if __name__ == "__main__":
     out = TinyEncoder()(ids, pad)
     out.sum().backward()
     print(out.shape, "finite:", bool(torch.isfinite(out).all()))
+    from_pretrained_mha()

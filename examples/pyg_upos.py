@@ -17,7 +17,7 @@ the dev file after every epoch.
 
 Data: ``--data DIR`` holding ``en_ewt-ud-train.conllu`` and ``en_ewt-ud-dev.conllu``
 (default ``$G2GT_DATA/ud-en-ewt`` or ``../shared/data/ud-en-ewt`` next to the repo);
-when they are missing, the shipped samples ``data/ud-en-ewt/*.sample.conllu`` are used.
+when they are missing, the shipped samples ``g2gt/data/ud-en-ewt/*.sample.conllu`` are used.
 
 Run::
 
@@ -41,6 +41,7 @@ from torch_geometric.loader import DataLoader
 from tqdm import tqdm
 
 from g2gt import LabelVocab, num_chain_labels
+from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.io.conllu import Sentence, read_conllu
 from g2gt.nn import G2GConv
 from g2gt.nn.conv import edge_relative_positions
@@ -58,8 +59,7 @@ def find_data(arg: str | None, sample: bool) -> tuple[Path, Path]:
                 return tr, dv
         if arg:
             raise SystemExit(f"--data {arg}: no en_ewt-ud-train.conllu / en_ewt-ud-dev.conllu there")
-    d = REPO / "data" / "ud-en-ewt"
-    return d / "en_ewt-ud-train.sample.conllu", d / "en_ewt-ud-dev.sample.conllu"
+    return EWT_SAMPLE_TRAIN, EWT_SAMPLE_DEV
 
 
 class Vocab:

@@ -5,17 +5,37 @@ enters the attention score like a relative position. Sequences are chain
 graphs, parses are dependency graphs, and PyG users get a MessagePassing layer.
 """
 
-from .batch import BucketBatchSampler, GraphBatch, collate
-from .graph import (
-    ChainChannel,
-    EdgeChannel,
-    Graph,
-    LabelVocab,
-    chain_graph,
-    edges_from_heads,
-    num_chain_labels,
-    relative_position_labels,
-)
+import importlib
+from typing import TYPE_CHECKING
+
+# Names re-exported lazily (PEP 562): ``import g2gt`` stays cheap (no torch) so the ``g2gt`` command's
+# --help and --version answer at once; the first use of a name imports its module.
+_EXPORTS = {
+    "BucketBatchSampler": "batch", "GraphBatch": "batch", "collate": "batch",
+    "ChainChannel": "graph", "EdgeChannel": "graph", "Graph": "graph", "LabelVocab": "graph",
+    "chain_graph": "graph", "edges_from_heads": "graph", "num_chain_labels": "graph",
+    "relative_position_labels": "graph",
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .batch import BucketBatchSampler, GraphBatch, collate
+    from .graph import (
+        ChainChannel, EdgeChannel, Graph, LabelVocab, chain_graph, edges_from_heads, num_chain_labels,
+        relative_position_labels,
+    )
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __version__ = "0.1.0"
 

@@ -85,7 +85,7 @@ def beam_search(
     def norm(score: float, length: int) -> float:
         return score / (length**length_penalty) if length_penalty else score
 
-    for step in range(max_len):
+    for _ in range(max_len):
         logits = model.decode(hyps[:, -1:], memory, mpm, cache=cache)[:, -1]
         logp = torch.log_softmax(logits.to(sdtype), -1)  # [B*K, V]
         V = logp.shape[-1]

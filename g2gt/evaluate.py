@@ -9,14 +9,16 @@ CLAS, MLAS, BLEX (and ELAS / EULAS) as precision / recall / F1 (and accuracy on
 aligned words).  As in the shared task, LAS ignores relation subtypes
 (``nmod:poss`` counts as ``nmod``).
 
-Added here, computed on the *scorer's own word alignment* (captured from its
-``align_words`` step, not recomputed):
+Added here, only when gold and predicted files hold the same words (gold
+tokenisation, so word ``i`` of one is word ``i`` of the other; with another
+tokenisation these need an alignment, and only the official scores are given):
 
 * ``no_punct``: UAS / LAS over the words whose **gold** UPOS is not ``PUNCT``;
 * ``per_relation``: for each relation (subtype stripped, as in LAS) the gold
   count, predicted count, and precision / recall / F1 of "correct head and
-  label";
-* errors that name both files and the first place where their words differ.
+  label".
+
+Errors name both files and the first place where their words differ.
 
 ``validate_file`` wraps the official UD validator (``udtools.validator``,
 the ``udvalidate`` command).
@@ -28,18 +30,16 @@ import io
 import json
 import os
 import re
-import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from .io.conllu import CoNLLUError, Sentence, read_conllu, to_conllu_string
+from .io.conllu import Sentence, read_conllu, to_conllu_string
 
 __all__ = [
     "Score",
     "RelationScore",
     "Evaluation",
     "evaluate",
-    "evaluate_files",
     "validate_file",
     "EvaluationError",
 ]
@@ -109,6 +109,7 @@ class Evaluation:
     gold_path: str
     pred_path: str
     scores: dict[str, Score]
+    same_words: bool = True
     no_punct: dict[str, Score] = field(default_factory=dict)
     per_relation: list[RelationScore] = field(default_factory=list)
 
@@ -133,6 +134,7 @@ class Evaluation:
             "gold": self.gold_path,
             "pred": self.pred_path,
             "metrics": {k: asdict(v) for k, v in self.scores.items()},
+            "same_words": self.same_words,
             "no_punct": {k: asdict(v) for k, v in self.no_punct.items()},
             "per_relation": [asdict(r) for r in self.per_relation],
         }
@@ -145,7 +147,9 @@ class Evaluation:
         from udtools import udeval
 
         lines = [f"gold: {self.gold_path}", f"pred: {self.pred_path}", ""]
-        lines.append(udeval.build_evaluation_table(self.scores, verbose=True))
+        lines.append(udeval.build_evaluation_table(self.scores, verbose=True, enhanced="ELAS" in self.scores))
+        if (no_punct or per_relation) and not self.same_words:
+            lines += ["", "(no-punctuation and per-relation scores need both files to hold the same words)"]
         if no_punct and self.no_punct:
             lines += ["", "Without punctuation (gold UPOS != PUNCT)",
                       "Metric     | Precision |    Recall |  F1 Score | AligndAcc",
@@ -248,66 +252,48 @@ def _mismatch_error(gold_name: str, pred_name: str, gold: Sequence[Sentence], pr
 
 
 # --------------------------------------------------------------------------- evaluation
-def _capture_alignment(udeval: Any, gold_ud: Any, system_ud: Any) -> tuple[dict[str, Any], Any]:
-    """Run the official ``evaluate`` and capture the word alignment it builds.
+def _same_words(gold_ud: Any, pred_ud: Any) -> bool:
+    """True when both files hold the same sequence of syntactic words (gold tokenisation): same count
+    and the same FORM at every index."""
+    from udtools.udeval import FORM
 
-    The scorer's ``align_words`` is a nested function; a profile hook records its
-    return value and removes itself at once, so the metric loops run unhooked.
+    gw, pw = gold_ud.words, pred_ud.words
+    return len(gw) == len(pw) and all(g.columns[FORM] == p.columns[FORM] for g, p in zip(gw, pw))
+
+
+def _extras(gold_words: Sequence[Any], pred_words: Sequence[Any]) -> tuple[dict[str, Score], list[RelationScore]]:
+    """No-punctuation UAS / LAS and the per-relation table, for word lists that line up by index.
+
+    Word ``i`` of the prediction is word ``i`` of the gold file; a predicted head is correct when it is
+    the word at the gold head's index (or both are the root). Relations are compared without subtypes
+    (the scorer's words already hold the universal part), as in LAS.
     """
-    captured: dict[str, Any] = {}
-    target = udeval.evaluate.__code__.co_filename
-    previous = sys.getprofile()
-
-    def hook(frame: Any, event: str, arg: Any) -> None:
-        if event == "return" and frame.f_code.co_name == "align_words" and frame.f_code.co_filename == target:
-            captured["alignment"] = arg
-            sys.setprofile(previous)
-
-    sys.setprofile(hook)
-    try:
-        result = udeval.evaluate(gold_ud, system_ud)
-    finally:
-        sys.setprofile(previous)
-    return result, captured.get("alignment")
-
-
-def _extras(alignment: Any) -> tuple[dict[str, Score], list[RelationScore]]:
     from udtools.udeval import DEPREL, UPOS
 
-    amap = alignment.matched_words_map  # system word -> gold word
+    index = {id(w): i for i, w in enumerate(gold_words)}
+    index.update({id(w): i for i, w in enumerate(pred_words)})
 
-    def aligned_parent(w: Any) -> Any:
-        p = w.parent
-        return None if p is None else amap.get(p, "NotAligned")
+    def head(w: Any) -> int:
+        return -1 if w.parent is None else index[id(w.parent)]
 
-    punct_gold = sum(1 for w in alignment.gold_words if w.columns[UPOS] == "PUNCT")
-    gold_np = len(alignment.gold_words) - punct_gold
-    # a predicted word counts as punctuation if its aligned gold word is; unaligned ones use their own UPOS
-    sys_punct = 0
-    for w in alignment.system_words:
-        g = amap.get(w)
-        sys_punct += (g.columns[UPOS] if g is not None else w.columns[UPOS]) == "PUNCT"
-    sys_np = len(alignment.system_words) - sys_punct
-    uas = las = aligned = 0
     gold_rel: dict[str, int] = {}
     pred_rel: dict[str, int] = {}
     corr_rel: dict[str, int] = {}
-    for w in alignment.gold_words:
-        gold_rel[w.columns[DEPREL]] = gold_rel.get(w.columns[DEPREL], 0) + 1
-    for w in alignment.system_words:
-        pred_rel[w.columns[DEPREL]] = pred_rel.get(w.columns[DEPREL], 0) + 1
-    for pair in alignment.matched_words:
-        g, s = pair.gold_word, pair.system_word
-        head_ok = aligned_parent(s) == g.parent
-        label_ok = g.columns[DEPREL] == s.columns[DEPREL]
-        if head_ok and label_ok:
-            corr_rel[g.columns[DEPREL]] = corr_rel.get(g.columns[DEPREL], 0) + 1
-        if g.columns[UPOS] != "PUNCT":
-            aligned += 1
+    uas = las = non_punct = 0
+    for g, p in zip(gold_words, pred_words):
+        grel, prel = g.columns[DEPREL], p.columns[DEPREL]
+        gold_rel[grel] = gold_rel.get(grel, 0) + 1
+        pred_rel[prel] = pred_rel.get(prel, 0) + 1
+        head_ok = head(g) == head(p)
+        label_ok = head_ok and grel == prel
+        if label_ok:
+            corr_rel[grel] = corr_rel.get(grel, 0) + 1
+        if g.columns[UPOS] != "PUNCT":  # punctuation is decided by the gold UPOS
+            non_punct += 1
             uas += head_ok
-            las += head_ok and label_ok
-    no_punct = {"UAS": Score.from_counts(uas, gold_np, sys_np, aligned),
-                "LAS": Score.from_counts(las, gold_np, sys_np, aligned)}
+            las += label_ok
+    no_punct = {"UAS": Score.from_counts(uas, non_punct, non_punct, non_punct),
+                "LAS": Score.from_counts(las, non_punct, non_punct, non_punct)}
     rels = []
     for rel in sorted(set(gold_rel) | set(pred_rel), key=lambda r: (-gold_rel.get(r, 0), r)):
         s = Score.from_counts(corr_rel.get(rel, 0), gold_rel.get(rel, 0), pred_rel.get(rel, 0))
@@ -324,8 +310,9 @@ def evaluate(gold: str | os.PathLike | Sequence[Sentence], pred: str | os.PathLi
         gold_name, pred_name: names used in messages (default: the paths).
 
     Returns:
-        :class:`Evaluation` with the official metrics, the no-punctuation UAS/LAS and
-        the per-relation table.
+        :class:`Evaluation` with the official metrics (ELAS / EULAS included). When both hold the same
+        words (gold tokenisation, ``same_words``), also the no-punctuation UAS / LAS and the per-relation
+        table; otherwise those stay empty (they need words that line up one to one).
 
     Raises:
         CoNLLUError: malformed input (``file:line: ...``).
@@ -337,7 +324,7 @@ def evaluate(gold: str | os.PathLike | Sequence[Sentence], pred: str | os.PathLi
     gold_ud, gname, gsents = _load(gold, gold_name)
     pred_ud, pname, psents = _load(pred, pred_name)
     try:
-        result, alignment = _capture_alignment(udeval, gold_ud, pred_ud)
+        result = udeval.evaluate(gold_ud, pred_ud)
     except udeval.UDError as e:
         if gsents is None:
             gsents = read_conllu(gname)
@@ -345,13 +332,10 @@ def evaluate(gold: str | os.PathLike | Sequence[Sentence], pred: str | os.PathLi
             psents = read_conllu(pname)
         raise _mismatch_error(gname, pname, gsents, psents, str(e)) from None
     scores = {k: Score.from_udeval(result[k]) for k in METRICS if k in result}
-    out = Evaluation(gname, pname, scores)
-    if alignment is not None:
-        out.no_punct, out.per_relation = _extras(alignment)
+    out = Evaluation(gname, pname, scores, same_words=_same_words(gold_ud, pred_ud))
+    if out.same_words:
+        out.no_punct, out.per_relation = _extras(gold_ud.words, pred_ud.words)
     return out
-
-
-evaluate_files = evaluate
 
 
 # --------------------------------------------------------------------------- validation

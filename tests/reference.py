@@ -36,6 +36,7 @@ def reference_attention(
     memory: Tensor | None = None,
     query_offset: int = 0,
     return_weights: bool = False,
+    attn_mask: Tensor | None = None,
 ):
     """Naive GraphAttention forward.
 
@@ -45,6 +46,8 @@ def reference_attention(
         labels: ``[B|1, nq, nk]`` or ``[B|1, C, nq, nk]`` integer ids (channel-local).
         key_padding_mask: ``[B, nk]`` bool, True = padding.
         causal: key ``j`` is visible to query ``i`` iff ``j <= i + query_offset``.
+        attn_mask: ``[nq, nk]`` or ``[B*H, nq, nk]`` (row ``b*H + h``); bool, True = not visible, or
+            float, added to the scores (``-inf`` = not visible).
     Returns:
         ``[B, nq, d]`` float64 (and ``[B, H, nq, nk]`` weights when ``return_weights``).
     """
@@ -87,6 +90,13 @@ def reference_attention(
                     allowed[:, :, i, j] = False
     if key_padding_mask is not None:
         allowed = allowed & ~key_padding_mask.bool()[:, None, None, :]
+    if attn_mask is not None:
+        m = attn_mask.reshape(-1, H, nq, nk) if attn_mask.dim() == 3 else attn_mask.reshape(1, 1, nq, nk)
+        if m.dtype == torch.bool:
+            allowed = allowed & ~m
+        else:
+            allowed = allowed & (m != float("-inf"))
+            scores = scores + torch.where(m == float("-inf"), 0.0, m.double())
     alive = allowed.any(-1, keepdim=True)  # [B, 1, nq, 1]
     scores = torch.where(allowed, scores, torch.full_like(scores, float("-inf")))
     scores = torch.where(alive, scores, torch.zeros_like(scores))  # dead rows: finite, zeroed below

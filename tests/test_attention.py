@@ -34,7 +34,7 @@ def make(num_labels=7, value_labels=True, seed=0, **kw) -> GraphAttention:
 def grads(out: torch.Tensor, inputs: list[torch.Tensor], seed: int = 1) -> list[torch.Tensor]:
     g = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed), dtype=out.dtype)
     res = torch.autograd.grad((out * g).sum(), inputs, allow_unused=True)
-    return [torch.zeros_like(i) if r is None else r for r, i in zip(res, inputs)]
+    return [torch.zeros_like(i) if r is None else r for r, i in zip(res, inputs, strict=True)]
 
 
 def assert_matches_reference(m, x, labels=None, kpm=None, causal=False, memory=None, atol=1e-10):
@@ -43,7 +43,7 @@ def assert_matches_reference(m, x, labels=None, kpm=None, causal=False, memory=N
     ref = reference_attention(m, x, labels, kpm, causal, memory)
     torch.testing.assert_close(out, ref, atol=atol, rtol=1e-8)
     names = ["x"] + (["memory"] if memory is not None else []) + [n for n, _ in m.named_parameters()]
-    for name, a, b in zip(names, grads(out, ins), grads(ref, ins)):
+    for name, a, b in zip(names, grads(out, ins), grads(ref, ins), strict=True):
         torch.testing.assert_close(a, b, atol=atol, rtol=1e-7, msg=lambda s, name=name: f"grad {name}: {s}")
 
 
@@ -355,10 +355,17 @@ def _flex_case(case: str):
         labels = torch.randint(0, 7, (2, 6, 8))
     if case == "dead-row":
         kw = dict(key_padding_mask=torch.tensor([[1] * 6, [0] * 6]).bool())
+    if case == "attn_mask-bool":
+        kw = dict(attn_mask=torch.rand(6, 6, generator=torch.Generator().manual_seed(0)) < 0.3, causal=True)
+    if case == "attn_mask-float":
+        am = torch.randn(2 * H, 6, 6)
+        am[3, 2, :3] = float("-inf")
+        kw = dict(attn_mask=am, key_padding_mask=torch.tensor([[0, 0, 0, 0, 1, 1], [0] * 6]).bool())
     return ref, flex, x, labels, kw
 
 
-FLEX_CASES = ["single", "multi-channel", "padded+causal", "broadcast", "cross", "dead-row"]
+FLEX_CASES = ["single", "multi-channel", "padded+causal", "broadcast", "cross", "dead-row", "attn_mask-bool",
+              "attn_mask-float"]
 
 
 @pytest.mark.skipif(not flex_attention_available(), reason=FLEX_REASON)
@@ -389,7 +396,7 @@ def test_flex_backend_with_grad_falls_back_on_cpu():
     x.requires_grad_(True)
     a, b = ref(x, labels, **kw), flex(x, labels, **kw)
     torch.testing.assert_close(b, a)
-    for u, w in zip(grads(a, [x] + list(ref.parameters())), grads(b, [x] + list(flex.parameters()))):
+    for u, w in zip(grads(a, [x] + list(ref.parameters())), grads(b, [x] + list(flex.parameters())), strict=True):
         torch.testing.assert_close(w, u)
 
 
@@ -416,26 +423,23 @@ def test_flex_backend_compiled_cpu():
 
 # ----------------------------------------------------------------- autocast
 @pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
-def test_cpu_autocast_bfloat16(value_labels):
+def test_cpu_autocast_bfloat16(value_labels, monkeypatch):
     torch.manual_seed(0)
     m = GraphAttention(D, H, [7, 3], value_labels=value_labels)
     x = torch.randn(2, 6, D, requires_grad=True)
     labels = torch.stack([torch.randint(0, 7, (2, 6, 6)), torch.randint(0, 3, (2, 6, 6))], 1)
     kpm = torch.tensor([[0, 0, 0, 0, 1, 1], [0] * 6]).bool()
     full = m(x, labels, kpm, causal=True)
-    import g2gt.nn.attention as att
+    from g2gt import _compat
 
     seen = []
-    orig = att._FLASH_CPU
-    if orig is not None:
-        att._FLASH_CPU = lambda q, k, v, *a, attn_mask=None, **kw: seen.append((q.dtype, attn_mask.dtype)) or orig(
-            q, k, v, *a, attn_mask=attn_mask, **kw
-        )
-    try:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            out = m(x, labels, kpm, causal=True)
-    finally:
-        att._FLASH_CPU = orig
+    orig = _compat.cpu_flash_attention()
+    if orig is not None:  # spy on the kernel g2gt.nn.attention gets from g2gt._compat
+        spy = lambda q, k, v, mask, scale: seen.append((q.dtype, mask.dtype)) or orig(q, k, v, mask, scale)  # noqa: E731
+        monkeypatch.setattr(_compat, "cpu_flash_attention", lambda: spy)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = m(x, labels, kpm, causal=True)
+    monkeypatch.undo()
     assert all(qd == md == torch.bfloat16 for qd, md in seen)  # mask dtype follows q under autocast
     if orig is not None and not value_labels:
         assert seen, "keys-only CPU path did not use the flash kernel"
@@ -447,3 +451,215 @@ def test_cpu_autocast_bfloat16(value_labels):
     out.float().sum().backward()
     assert x.grad is not None and x.grad.dtype == torch.float32 and torch.isfinite(x.grad).all()
     assert m.label_key.grad is not None and m.label_key.grad.dtype == torch.float32
+
+
+# ----------------------------------------------------------------- attn_mask, and nn.MultiheadAttention as reference
+def attn_masks(B=3, n=6, seed=5) -> dict[str, torch.Tensor | None]:
+    """nn.MultiheadAttention-style masks: bool True = may not attend, float added; key 0 always visible."""
+    g = torch.Generator().manual_seed(seed)
+    bool2, bool3 = torch.rand(n, n, generator=g) < 0.35, torch.rand(B * H, n, n, generator=g) < 0.35
+    float2 = torch.randn(n, n, generator=g, dtype=torch.float64)
+    float3 = torch.randn(B * H, n, n, generator=g, dtype=torch.float64)
+    float2[1, 3:5] = float3[4, 2, 1:3] = float("-inf")
+    for m in (bool2, bool3):
+        m[..., 0] = False
+    return {"none": None, "bool-2d": bool2, "float-2d": float2, "bool-3d": bool3, "float-3d": float3}
+
+
+MASKS = list(attn_masks())
+MIXED_MASKS_WARNING = "ignore:Support for mismatched key_padding_mask and attn_mask is deprecated"  # MHA's own
+
+
+def make_mha(kdim=None, seed=0, bias=True) -> torch.nn.MultiheadAttention:
+    torch.manual_seed(seed)
+    mha = torch.nn.MultiheadAttention(D, H, batch_first=True, kdim=kdim, vdim=kdim, bias=bias, dtype=torch.float64)
+    with torch.no_grad():
+        for p in mha.parameters():
+            if p.dim() == 1:
+                p.normal_(std=0.1)  # non-zero biases
+    return mha.eval()
+
+
+def mha_params(mha) -> list[torch.Tensor]:
+    """``mha``'s parameters in GraphAttention's order: q, k, v (weight, bias) then out_proj (weight, bias)."""
+    return [mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias]
+
+
+def split_mha_grads(gs: list[torch.Tensor]) -> list[torch.Tensor]:
+    (gx, gw, gb, gow, gob) = gs
+    wq, wk, wv = gw.chunk(3)
+    bq, bk, bv = gb.chunk(3)
+    return [gx, wq, bq, wk, bk, wv, bv, gow, gob]
+
+
+@pytest.mark.filterwarnings(MIXED_MASKS_WARNING)
+@pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("call", ["graph", "mha"])
+def test_equals_multihead_attention(mask, padded, call):
+    """from_multihead_attention: outputs and gradients equal nn.MultiheadAttention's (float64)."""
+    mha = make_mha()
+    ga = GraphAttention.from_multihead_attention(mha)
+    x, _, kpm = inputs()
+    kpm = kpm if padded else None
+    am = attn_masks()[mask]
+    ref, _ = mha(x, x, x, key_padding_mask=kpm, attn_mask=am, need_weights=False)
+    if call == "graph":
+        out = ga(x, key_padding_mask=kpm, attn_mask=am)
+    else:
+        out, w = ga(x, x, x, key_padding_mask=kpm, attn_mask=am, need_weights=False)
+        assert w is None
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
+    ours = grads(out, [x] + list(ga.parameters()))
+    theirs = split_mha_grads(grads(ref, [x] + mha_params(mha)))
+    names = ["x"] + [n for n, _ in ga.named_parameters()]
+    for name, a, b in zip(names, ours, theirs, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10, msg=lambda s, name=name: f"grad {name}: {s}")
+
+
+@pytest.mark.parametrize("average", [True, False], ids=["averaged", "per-head"])
+def test_mha_call_returns_weights_like_multihead_attention(average):
+    mha = make_mha()
+    ga = GraphAttention.from_multihead_attention(mha)
+    x, _, kpm = inputs()
+    am = attn_masks()["float-3d"]
+    ref, ref_w = mha(x, x, x, key_padding_mask=kpm.double().masked_fill(kpm, float("-inf")), attn_mask=am,
+                     average_attn_weights=average)
+    out, w = ga(x, x, x, key_padding_mask=kpm, attn_mask=am, average_attn_weights=average)  # need_weights=True
+    assert w.shape == ((3, 6, 6) if average else (3, H, 6, 6))
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(w, ref_w, atol=1e-12, rtol=1e-10)
+
+
+@pytest.mark.filterwarnings(MIXED_MASKS_WARNING)
+def test_is_causal_equals_multihead_attention_with_causal_mask():
+    mha = make_mha()
+    ga = GraphAttention.from_multihead_attention(mha)
+    x, _, kpm = inputs()
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(6, dtype=torch.float64)
+    ref, _ = mha(x, x, x, attn_mask=causal, is_causal=True, need_weights=False)
+    for out in (ga(x, is_causal=True), ga(x, causal=True), ga(x, x, x, is_causal=True, need_weights=False)[0],
+                ga(x, attn_mask=causal, is_causal=True)):
+        torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
+    ref_p, _ = mha(x, x, x, key_padding_mask=kpm, attn_mask=causal, need_weights=False)
+    torch.testing.assert_close(ga(x, key_padding_mask=kpm, is_causal=True), ref_p, atol=1e-12, rtol=1e-10)
+
+
+@pytest.mark.filterwarnings(MIXED_MASKS_WARNING)
+@pytest.mark.parametrize("kdim", [None, 10], ids=["packed", "kdim"])
+def test_cross_attention_equals_multihead_attention(kdim):
+    mha = make_mha(kdim=kdim, bias=kdim is None)
+    ga = GraphAttention.from_multihead_attention(mha)
+    assert ga.kdim == (kdim or D) and (ga.q_proj.bias is None) == (kdim is not None)
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(2, 4, D, dtype=torch.float64, generator=g, requires_grad=True)
+    mem = torch.randn(2, 9, kdim or D, dtype=torch.float64, generator=g, requires_grad=True)
+    kpm = torch.zeros(2, 9, dtype=torch.bool)
+    kpm[1, 6:] = True
+    am = torch.randn(4, 9, dtype=torch.float64, generator=g)
+    ref, _ = mha(q, mem, mem, key_padding_mask=kpm, attn_mask=am, need_weights=False)
+    out, _ = ga(q, mem, mem, key_padding_mask=kpm, attn_mask=am, need_weights=False)
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(ga(q, None, kpm, memory=mem, attn_mask=am), ref, atol=1e-12, rtol=1e-10)
+    for a, b in zip(grads(out, [q, mem]), grads(ref, [q, mem]), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10)
+
+
+@pytest.mark.filterwarnings(MIXED_MASKS_WARNING)
+def test_float_attn_mask_gradient_equals_multihead_attention():
+    """A float attn_mask that needs a gradient (e.g. a learned bias) gets the same gradient as in MHA."""
+    mha = make_mha()
+    ga = GraphAttention.from_multihead_attention(mha)
+    x, _, kpm = inputs()
+    am = attn_masks()["float-3d"].clone().requires_grad_(True)
+    ref, _ = mha(x, x, x, key_padding_mask=kpm, attn_mask=am, need_weights=False)
+    out = ga(x, key_padding_mask=kpm, attn_mask=am)
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
+    ga_m, ref_m = grads(out, [am])[0], grads(ref, [am])[0]
+    assert ga_m.abs().max() > 0
+    torch.testing.assert_close(ga_m, ref_m, atol=1e-12, rtol=1e-10)
+
+
+def test_from_multihead_attention_with_labels_starts_equal():
+    """Label tables added to a pretrained MHA start at zero: same function whatever the labels."""
+    mha = make_mha()
+    ga = GraphAttention.from_multihead_attention(mha, num_labels=[7, 3], value_labels=True)
+    assert ga.label_key.shape == (10, D // H) and ga.label_key.abs().max() == 0
+    x, labels, kpm = inputs(L=[7, 3], C=2)
+    ref, _ = mha(x, x, x, key_padding_mask=kpm, need_weights=False)
+    torch.testing.assert_close(ga(x, labels, kpm), ref, atol=1e-12, rtol=1e-10)
+    assert ga.training == mha.training
+
+
+def test_default_is_plain_attention():
+    torch.manual_seed(0)
+    m = GraphAttention(D, H).double()
+    assert m.label_key is None and m.label_sizes == []
+    x, _, kpm = inputs()
+    assert_matches_reference(m, x, None, kpm)
+
+
+@pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
+@pytest.mark.parametrize("mask", [m for m in MASKS if m != "none"])
+def test_labels_with_attn_mask_match_reference(value_labels, mask):
+    """labels + attn_mask + padding + causal together, against the naive float64 reference."""
+    m = make([7, 3], value_labels)
+    x, labels, kpm = inputs(L=[7, 3], C=2)
+    am = attn_masks()[mask]
+    for causal in (False, True):
+        out = m(x, labels, key_padding_mask=kpm, causal=causal, attn_mask=am)
+        ref = reference_attention(m, x, labels, kpm, causal, attn_mask=am)
+        torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-8)
+        names = ["x"] + [n for n, _ in m.named_parameters()]
+        ins = [x] + list(m.parameters())
+        for name, a, b in zip(names, grads(out, ins), grads(ref, ins), strict=True):
+            torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-7, msg=lambda s, name=name: f"grad {name}: {s}")
+    _, w = m(x, labels, key_padding_mask=kpm, attn_mask=am, need_weights=True)
+    torch.testing.assert_close(w, reference_attention(m, x, labels, kpm, attn_mask=am, return_weights=True)[1])
+
+
+def test_attn_mask_keeps_the_fused_kernel_and_dead_rows_are_zero(monkeypatch):
+    """A float/bool attn_mask rides on the fused CPU kernel; a row it masks fully gives zeros, finite grads."""
+    from g2gt import _compat
+
+    m = make(7, False)
+    x, labels, kpm = inputs()
+    am = attn_masks()["float-3d"].clone()
+    am[H + 2, 3] = float("-inf")  # example 1, head 2, query 3: nothing left to attend to
+    calls = []
+    orig = _compat.cpu_flash_attention()
+    if orig is not None:
+        spy = lambda *a: calls.append(1) or orig(*a)  # noqa: E731
+        monkeypatch.setattr(_compat, "cpu_flash_attention", lambda: spy)
+    out = m(x, labels, kpm, attn_mask=am)
+    g = grads(out, [x] + list(m.parameters()))
+    monkeypatch.undo()
+    assert orig is None or calls
+    assert torch.isfinite(out).all() and all(torch.isfinite(t).all() for t in g)
+    torch.testing.assert_close(out, reference_attention(m, x, labels, kpm, attn_mask=am), atol=1e-10, rtol=1e-8)
+    _, w = m(x, labels, kpm, attn_mask=am, need_weights=True)
+    assert w[1, 2, 3].abs().max() == 0 and torch.isfinite(w).all()
+
+
+def test_multihead_attention_style_errors_say_what_is_expected():
+    torch.manual_seed(0)
+    plain, labelled = GraphAttention(D, H).double(), make(7)
+    x, labels, _ = inputs()
+    with pytest.raises(ValueError, match="same tensor"):
+        plain(x, x.clone(), x.clone())
+    with pytest.raises(ValueError, match=r"label tables: call it as attn\(x, labels"):
+        labelled(x, x, x)
+    with pytest.raises(TypeError, match=r"integer tensor.*attn\(x, x, x\)"):
+        plain(x, x)
+    with pytest.raises(TypeError, match="not dropout"):
+        GraphAttention(D, H, 0.1)
+    with pytest.raises(ValueError, match=r"attn_mask must be \[nq=6, nk=6\]"):
+        plain(x, attn_mask=torch.zeros(5, 6, dtype=torch.bool))
+    with pytest.raises(TypeError, match="attn_mask must be bool"):
+        plain(x, attn_mask=torch.zeros(6, 6, dtype=torch.long))
+    with pytest.raises(ValueError, match="batch first"):
+        plain(x[0])
+    with pytest.raises(ValueError, match="batch_first = True"):
+        GraphAttention.from_multihead_attention(torch.nn.MultiheadAttention(D, H))
+    with pytest.raises(ValueError, match="add_bias_kv"):
+        GraphAttention.from_multihead_attention(torch.nn.MultiheadAttention(D, H, add_bias_kv=True, batch_first=True))

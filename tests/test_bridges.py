@@ -4,7 +4,6 @@ G2GConv input."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +12,7 @@ pytest.importorskip("stanza")
 from stanza.models.common.doc import Document  # noqa: E402
 
 from g2gt import Graph  # noqa: E402
+from g2gt.data import EWT_SAMPLE_DEV  # noqa: E402
 from g2gt.io.conllu import read_conllu, to_conllu_string  # noqa: E402
 from g2gt.io.stanza import (  # noqa: E402
     apply_parse,
@@ -24,7 +24,7 @@ from g2gt.io.stanza import (  # noqa: E402
     sentences_from_document,
 )
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "ud-en-ewt" / "en_ewt-ud-dev.sample.conllu"
+SAMPLE = EWT_SAMPLE_DEV
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import sys
 
 import pytest
 import torch
 
 from g2gt.cli import main
-from g2gt.commands.parsing import SAMPLE_DEV, SAMPLE_TRAIN, tree_text
+from g2gt.commands.parsing import tree_text
+from g2gt.data import EWT_SAMPLE_DEV as SAMPLE_DEV
+from g2gt.data import EWT_SAMPLE_TRAIN as SAMPLE_TRAIN
 from g2gt.io.conllu import check_tree, read_conllu, write_conllu
 
 TINY_ARGS = ["--d-model", "32", "--layers", "1", "--heads", "2", "--ffn-dim", "64", "--max-steps", "3",
@@ -80,7 +81,7 @@ def test_parse_lines_keeps_line_alignment(model_dir, tmp_path, capsys):
     bad = tmp_path / "bad.en"
     bad.write_text("One.\n\nThree.\n")
     rc = main(["parse", "--model", str(model_dir), "--lines", str(bad)])
-    assert rc == 1 and "bad.en:2: empty line" in capsys.readouterr().err
+    assert rc == 2 and "bad.en:2: empty line" in capsys.readouterr().err
 
 
 def test_refine_with_cyclic_graph_is_a_clear_error(model_dir, tmp_path, capsys):
@@ -89,7 +90,7 @@ def test_refine_with_cyclic_graph_is_a_clear_error(model_dir, tmp_path, capsys):
                  "1\tB\tb\tX\t_\t_\t2\tdep\t_\t_\n2\tC\tc\tX\t_\t_\t1\tdep\t_\t_\n\n")
     rc = main(["parse", "--model", str(model_dir), str(f), "--refine"])
     err = capsys.readouterr().err
-    assert rc == 1 and "cyclic.conllu:3" in err and "cycle" in err
+    assert rc == 2 and "cyclic.conllu:3" in err and "cycle" in err
 
 
 def test_refine_valid_input_runs(model_dir, tmp_path):
@@ -97,6 +98,53 @@ def test_refine_valid_input_runs(model_dir, tmp_path):
     assert main(["parse", "--model", str(model_dir), str(SAMPLE_DEV), "--refine", "--refine-steps", "1",
                  "-o", str(out)]) == 0
     assert len(read_conllu(out)) == len(read_conllu(SAMPLE_DEV))
+
+
+def test_in_place_replaces_the_input_with_its_parse(model_dir, tmp_path, capsys):
+    src = tmp_path / "in.conllu"
+    write_conllu(read_conllu(SAMPLE_DEV)[:20], src)
+    before = src.read_bytes()
+    assert main(["parse", "--model", str(model_dir), str(src), "-o", str(src), "--tokenizer", "rule"]) == 2
+    assert "--in-place" in capsys.readouterr().err and src.read_bytes() == before
+    assert main(["parse", "--model", str(model_dir), str(src), "--in-place", "--refine-steps", "0"]) == 0
+    parsed = read_conllu(src)
+    assert [s.forms for s in parsed] == [s.forms for s in read_conllu(SAMPLE_DEV)[:20]]
+    assert all(check_tree(s.heads) is None for s in parsed) and src.read_bytes() != before
+    assert [p.name for p in tmp_path.iterdir()] == ["in.conllu"]  # no temporary file left
+
+
+def test_batch_tokens_reaches_the_parser(model_dir, tmp_path, monkeypatch):
+    from g2gt.parsing import Parser
+
+    seen = []
+    original = Parser.parse
+
+    def spy(self, sentences, *args, **kw):
+        seen.append(kw.get("max_tokens"))
+        return original(self, sentences, *args, **kw)
+
+    monkeypatch.setattr(Parser, "parse", spy)
+    out = tmp_path / "p.conllu"
+    assert main(["parse", "--model", str(model_dir), str(SAMPLE_DEV), "-o", str(out), "--batch-tokens", "64"]) == 0
+    assert seen and set(seen) == {64}
+
+
+def test_stdin_to_a_closed_pipe(model_dir):
+    """`g2gt parse --model M - < in.conllu | head -n 3`: CoNLL-U from stdin; the reader leaves early, the command
+    stops quietly (exit 141, nothing on stderr but nothing like a traceback either)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with open(SAMPLE_DEV, "rb") as stdin:
+        proc = subprocess.Popen([sys.executable, "-m", "g2gt", "parse", "--model", str(model_dir), "-"], stdin=stdin,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        head = [proc.stdout.readline() for _ in range(3)]
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        rc = proc.wait(timeout=300)
+    assert head[0].startswith(b"# ") and rc == 141
+    assert "Traceback" not in err and "Error" not in err
 
 
 def test_attention_plot(model_dir, tmp_path):
@@ -107,7 +155,7 @@ def test_attention_plot(model_dir, tmp_path):
 
 def test_missing_data_is_a_clear_error(tmp_path, capsys, monkeypatch):
     rc = main(["train", "parser", "--train", str(tmp_path / "nope.conllu"), "--out", str(tmp_path / "m")])
-    assert rc == 1 and "nope.conllu" in capsys.readouterr().err
+    assert rc == 2 and "nope.conllu" in capsys.readouterr().err
 
 
 def test_help_texts(capsys):

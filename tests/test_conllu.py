@@ -14,16 +14,18 @@ from g2gt.io import (
     CoNLLUError,
     Sentence,
     check_tree,
+    iter_conllu,
     parse_conllu_string,
     read_conllu,
     sentence_from_words,
     write_conllu,
 )
+from g2gt.data import SAMPLES_DIR
 from g2gt.io.conllu import to_conllu_string
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).resolve().parent / "fixtures"
-SAMPLES = sorted((ROOT / "data" / "ud-en-ewt").glob("*.sample.conllu"))
+SAMPLES = sorted(SAMPLES_DIR.glob("*.sample.conllu"))
 FULL_DIR = Path(os.environ.get("G2GT_DATA", ROOT.parent / "shared" / "data")) / "ud-en-ewt"
 
 
@@ -148,7 +150,6 @@ def test_stream_input_and_name() -> None:
         ("bad_head_nonint.conllu", 2, "not an integer"),
         ("bad_head_range.conllu", 4, "out of range"),
         ("bad_id_order.conllu", 2, "out of order"),
-        ("empty.conllu", 1, "empty file"),
         ("empty_sentence.conllu", 4, "empty sentence"),
         ("bad_utf8.conllu", 2, "not valid UTF-8"),
     ],
@@ -208,3 +209,245 @@ def test_sentence_is_deep_copied() -> None:
     assert "# text = changed" in lines and "# a free comment without equals" in lines
     assert "Case=Acc" in lines[3]
     assert isinstance(c, Sentence)
+
+
+# --------------------------------------------------------------------------- comments, encodings, odd files
+WORD = "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n"
+
+
+def test_duplicate_comment_keys_pass_through_verbatim() -> None:
+    text = "# sent_id = a\n# note\n# sent_id = b\n#  spaced  =  x \n" + WORD + "\n"
+    s = parse_conllu_string(text)[0]
+    assert to_conllu_string([s]) == text
+    assert s.sent_id == "b" and s.comments == ["# sent_id = a", "# note", "# sent_id = b", "#  spaced  =  x "]
+
+
+def test_changed_comment_regenerates_only_the_line_that_holds_the_value() -> None:
+    text = "# sent_id = a\r\n# text = Hi\r\n# sent_id = b\r\n" + WORD.replace("\n", "\r\n") + "\r\n"
+    s = parse_conllu_string(text)[0]
+    s.metadata["sent_id"] = "c"
+    s.metadata["new"] = "1"
+    assert s.comments == ["# sent_id = a", "# text = Hi", "# sent_id = c", "# new = 1"]
+    assert "# sent_id = c\r\n" in to_conllu_string([s])  # the line keeps its CRLF
+    del s.metadata["sent_id"]
+    assert s.comments == ["# text = Hi", "# new = 1"]  # a deleted key loses all its lines
+
+
+def test_byte_order_mark_is_dropped(tmp_path: Path) -> None:
+    body = (FIX / "mwt_empty.conllu").read_bytes()
+    p = tmp_path / "bom.conllu"
+    p.write_bytes(b"\xef\xbb\xbf" + body)
+    for src in (p, io.BytesIO(b"\xef\xbb\xbf" + body), io.StringIO("\ufeff" + body.decode())):
+        sents = read_conllu(src)
+        assert sents[0].sent_id == "mwt-1" and to_conllu_string(sents).encode() == body
+    assert parse_conllu_string("\ufeff" + body.decode())[0].line == 1
+
+
+@pytest.mark.parametrize("content", [b"", b"\n", b"\n\n  \n", b"\xef\xbb\xbf", b"\r\n\r\n"])
+def test_empty_file_has_no_sentences(tmp_path: Path, content: bytes) -> None:
+    p = tmp_path / "empty.conllu"
+    p.write_bytes(content)
+    assert read_conllu(p) == [] and list(iter_conllu(io.BytesIO(content))) == []
+    out = tmp_path / "out.conllu"
+    write_conllu(read_conllu(p), out)
+    assert out.read_bytes() == b""
+
+
+def test_non_utf8_stdin_fails_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    good = (FIX / "mwt_empty.conllu").read_bytes()
+    data = good + b"# sent_id = late\n" + WORD.encode().replace(b"Hi", b"H\xe9") + b"\n"
+    bad_line = good.count(b"\n") + 2
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    with pytest.raises(CoNLLUError, match=rf"^<stdin>:{bad_line}: not valid UTF-8 \(byte 0xe9 at byte column 4\)"):
+        iter_conllu("-")  # the call itself fails: no sentence has been parsed yet
+
+
+class _Pipe(io.RawIOBase):
+    """A non-seekable byte stream (like a shell pipe)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._src = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        chunk = self._src.read(min(len(b), 7))  # short reads, as pipes give
+        b[: len(chunk)] = chunk
+        return len(chunk)
+
+
+def test_pipe_is_checked_then_streamed() -> None:
+    good = (FIX / "mwt_empty.conllu").read_bytes()
+    assert to_conllu_string(iter_conllu(io.BufferedReader(_Pipe(good)))).encode() == good
+    bad = good.replace(b"Mary", b"M\xc3ry")  # a truncated 2-byte sequence, first on line 12 ("# text = Mary")
+    with pytest.raises(CoNLLUError, match=r"^<stream>:12: not valid UTF-8 \(byte 0xc3 at byte column 11\)"):
+        iter_conllu(io.BufferedReader(_Pipe(bad)))
+
+
+def test_gzip_input(tmp_path: Path) -> None:
+    import gzip
+
+    body = (FIX / "mwt_empty.conllu").read_bytes()
+    gz = tmp_path / "x.conllu.gz"
+    gz.write_bytes(gzip.compress(body))
+    assert to_conllu_string(read_conllu(gz)).encode() == body
+    fake = tmp_path / "fake.conllu.gz"
+    fake.write_bytes(body)
+    with pytest.raises(CoNLLUError, match=r"fake\.conllu\.gz: is not gzip-compressed") as info:
+        read_conllu(fake)
+    assert "\n" not in str(info.value) and info.value.line == 0
+    cut = tmp_path / "cut.conllu.gz"
+    cut.write_bytes(gzip.compress(body * 50)[:-40])
+    with pytest.raises(CoNLLUError, match=r"cut\.conllu\.gz: the gzip data is truncated"):
+        read_conllu(cut)
+    gzipped_plain_name = tmp_path / "plain.conllu"
+    gzipped_plain_name.write_bytes(gzip.compress(body))
+    with pytest.raises(CoNLLUError, match=r"plain\.conllu:1: not valid UTF-8 .* looks like gzip data"):
+        read_conllu(gzipped_plain_name)
+
+
+def test_directory_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(CoNLLUError, match=rf"^{tmp_path}: is a directory, expected a CoNLL-U file$"):
+        read_conllu(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"nope\.conllu: no such file"):
+        read_conllu(tmp_path / "nope.conllu")
+
+
+def test_raw_text_gets_a_hint() -> None:
+    with pytest.raises(CoNLLUError, match=r"^<string>:1: .*looks like plain text, not CoNLL-U; use --raw"):
+        parse_conllu_string("The cat sat.\n")
+    with pytest.raises(CoNLLUError, match=r"^<string>:2: .*looks like plain text"):
+        parse_conllu_string("# newdoc\nThe cat sat.\n")
+    with pytest.raises(CoNLLUError, match=r"separated by spaces, expected 10 tab-separated"):
+        parse_conllu_string("1 The the DET DT _ 0 root _ _\n\n")
+
+
+def test_columns_split_on_tabs_only() -> None:
+    # the conllu library also splits on runs of two spaces; a FORM "a  b" must stay one column
+    s = parse_conllu_string("1\ta  b\ta\tX\t_\t_\t0\troot\t_\tTranslit=x=y|SpaceAfter=No\n\n")[0]
+    assert s.forms == ["a  b"] and s.lemmas == ["a"] and s.words[0]["misc"]["Translit"] == "x=y"
+    assert s.space_after == [False]
+
+
+def test_with_parse_keeps_crlf_and_untouched_columns() -> None:
+    text = "# x = 1\r\n1\tA\ta\tX\t_\t_\t2\tdep\t_\t_\r\n2\tB\tb\tX\t_\t_\t0\troot\t_\t_\r\n\r\n"
+    s = parse_conllu_string(text)[0].with_parse([0, 1], ["root", "dep"])
+    assert to_conllu_string([s]) == ("# x = 1\r\n1\tA\ta\tX\t_\t_\t0\troot\t_\t_\r\n"
+                                     "2\tB\tb\tX\t_\t_\t1\tdep\t_\t_\r\n\r\n")
+
+
+def test_missing_final_blank_line_is_added_once() -> None:
+    a = parse_conllu_string(WORD)  # no blank line after the last sentence
+    b = parse_conllu_string(WORD + "\n")
+    assert to_conllu_string(a + b) == WORD + "\n" + WORD + "\n"
+
+
+# --------------------------------------------------------------------------- streaming and atomic output
+def _big_conllu(n: int) -> bytes:
+    sent = (FIX / "mwt_empty.conllu").read_bytes()
+    return sent * (n // 2)
+
+
+def test_iter_conllu_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
+    import tracemalloc
+
+    peaks = []
+    for n in (200, 4000):
+        p = tmp_path / f"{n}.conllu"
+        p.write_bytes(_big_conllu(n))
+        tracemalloc.start()
+        count = sum(1 for _ in iter_conllu(p))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert count == n
+    assert peaks[1] < peaks[0] + 256 * 1024, peaks  # 20x the file, (almost) the same peak
+
+
+def test_iter_conllu_is_lazy() -> None:
+    data = _big_conllu(4) + b"1\tbad\n\n"
+    it = iter_conllu(io.BytesIO(data))
+    assert next(it).sent_id == "mwt-1"  # the broken last sentence is not parsed yet
+    bad_line = data.count(b"\n") - 1
+    with pytest.raises(CoNLLUError, match=f":{bad_line}: found 2 tab-separated"):
+        list(it)
+
+
+def test_atomic_output(tmp_path: Path) -> None:
+    from g2gt.io import OutputError, open_output
+
+    target = tmp_path / "out.conllu"
+    target.write_text("old\n")
+    sents = read_conllu(FIX / "mwt_empty.conllu")
+
+    def failing():
+        yield sents[0]
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        write_conllu(failing(), target)
+    assert target.read_text() == "old\n" and sorted(os.listdir(tmp_path)) == ["out.conllu"]
+    write_conllu(sents, target)
+    assert target.read_bytes() == (FIX / "mwt_empty.conllu").read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["out.conllu"]
+    new = tmp_path / "new.conllu"
+    with open_output(new) as f:
+        f.write("x\r\n")
+    assert new.read_bytes() == b"x\r\n"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (new.stat().st_mode & 0o777) == 0o666 & ~umask
+    with pytest.raises(OutputError, match="is a directory"):
+        write_conllu(sents, tmp_path)
+    with pytest.raises(OutputError, match="does not exist"):
+        write_conllu(sents, tmp_path / "no" / "x.conllu")
+
+
+def test_output_dash_is_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    write_conllu(read_conllu(FIX / "mwt_empty.conllu"), "-")
+    assert capsys.readouterr().out == (FIX / "mwt_empty.conllu").read_text(encoding="utf-8")
+
+
+def test_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from g2gt.io import same_file
+
+    a = tmp_path / "a.conllu"
+    a.write_text("x")
+    (tmp_path / "link.conllu").symlink_to(a)
+    monkeypatch.chdir(tmp_path)
+    assert same_file(a, "a.conllu") and same_file("link.conllu", str(a))
+    assert not same_file(a, tmp_path / "b.conllu")  # the output does not exist yet
+    assert not same_file("-", "-") and not same_file(a, io.StringIO())
+
+
+def test_writer_never_writes_broken_columns() -> None:
+    s = parse_conllu_string(WORD + "\n")[0]
+    s.tokens[0]["lemma"] = ""  # e.g. a lemma rule that stripped the whole form
+    assert to_conllu_string([s]) == WORD.replace("\thi\t", "\t_\t") + "\n"
+    s.tokens[0]["deprel"] = "a\tb"
+    with pytest.raises(ValueError, match=r"cannot write DEPREL 'a\\tb' of token 1"):
+        to_conllu_string([s])
+    with pytest.raises(ValueError, match="whitespace"):
+        sentence_from_words(["ok", " padded"])
+
+
+def test_fifo_input_and_device_output(tmp_path: Path) -> None:
+    import threading
+
+    body = (FIX / "mwt_empty.conllu").read_bytes()
+    r, w = os.pipe()  # read through a path that can be read only once, like <(zcat x.gz) or /dev/stdin
+
+    def feed() -> None:
+        with os.fdopen(w, "wb") as f:
+            f.write(body)
+
+    t = threading.Thread(target=feed)
+    t.start()
+    try:
+        sents = read_conllu(f"/dev/fd/{r}")
+    finally:
+        t.join()
+        os.close(r)
+    assert to_conllu_string(sents).encode() == body
+    write_conllu(sents, "/dev/null")  # written in place, not replaced by a regular file
+    assert not Path("/dev/null").is_file()

@@ -179,7 +179,7 @@ def test_gradcheck_fused_kernels(label_path: str) -> None:
         conv.label_path = label_path
         xr = x.clone().requires_grad_()
         assert torch.autograd.gradcheck(
-            lambda x_, k_, v_: conv(x_, ei, et), (xr, conv.label_key, conv.label_value)
+            lambda x_, k_, v_, conv=conv: conv(x_, ei, et), (xr, conv.label_key, conv.label_value)
         )
 
 

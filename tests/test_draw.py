@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from g2gt.cli import main
+from g2gt.data import EWT_SAMPLE_DEV
 from g2gt.draw import draw_conllu, render_svg, tree_svg
 from g2gt.io import read_conllu, sentence_from_words
 
 FIX = Path(__file__).resolve().parent / "fixtures"
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "ud-en-ewt" / "en_ewt-ud-dev.sample.conllu"
+SAMPLE = EWT_SAMPLE_DEV
 NS = "{http://www.w3.org/2000/svg}"
 
 
@@ -62,5 +63,5 @@ def test_cli_draw(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["draw", str(FIX / "mwt_empty.conllu"), "--sentence", "1", "-o", str(out)]) == 0
     root = ET.parse(out).getroot()
     assert "know" in _texts(root, "word")
-    assert main(["draw", str(FIX / "mwt_empty.conllu"), "--sentence", "9", "-o", str(out)]) == 1
+    assert main(["draw", str(FIX / "mwt_empty.conllu"), "--sentence", "9", "-o", str(out)]) == 2
     assert "outside 1..2" in capsys.readouterr().err

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from g2gt.cli import main
+from g2gt.data import EWT_SAMPLE_DEV as SAMPLE
 from g2gt.evaluate import EvaluationError, evaluate, validate_file
-from g2gt.io import CoNLLUError, read_conllu, write_conllu
+from g2gt.io import CoNLLUError, read_conllu
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 GOLD, PRED = FIX / "eval_gold.conllu", FIX / "eval_pred.conllu"
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "data" / "ud-en-ewt" / "en_ewt-ud-dev.sample.conllu"
+# e2 tokenised differently: "loudly!" is one token (same characters as the gold file)
+OTHER_TOKENS = (PRED.read_text(encoding="utf-8").split("\n\n")[0] + "\n\n"
+                "# sent_id = e2\n# text = Dogs bark loudly!\n"
+                "1\tDogs\tdogs\tNOUN\t_\t_\t2\tnsubj\t_\t_\n"
+                "2\tbark\tbark\tVERB\t_\t_\t0\troot\t_\t_\n"
+                "3\tloudly!\tloudly!\tADV\t_\t_\t2\tadvmod\t_\t_\n\n")
 
 
 def _hand_counts() -> dict[str, tuple[int, int]]:
@@ -115,5 +120,49 @@ def test_cli_evaluate(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     assert d["metrics"]["UAS"]["f1"] == pytest.approx(0.7) and d["no_punct"]["LAS"]["correct"] == 5
     bad = tmp_path / "x.conllu"
     bad.write_text(PRED.read_text(encoding="utf-8").replace("Dogs", "Cats"), encoding="utf-8")
-    assert main(["evaluate", str(GOLD), str(bad)]) == 1
-    assert "do not line up" in capsys.readouterr().err
+    assert main(["evaluate", str(GOLD), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "do not line up" in err and err.startswith("g2gt evaluate: error: ") and err.count("\n") == 1
+
+
+def test_official_scores_include_enhanced_metrics() -> None:
+    res = evaluate(SAMPLE, SAMPLE)
+    assert res.scores["ELAS"].f1 == 1.0 and res.scores["EULAS"].f1 == 1.0  # the EWT sample has DEPS
+    assert "ELAS" in res.table()
+
+
+def test_other_tokenisation_gives_official_scores_only(tmp_path: Path) -> None:
+    pred = tmp_path / "tokens.conllu"
+    pred.write_text(OTHER_TOKENS, encoding="utf-8")
+    res = evaluate(GOLD, pred)
+    assert not res.same_words
+    assert res.scores["Words"].f1 < 1.0 and res.scores["Tokens"].f1 < 1.0
+    assert res.scores["UAS"].correct > 0  # the scorer aligned the words it could
+    assert res.no_punct == {} and res.per_relation == []
+    assert evaluate(GOLD, PRED).same_words
+
+
+def test_cli_extras_need_identical_tokenisation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pred = tmp_path / "tokens.conllu"
+    pred.write_text(OTHER_TOKENS, encoding="utf-8")
+    for flag in ("--no-punct", "--per-relation"):
+        assert main(["evaluate", str(GOLD), str(pred), flag]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "gold tokenisation" in err
+    assert main(["evaluate", str(GOLD), str(pred)]) == 0
+    assert "LAS" in capsys.readouterr().out
+
+
+def test_evaluation_leaves_the_profiler_alone() -> None:
+    seen = []
+
+    def profiler(frame, event, arg):  # a user's profiler must stay installed and see the scorer's calls
+        seen.append(frame.f_code.co_name)
+
+    sys.setprofile(profiler)
+    try:
+        evaluate(GOLD, PRED)
+        assert sys.getprofile() is profiler
+    finally:
+        sys.setprofile(None)
+    assert "align_words" in seen

@@ -29,16 +29,16 @@ TINY = dict(d_model=16, num_heads=2, num_layers=1, ffn_dim=32, arc_dim=16, label
 
 def _setup(mode: str):
     """``(model, task)``: a float64 tiny parser (seeded) and its task on 20 sample sentences."""
-    from g2gt.commands.parsing import SAMPLE_TRAIN
+    from g2gt.data import EWT_SAMPLE_TRAIN as SAMPLE_TRAIN
     from g2gt.io.conllu import read_conllu
-    from g2gt.tasks.parsing import ParserConfig, ParserVocab, ParsingTask, RefinementParser
+    from g2gt.parsing import ParserModel, ParserVocab, ParsingTask
 
     sents = read_conllu(SAMPLE_TRAIN)[:24]
     train, dev = sents[:20], sents[20:]
     vocab = ParserVocab.build(train, min_freq=1)
-    cfg = ParserConfig(len(vocab.words), len(vocab.chars), len(vocab.upos), len(vocab.rels), **TINY)
+    cfg = vocab.config(**TINY)
     torch.manual_seed(0)
-    model = RefinementParser(cfg).double()
+    model = ParserModel(cfg).double()
     task = ParsingTask(train, dev, vocab, cfg.max_distance, max_tokens=90, refine_train=mode, refine_steps=1,
                        corrupt_max=0.5, word_dropout=0.0, seed=3)
     return model, task
@@ -70,7 +70,7 @@ def _free_port() -> int:
 def test_parser_ddp_two_processes_equal_accumulation(tmp_path):
     steps = 3
     model, task = _setup("self")
-    assert task.num_train_batches(0, 0, 1) >= 2 * steps, "need 2 x steps batches in epoch 0 for equal groups"
+    assert len(list(task.train_batches(0, 0, 1))) >= 2 * steps, "need 2 x steps batches in epoch 0 for equal groups"
     init = {k: v.clone() for k, v in model.state_dict().items()}
 
     ddp_dir, one_dir = tmp_path / "ddp", tmp_path / "one"

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import io
 
 import pytest
 import torch
 
 from g2gt.graph import LabelVocab, edges_from_heads
-from g2gt.io.conllu import check_tree, parse_conllu_string, read_conllu, to_conllu_string
-from g2gt.tasks.parsing import (
-    Parser, ParserConfig, ParserVocab, ParsingTask, RefinementParser, corrupt_graph, dependency_labels,
+from g2gt.io.conllu import check_tree, read_conllu, to_conllu_string
+from g2gt.parsing import (
+    Parser, ParserConfig, ParserModel, ParserVocab, ParsingTask, corrupt_graph, dependency_labels, make_batch,
+    make_example,
 )
-from g2gt.commands.parsing import SAMPLE_DEV, SAMPLE_TRAIN
+from g2gt.data import EWT_SAMPLE_DEV as SAMPLE_DEV, EWT_SAMPLE_TRAIN as SAMPLE_TRAIN
 
 TINY = dict(d_model=32, num_heads=2, num_layers=1, ffn_dim=64, arc_dim=32, label_dim=16, char_dim=16,
             char_filters=32, dropout=0.0, head_dropout=0.0)
@@ -30,8 +30,8 @@ def dev_sents():
 
 def _parser(sents, **kw) -> Parser:
     vocab = ParserVocab.build(sents, min_freq=1)
-    cfg = ParserConfig(len(vocab.words), len(vocab.chars), len(vocab.upos), len(vocab.rels), **{**TINY, **kw})
-    return Parser(RefinementParser(cfg), vocab, cfg.max_distance)
+    cfg = vocab.config(**{**TINY, **kw})
+    return Parser(ParserModel(cfg), vocab)
 
 
 def _fit(sents, steps: int, refine_train: str = "self", lr: float = 3e-3, **kw) -> Parser:
@@ -40,7 +40,7 @@ def _fit(sents, steps: int, refine_train: str = "self", lr: float = 3e-3, **kw) 
     opt = torch.optim.Adam(p.model.parameters(), lr=lr)
     p.model.train()
     batches = list(task.train_batches(0, 0, 1))
-    for step in range(steps):
+    for _ in range(steps):
         for b in batches:
             loss = task.loss(p.model, b) / task.num_tokens(b)
             opt.zero_grad()
@@ -86,9 +86,10 @@ def test_every_parse_is_single_rooted_tree_even_untrained_and_long(train_sents, 
 
     sents = list(dev_sents[:40]) + [sentence_from_words(words.split())]
     for alg in ("mst", "eisner"):
-        out = p.predict(sents, refine_steps=2, algorithm=alg, progress=False)
+        out = p.predict(sents, refine_steps=2, algorithm=alg)
         assert len(out) == len(sents)
-        for s, (h, r, u) in zip(sents, out):
+        for s, o in zip(sents, out):
+            h, r, u = o.heads, o.deprels, o.upos
             assert len(h) == len(s) == len(r) == len(u)
             assert check_tree(h) is None
             assert sum(x == 0 for x in h) == 1
@@ -99,34 +100,38 @@ def test_tiny_parser_overfits_small_set(train_sents):
     sents = [s for s in train_sents if 4 <= len(s) <= 9][:10]
     p = _fit(sents, steps=120)
     p.model.eval()
-    out = p.predict(sents, refine_steps=1, progress=False)
-    uas = sum(h == g for s, (hh, _, _) in zip(sents, out) for h, g in zip(hh, s.heads)) / sum(map(len, sents))
-    assert uas == 1.0
+    out = p.predict(sents, refine_steps=1)
+    assert _uas(sents, out) == 1.0
     # the same weights in bfloat16 (``Parser.load(..., dtype="bfloat16")``) still parse the set
     p.model.to(torch.bfloat16)
-    out16 = p.predict(sents, refine_steps=1, progress=False)
-    same = sum(a == b for (h1, _, _), (h2, _, _) in zip(out, out16) for a, b in zip(h1, h2))
+    out16 = p.predict(sents, refine_steps=1)
+    same = sum(a == b for o1, o2 in zip(out, out16) for a, b in zip(o1.heads, o2.heads))
     assert same / sum(map(len, sents)) >= 0.95
-    assert all(check_tree(h) is None for h, _, _ in out16)
+    assert all(check_tree(o.heads) is None for o in out16)
+
+
+def _uas(sents, out) -> float:
+    return sum(h == g for s, o in zip(sents, out) for h, g in zip(o.heads, s.heads)) / sum(map(len, sents))
 
 
 def test_dtype_names():
-    from g2gt.tasks.parsing import _dtype, fast_inference_dtype
+    from g2gt.parsing import fast_inference_dtype, inference_dtype
 
-    assert _dtype("bfloat16") is torch.bfloat16 and _dtype(None) is None and _dtype(torch.float32) is torch.float32
-    assert _dtype("auto") in (torch.float32, torch.bfloat16) and fast_inference_dtype("cpu") == _dtype("auto")
+    assert inference_dtype("bfloat16") is torch.bfloat16 and inference_dtype(None) is None
+    assert inference_dtype(torch.float32) is torch.float32
+    assert inference_dtype("auto") in (torch.float32, torch.bfloat16)
+    assert fast_inference_dtype("cpu") == inference_dtype("auto")
     for bad in ("int8", "nonsense"):
         with pytest.raises(ValueError, match="floating torch dtype"):
-            _dtype(bad)
+            inference_dtype(bad)
 
 
 @pytest.mark.slow
 def test_tiny_parser_overfits_20_sentences(train_sents):
     sents = [s for s in train_sents if len(s) <= 20][:20]
     p = _fit(sents, steps=250, d_model=64, num_layers=2, ffn_dim=128)
-    out = p.predict(sents, refine_steps=2, progress=False)
-    uas = sum(h == g for s, (hh, _, _) in zip(sents, out) for h, g in zip(hh, s.heads)) / sum(map(len, sents))
-    assert uas == 1.0
+    out = p.predict(sents, refine_steps=2)
+    assert _uas(sents, out) == 1.0
 
 
 def test_graph_channel_changes_outputs(train_sents):
@@ -136,9 +141,7 @@ def test_graph_channel_changes_outputs(train_sents):
             if prm.dim() == 2:
                 prm.normal_(0, 0.5)
     sents = train_sents[:6]
-    from g2gt.tasks.parsing import make_batch, _example
-
-    b = make_batch([_example(s, p.vocab) for s in sents], list(range(6)), p.vocab, 8)
+    b = make_batch([make_example(s, p.vocab) for s in sents], list(range(6)), p.vocab, 8)
     g = b.graph
     pos = g.labels[:, 0].long()
     p.model.eval()
@@ -148,17 +151,18 @@ def test_graph_channel_changes_outputs(train_sents):
         full = p.model.encode(g.tokens, b.char_ids, b.word_types, g.padding_mask, p.model.labels(pos, gold))
     assert (empty - full).abs().max() > 1e-3
     # and --refine with different input trees gives different parses
-    out_a = p.predict(sents, refine_steps=0, use_input_graph=True, progress=False)
+    out_a = p.predict(sents, refine_steps=0, use_input_graph=True)
     chain = [s.with_parse([i for i in range(len(s))], ["root"] + ["dep"] * (len(s) - 1)) for s in sents]
-    out_b = p.predict(chain, refine_steps=0, use_input_graph=True, progress=False)
-    assert out_a != out_b
+    out_b = p.predict(chain, refine_steps=0, use_input_graph=True)
+    assert [(o.heads, o.deprels, o.upos) for o in out_a] != [(o.heads, o.deprels, o.upos) for o in out_b]
 
 
 def test_no_graph_channel_model_has_one_channel(train_sents):
     p = _parser(train_sents, graph_channel=False)
     assert p.model.encoder.layers[0].self_attn.label_sizes == [18]
-    out = p.predict(train_sents[:3], refine_steps=3, progress=False)
-    assert all(check_tree(h) is None for h, _, _ in out)
+    out = p.predict(train_sents[:3], refine_steps=3)
+    assert all(check_tree(o.heads) is None for o in out)
+    assert all(o.passes == 1 for o in out)  # no graph channel: one pass, whatever refine_steps says
 
 
 def test_refine_cyclic_input_names_file_and_line(train_sents, tmp_path):
@@ -169,13 +173,13 @@ def test_refine_cyclic_input_names_file_and_line(train_sents, tmp_path):
     f.write_text(text)
     sents = read_conllu(f)
     with pytest.raises(ValueError, match=r"cyc\.conllu:\d+.*not a single-rooted tree"):
-        p.predict(sents, use_input_graph=True, progress=False)
+        p.predict(sents, use_input_graph=True)
 
 
 def test_parse_preserves_order_count_and_columns(train_sents, dev_sents):
     p = _parser(train_sents)
     sents = dev_sents[:30]
-    out = p.parse(sents, refine_steps=1, progress=False, predict_upos=False)
+    out = p.parse(sents, refine_steps=1, keep=("upos", "xpos", "feats", "lemma", "deps"))
     assert len(out) == len(sents)
     before = to_conllu_string(sents).splitlines()
     after = to_conllu_string(out).splitlines()
@@ -190,19 +194,19 @@ def test_parse_preserves_order_count_and_columns(train_sents, dev_sents):
 
 
 def test_checkpoint_roundtrip_weights_only_strict(train_sents, dev_sents, tmp_path):
+    from g2gt.parsing import train_parser
     from g2gt.train import TrainConfig
-    from g2gt.tasks.parsing import train_parser
 
     tc = TrainConfig(lr=1e-3, warmup_steps=1, max_steps=2, eval_every=0, metric="las", metric_mode="max",
                      progress=False)
     parser, hist = train_parser(train_sents[:20], dev_sents[:5], tmp_path / "m", TINY, tc, max_tokens=2000)
     ck = torch.load(tmp_path / "m" / "best.pt", weights_only=True)
     cfg = ParserConfig.from_dict(ck["model_config"])
-    model = RefinementParser(cfg)
+    model = ParserModel(cfg)
     model.load_state_dict(ck["model"], strict=True)
     assert (tmp_path / "m" / "config.json").exists() and (tmp_path / "m" / "log.jsonl").exists()
     loaded = Parser.load(tmp_path / "m")
-    a = loaded.predict(dev_sents[:5], progress=False)
-    b = parser.predict(dev_sents[:5], progress=False)
+    a = loaded.predict(dev_sents[:5])
+    b = parser.predict(dev_sents[:5])
     assert a == b
     assert {"uas", "las", "upos"} <= set(hist[-1])

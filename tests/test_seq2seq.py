@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import pytest
@@ -10,14 +9,14 @@ import torch
 
 from g2gt.cli import main as cli_main
 from g2gt.decode import beam_search, greedy_search
-from g2gt.graph import LabelVocab
 from g2gt.nn.transformer import G2GTConfig, G2GTransformer
 from g2gt.tasks.seq2seq import (
-    SUBWORD_LABEL, MisalignedError, ParallelData, Seq2SeqSettings, Seq2SeqTask, load_seq2seq, read_lines,
+    SUBWORD_LABEL, MisalignedError, Seq2SeqSettings, Seq2SeqTask, load_seq2seq, read_lines,
     read_parallel, subword_dependency_channel,
 )
 from g2gt.tokenizer import SubwordTokenizer
 from g2gt.train import TrainConfig, Trainer
+from g2gt.tasks.seq2seq import Seq2SeqRun, Seq2SeqTrainConfig, mt_scores, read_training_data, train_seq2seq
 
 FIX = Path(__file__).parent / "fixtures_mt"
 SRC, TGT = FIX / "train.en", FIX / "train.de"
@@ -48,12 +47,19 @@ def trained(pairs, tmp_path_factory):
     return model, task, out
 
 
-def test_overfits_fixture_to_exact_match(trained, pairs):
+def test_overfits_fixture(trained, pairs):
+    """What memorising 50 pairs robustly implies, with margin (the exact strings after 100 steps depend on
+    the CPU's floating-point path). Measured over seeds, CPU kernels (ATEN_CPU_CAPABILITY default / avx2 /
+    avx512) and 1-2 threads: loss 0.03-0.05 per token, 49-50 of 50 exact, BLEU 99-100. Untrained: loss ~6,
+    BLEU ~0; 50 steps: loss ~0.9, 2-12 exact."""
     model, task, _ = trained
     src, tgt = pairs
+    loss = task.dev_loss(model, task.train)  # teacher-forced loss per target token, no label smoothing
+    assert loss < 0.2, f"training-set loss {loss:.3f} per token: the model did not memorise the fixture"
     hyps = task.translate(model, src, beam=1)
     wrong = [(h, t) for h, t in zip(hyps, tgt) if h != t]
-    assert not wrong, f"{len(wrong)} of {len(tgt)} not memorised, e.g. {wrong[:3]}"
+    assert len(wrong) <= 5, f"{len(wrong)} of {len(tgt)} not memorised, e.g. {wrong[:3]}"
+    assert mt_scores(tgt, hyps)["bleu"] > 90.0
 
 
 def _memory(model, task, src_ids):
@@ -102,8 +108,13 @@ def test_incremental_decoding_equals_full(trained):
         cache = model.init_cache()
         steps = torch.cat([model.decode(tgt_in[:, t : t + 1], mem, mask, cache=cache) for t in range(m)], 1)
     torch.testing.assert_close(steps, full, atol=1e-4, rtol=1e-4)
-    for b, h in enumerate(hyps):  # the full pass reproduces the greedy choices
-        assert full[b, : len(h) + 1].argmax(-1).tolist() == h + [task.eos_id]
+    # the full pass reproduces the greedy choices wherever they are not a near-tie (ties may break either way)
+    logits = torch.cat([full[b, : len(h) + 1] for b, h in enumerate(hyps)])
+    chosen = torch.tensor([t for h in hyps for t in h + [task.eos_id]])
+    top2 = logits.topk(2, -1).values
+    clear = top2[:, 0] - top2[:, 1] > 1e-3
+    assert clear.sum() >= 0.9 * len(chosen)
+    assert torch.equal(logits.argmax(-1)[clear], chosen[clear])
 
 
 def test_checkpoint_weights_only_strict_and_tokenizer_inside(trained, pairs):
@@ -128,12 +139,15 @@ def test_translate_cli_keeps_line_count(trained, tmp_path, capsys):
     for beam in ("1", "3"):
         hyp = tmp_path / f"out{beam}.txt"
         assert cli_main(["translate", "--model", str(out), "-i", str(inp), "-o", str(hyp), "--beam", beam,
-                         "--batch-size", "2"]) == 0
+                         "--batch-tokens", "16"]) == 0
         got = hyp.read_text(encoding="utf-8").split("\n")
         assert got[-1] == "" and len(got) - 1 == len(lines)
         got = got[:-1]
         assert [g == "" for g in got] == [not line.strip() for line in lines]
-        assert got[0] == "Ein Mann fährt Fahrrad."
+        # lines 0 and 3 are memorised training sources: each output line is its own sentence's translation
+        refs = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee."]
+        assert mt_scores(refs, [got[0], got[3]])["chrf"] > 60.0
+        assert mt_scores(refs, [got[3], got[0]])["chrf"] < 40.0
 
 
 def test_evaluate_mt_cli(tmp_path, capsys):
@@ -157,7 +171,7 @@ def test_misaligned_files_fail_before_training(tmp_path, capsys):
     rc = cli_main(["train", "seq2seq", "--src-train", str(SRC), "--tgt-train", str(short), "--src-dev", str(SRC),
                    "--tgt-dev", str(TGT), "--out", str(out), "--max-steps", "5", "--no-progress"])
     err = capsys.readouterr().err
-    assert rc == 1
+    assert rc == 2
     assert "50" in err and "49" in err and str(SRC) in err and str(short) in err
     assert not (out / "last.pt").exists() and not (out / "best.pt").exists()
     with pytest.raises(MisalignedError):
@@ -227,7 +241,6 @@ def _fake_parses(sentences: list[str]) -> str:
     out = []
     for k, s in enumerate(sentences):
         words = s.replace(".", " .").replace(",", " ,").replace("!", " !").split()
-        n = len(words)
         heads, rels = [], []
         content = [i for i, w in enumerate(words) if w not in ".,!"]
         root = content[-1]
@@ -275,7 +288,7 @@ def test_graph_to_sequence_cli(tmp_path, pairs, capsys):
     assert cli_main(["translate", "--model", str(out), "--graphs", str(conllu), "-o", str(hyp), "--beam", "2"]) == 0
     assert len(hyp.read_text(encoding="utf-8").split("\n")) - 1 == len(src)
     rc = cli_main(["translate", "--model", str(out), "-i", str(SRC)])
-    assert rc == 1 and "--graphs" in capsys.readouterr().err
+    assert rc == 2 and "--graphs" in capsys.readouterr().err
 
 
 def test_train_cli_resume_reuses_tokenizer(tmp_path, capsys):
@@ -285,9 +298,123 @@ def test_train_cli_resume_reuses_tokenizer(tmp_path, capsys):
               "--ffn", "64", "--heads", "2", "--eval-every", "2", "--eval-sentences", "4", "--final-beam", "0",
               "--no-progress", "--device", "cpu"]
     assert cli_main(common + ["--max-steps", "2"]) == 0
-    tok_json = (out / "tokenizers.json").read_text()
+    tok_json = torch.load(out / "last.pt", weights_only=True)["task"]["src_tokenizer"]
     assert cli_main(common + ["--max-steps", "4", "--resume", "--bpe-vocab", "999"]) == 0
-    assert (out / "tokenizers.json").read_text() == tok_json  # the saved tokenizer is reused, not retrained
     state = torch.load(out / "last.pt", weights_only=True)
     assert state["step"] == 4
+    assert state["task"]["src_tokenizer"] == tok_json  # the saved tokenizer is reused, not retrained
     assert SubwordTokenizer.from_str(state["task"]["src_tokenizer"]).vocab_size <= 300
+
+
+# ---------------------------------------------------------------------------- training glue, scores, recipe
+SMALL = dict(bpe_vocab=300, d_model=32, layers=1, heads=2, ffn_dim=64, eval_sentences=5, progress=False,
+             device="cpu")
+
+
+def test_train_seq2seq_writes_a_complete_run(tmp_path, pairs):
+    src, tgt = pairs
+    out = tmp_path / "run"
+    run = train_seq2seq(src, tgt, src[:8], tgt[:8], out,
+                        Seq2SeqTrainConfig(max_steps=3, eval_every=2, final_beam=2, **SMALL))
+    assert isinstance(run, Seq2SeqRun) and run.steps == 3 and [h["step"] for h in run.history] == [2, 3]
+    for name in ("best.pt", "last.pt", "log.jsonl", "config.json", "dev.hyp", "final.json"):
+        assert (out / name).exists(), name
+    assert not (out / ".lock").exists()
+    assert len((out / "dev.hyp").read_text(encoding="utf-8").splitlines()) == 8
+    assert run.final["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.")
+    assert run.model.config.d_model == 32 and run.task.settings.max_tokens == 2048
+    assert len(run.task.translate(run.model, src[:3], beam=2)) == 3
+
+
+def test_train_seq2seq_resume_keeps_tokenizer_and_model_of_the_checkpoint(tmp_path, pairs):
+    src, tgt = pairs
+    out = tmp_path / "run"
+    first = train_seq2seq(src, tgt, src[:4], tgt[:4], out, Seq2SeqTrainConfig(max_steps=2, final_beam=0, **SMALL))
+    other = {**SMALL, "bpe_vocab": 999, "d_model": 64}
+    again = train_seq2seq(src, tgt, src[:4], tgt[:4], out, Seq2SeqTrainConfig(max_steps=4, final_beam=0, **other),
+                          resume=True)
+    assert again.steps == 4 and again.model.config.d_model == 32 and again.task.src_tok == first.task.src_tok
+    assert [e["step"] for e in map(__import__("json").loads, (out / "log.jsonl").read_text().splitlines())
+            if e["kind"] == "eval"] == [2, 4]
+
+
+def test_recipe_defaults_are_the_measured_recipe_and_the_benchmarks():
+    import importlib.util
+
+    rc = Seq2SeqTrainConfig()
+    assert (rc.batch_tokens, rc.lr, rc.heads, rc.d_model, rc.layers, rc.ffn_dim, rc.dropout, rc.label_smoothing,
+            rc.bpe_vocab, rc.joint_vocab, rc.max_distance) == (2048, 1e-3, 4, 256, 3, 1024, 0.1, 0.1, 8000, True, 16)
+    assert 0 < rc.warmup < 0.5 and rc.warmup_steps is None and 0 < rc.cooldown < 1
+    tc = rc.train_config()
+    assert (tc.lr, tc.warmup, tc.cooldown, tc.metric, tc.metric_mode) == (rc.lr, rc.warmup, rc.cooldown, "bleu", "max")
+    spec = importlib.util.spec_from_file_location("bench_seq2seq", Path(__file__).parents[1] / "benchmarks" / "seq2seq.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    args = bench.build_arg_parser().parse_args([])
+    for name in ("bpe_vocab", "d_model", "layers", "heads", "ffn_dim", "dropout", "label_smoothing", "max_distance",
+                 "batch_tokens", "lr", "warmup", "cooldown", "seed"):
+        assert getattr(args, name) == getattr(rc, name), name
+    for f in __import__("dataclasses").fields(Seq2SeqTrainConfig):
+        assert f.metadata.get("help") and f.metadata.get("group"), f.name  # the CLI builds its options from these
+
+
+def test_mt_scores_are_sacrebleu_with_its_signature():
+    refs = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee."]
+    hyps = ["ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee."]
+    cased, lower = mt_scores(refs, hyps), mt_scores(refs, hyps, lowercase=True)
+    import sacrebleu
+
+    assert cased["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score) and cased["bleu"] < 100
+    assert lower["bleu"] == pytest.approx(100.0) and lower["chrf"] == pytest.approx(100.0)
+    version = sacrebleu.__version__
+    assert cased["bleu_signature"] == f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{version}"
+    assert lower["bleu_signature"] == f"nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:{version}"
+    assert "case:lc" in lower["chrf_signature"] and cased["bleu_detail"].startswith("BLEU = ")
+    with pytest.raises(ValueError, match="2 references but 1 hypotheses"):
+        mt_scores(refs, hyps[:1])
+    with pytest.raises(ValueError, match="no sentences"):
+        mt_scores([], [])
+
+
+def test_translate_batches_by_padded_source_tokens(trained, pairs):
+    model, task, _ = trained
+    src = pairs[0]
+    shapes = []
+    encode = model.encode
+
+    def spy(tokens, *a, **kw):
+        shapes.append(tuple(tokens.shape))
+        return encode(tokens, *a, **kw)
+
+    model.encode = spy
+    try:
+        by_tokens = task.translate(model, src, max_tokens=40)
+    finally:
+        del model.encode
+    assert len(shapes) > 1 and all(b * n <= 40 or b == 1 for b, n in shapes)
+    assert sum(b for b, _ in shapes) == len(src)
+    assert by_tokens == task.translate(model, src)
+    with pytest.raises(ValueError, match="max_tokens must be an integer >= 1"):
+        task.translate(model, src[:2], max_tokens=0)
+
+
+@pytest.mark.parametrize("beam", [0, -1, 1.5])
+def test_translate_rejects_a_bad_beam(trained, pairs, beam):
+    model, task, _ = trained
+    with pytest.raises(ValueError, match=r"beam must be an integer >= 1 \(1 = greedy search\), got"):
+        task.translate(model, pairs[0][:2], beam=beam)
+
+
+def test_read_training_data_checks_every_file(tmp_path, pairs):
+    src, tgt = read_training_data(TGT, TGT, SRC, SRC)[:2]
+    assert (src, tgt) == pairs
+    short = tmp_path / "short.de"
+    short.write_text("Ein Satz.\n", encoding="utf-8")
+    with pytest.raises(MisalignedError, match="short.de has 1 lines"):
+        read_training_data(TGT, short, SRC, SRC)
+    fake = tmp_path / "x.de.gz"
+    fake.write_text("not gzip\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="x.de.gz: not a gzip file"):
+        read_training_data(fake, TGT, SRC, SRC)
+    with pytest.raises(ValueError, match="src_dev_graphs"):
+        read_training_data(TGT, TGT, src_graphs=SRC)

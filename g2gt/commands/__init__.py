@@ -1,10 +1,13 @@
-"""CLI sub-commands. Each module here defines ``register(subparsers, train_subparsers)``
-and adds its own commands; :mod:`g2gt.cli` calls every module listed in
-``COMMAND_MODULES``."""
+"""CLI sub-commands. Each module listed in ``COMMAND_MODULES`` defines ``register(subparsers)`` (and, for
+``g2gt train TASK``, ``register_train(subparsers)``), adding its commands with
+``subparsers.add_parser(name, help=..., configure=fn)``: ``fn(parser)`` adds the options and
+``parser.set_defaults(func=run)`` only when that command is used. Modules import torch and the library
+inside their ``run`` functions, never at module level. Shared pieces are in :mod:`g2gt.commands.common`."""
 
 COMMAND_MODULES = [
     "g2gt.commands.parsing",   # train parser, parse, demo, attention
     "g2gt.commands.seq2seq",   # train seq2seq, translate, evaluate-mt
     "g2gt.commands.ud",        # evaluate, draw
+    "g2gt.commands.enhanced",  # train enhanced, enhance
     "g2gt.commands.bench",     # bench
 ]

@@ -1,9 +1,12 @@
-"""Input/output: CoNLL-U files (:mod:`g2gt.io.conllu`) and raw English text (:mod:`g2gt.io.text`)."""
+"""Input/output: CoNLL-U files (:mod:`g2gt.io.conllu`, sentences in :mod:`g2gt.io.sentence`), raw text
+(:mod:`g2gt.io.text`) and the file plumbing both share (:mod:`g2gt.io.files`: plain / ``.gz`` / stdin inputs
+checked for UTF-8 up front, atomic outputs)."""
 
 from .conllu import (
     CoNLLUError,
     Sentence,
     check_tree,
+    iter_conllu,
     parse_conllu_string,
     read_conllu,
     sentence_from_tokens,
@@ -11,13 +14,24 @@ from .conllu import (
     to_conllu_string,
     write_conllu,
 )
+from .files import AtomicOutput, InputError, OutputError, open_input, open_output, same_file
+from .text import iter_lines, read_text
 
 __all__ = [
+    "AtomicOutput",
     "CoNLLUError",
+    "InputError",
+    "OutputError",
     "Sentence",
     "check_tree",
+    "iter_conllu",
+    "iter_lines",
+    "open_input",
+    "open_output",
     "parse_conllu_string",
     "read_conllu",
+    "read_text",
+    "same_file",
     "sentence_from_tokens",
     "sentence_from_words",
     "to_conllu_string",

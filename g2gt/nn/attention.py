@@ -17,8 +17,9 @@ For query node :math:`i`, key node :math:`j`, head :math:`h` and label channels
 with :math:`q = xW_Q, k = x'W_K, v = x'W_V` per head (:math:`x' = x` for
 self-attention, the encoder memory for cross-attention), label tables
 :math:`a^{K,c}, a^{V,c} \in \mathbb{R}^{L_c \times d_h}` shared across heads
-(Shaw et al. 2018), and :math:`m_{ij} \in \{0, -\infty\}` from padding and the
-causal mask. The heads are concatenated and projected by :math:`W_O`.
+(Shaw et al. 2018), and :math:`m_{ij}` the mask: :math:`-\infty` from padding, the
+causal mask and a boolean ``attn_mask``, plus a float ``attn_mask`` as given (as in
+``nn.MultiheadAttention``). The heads are concatenated and projected by :math:`W_O`.
 
 No ``[B, n, n, d_h]`` tensor is built. The key term is a gather of
 ``q @ a^K.T`` (``[B, H, n, L]``) by the labels, i.e. an additive ``[B, H, n, n]``
@@ -29,34 +30,38 @@ masked return zeros (never NaN).
 Execution paths (all compute the same function; the tests check each against a
 naive float64 reference):
 
-* labels, no dropout, no ``need_weights``: :class:`_LabelAttention`, an autograd
-  Function with a hand-written backward. SDPA with a differentiable float mask
+* labels, no dropout, no ``need_weights``: ``label_kernels.LabelAttentionFunction``, an
+  autograd Function with a hand-written backward. SDPA with a differentiable float mask
   silently falls back to the unfused math kernel on CPU; instead the forward of
-  the keys-only case runs the fused CPU flash kernel with the bias as a plain
+  the keys-only case runs the fused CPU flash kernel (found by ``g2gt._compat``,
+  which falls back to this Function's unfused forward) with the bias as a plain
   (non-differentiable) mask, keeps the mask and the log-sum-exp, and the backward
   rebuilds the probabilities once to get ``dS`` -- the bias gradient -- and
   scatters it by label. With value labels the probabilities are kept from the
   forward. On CUDA the keys-only case uses SDPA directly (its memory-efficient
   kernel differentiates the mask).
-* no labels: plain SDPA (``is_causal`` when possible, else a boolean mask).
-* dropout or ``need_weights``: straightforward autograd ops.
+* no labels: plain SDPA (``is_causal`` when possible, else a boolean mask, or a float
+  one with a float ``attn_mask``).
+* dropout, ``need_weights`` or a float ``attn_mask`` that needs a gradient: straightforward
+  autograd ops.
 * ``backend="flex"`` (keys-only): FlexAttention with a ``score_mod`` that reads the
   bias inside the kernel; on CPU, where FlexAttention has no backward, calls that
   need gradients use the SDPA path.
 
-Under autocast, q/k/v come out of the projections in the autocast dtype and the
-score bias and mask are built in q's dtype.
+Without ``attn_mask`` none of its handling runs. Under autocast, q/k/v come out of the
+projections in the autocast dtype and the score bias and mask are built in q's dtype.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from .label_kernels import LabelAttentionFunction, flex_attention_available, flex_label_attention, gather_sum
 
 __all__ = ["GraphAttention", "KVCache", "flex_attention_available"]
 
@@ -84,159 +89,6 @@ class KVCache:
             self.v = self.v.index_select(0, index)
 
 
-def flex_attention_available(device: torch.device | str = "cpu") -> bool:
-    """Whether ``torch.nn.attention.flex_attention`` exists in this torch build."""
-    try:
-        from torch.nn.attention.flex_attention import flex_attention  # noqa: F401
-    except Exception:
-        return False
-    return True
-
-
-def _gather_sum(src: Tensor, idx: Sequence[Tensor], shape: tuple[int, int, int, int]) -> Tensor:
-    """``sum_c src[b, h, i, idx_c[b, 0, i, j]]`` -> a fresh ``[B, H, nq, nk]`` tensor."""
-    out = src.gather(-1, idx[0].expand(shape))
-    for ix in idx[1:]:
-        out.add_(src.gather(-1, ix.expand(shape)))
-    return out
-
-
-def _scatter_sum(src: Tensor, idx: Sequence[Tensor], num_labels: int) -> Tensor:
-    """``out[b, h, i, l] = sum_c sum_j [idx_c[b, 0, i, j] = l] src[b, h, i, j]`` -> ``[B, H, nq, L]``."""
-    B, H, nq, nk = src.shape
-    out = src.new_zeros(B, H, nq, num_labels)
-    for ix in idx:
-        out.scatter_add_(-1, ix.expand(B, H, nq, nk), src)
-    return out
-
-
-_SAVE_MASK = True
-_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-
-
-class _LabelAttention(torch.autograd.Function):
-    """Fused label attention with a hand-written backward (no ``[B, H, n, n]`` autograd chain).
-
-    Inputs: ``q [B, H, nq, dh]``, ``k, v [B, H, nk, dh]``, ``qa = scale * q @ a^K.T``
-    ``[B, H, nq, L]``, ``a_v [L, dh]`` or None, ``allowed [B|1, 1, nq, nk]`` bool or None
-    (no row may be all False), ``scale``, ``flash`` (keys-only: run the fused CPU flash
-    kernel forward and recompute the probabilities in backward), then one
-    ``[B|1, 1, nq, nk]`` long index per label channel (offsets already added).
-
-    Forward: ``S = scale * q k^T + sum_c qa[.., l^c_ij]`` (``-inf`` where not allowed),
-    ``P = softmax(S)``, ``out = P v + (sum_c scatter_l P) a_v``.
-
-    Backward, with ``dP = dO v^T + sum_c (dO a_v^T)[.., l^c_ij]`` and
-    ``D_i = dO_i . out_i``: ``dS = P * (dP - D)``, ``dq = scale dS k``, ``dk = scale dS^T q``,
-    ``dv = P^T dO``, ``dqa = sum_c scatter_l dS``, ``da_v = (scatter_l P)^T dO``. The gradient of the
-    additive bias is exactly ``dS``; unlike SDPA with a differentiable mask, nothing
-    forces an unfused math fallback.
-    """
-
-    @staticmethod
-    def forward(ctx, q, k, v, qa, a_v, allowed, scale, flash, *idx):  # type: ignore[override]
-        dt = q.dtype
-        ctx.qa_dtype, ctx.qa_L, ctx.kv_dtypes = qa.dtype, qa.shape[-1], (k.dtype, v.dtype)
-        with torch.autocast(q.device.type, enabled=False):
-            q, k, v, qa = q.contiguous(), k.to(dt).contiguous(), v.to(dt).contiguous(), qa.to(dt)
-            av = None if a_v is None else a_v.to(dt)
-            B, H, nq, dh = q.shape
-            nk = k.shape[2]
-            shape = (B, H, nq, nk)
-            s = _gather_sum(qa, idx, shape)  # [B, H, nq, nk], fresh
-            if allowed is not None:
-                s.masked_fill_(~allowed, float("-inf"))
-            flash = bool(flash) and av is None and _FLASH_CPU is not None and q.device.type == "cpu"
-            if flash:
-                out, lse = _FLASH_CPU(q, k, v, 0.0, False, attn_mask=s, scale=scale)
-                ctx.saved_mask = _SAVE_MASK
-                if _SAVE_MASK:
-                    ctx.save_for_backward(q, k, v, s, out, lse, None, *idx)
-                else:
-                    del s
-                    ctx.save_for_backward(q, k, v, qa, out, lse, allowed, *idx)
-                per = None
-            else:
-                s.view(B * H, nq, nk).baddbmm_(
-                    q.reshape(B * H, nq, dh), k.reshape(B * H, nk, dh).transpose(1, 2), alpha=scale
-                )
-                p = torch.softmax(s, dim=-1)
-                del s
-                out = torch.matmul(p, v)
-                per = None
-                if av is not None:
-                    per = _scatter_sum(p, idx, av.shape[0])
-                    out = out + torch.matmul(per, av)
-                ctx.save_for_backward(q, k, v, p, out, per, av, *idx)
-        ctx.flash = flash
-        ctx.scale = scale
-        ctx.has_av = a_v is not None
-        ctx.av_dtype = None if a_v is None else a_v.dtype
-        return out
-
-    @staticmethod
-    def backward(ctx, d_out):  # type: ignore[override]
-        scale = ctx.scale
-        with torch.autocast(d_out.device.type, enabled=False):
-            if ctx.flash:
-                q, k, v, qa, out, lse, allowed, *idx = ctx.saved_tensors
-                B, H, nq, dh = q.shape
-                nk = k.shape[2]
-                q3, k3t = q.view(B * H, nq, dh), k.view(B * H, nk, dh).transpose(1, 2)
-                if ctx.saved_mask:  # `qa` slot holds the saved additive mask
-                    p = torch.baddbmm(qa.view(B * H, nq, nk), q3, k3t, alpha=scale).view(B, H, nq, nk)
-                else:
-                    p = _gather_sum(qa, idx, (B, H, nq, nk))
-                    if allowed is not None:
-                        p.masked_fill_(~allowed, float("-inf"))
-                    p.view(B * H, nq, nk).baddbmm_(q3, k3t, alpha=scale)
-                p.sub_(lse.unsqueeze(-1)).exp_()
-                per = av = None
-            else:
-                q, k, v, p, out, per, av, *idx = ctx.saved_tensors
-                B, H, nq, dh = q.shape
-                nk = k.shape[2]
-            d_out = d_out.to(q.dtype)
-            dp = torch.matmul(d_out, v.transpose(-1, -2))  # [B, H, nq, nk]
-            if av is not None:
-                dp.add_(_gather_sum(torch.matmul(d_out, av.t()), idx, (B, H, nq, nk)))
-            delta = (d_out * out).sum(-1, keepdim=True)
-            ds = dp.sub_(delta).mul_(p)  # dS, in place
-            nf = ctx.needs_input_grad
-            dq = torch.matmul(ds, k).mul_(scale) if nf[0] else None
-            dk = torch.matmul(ds.transpose(-1, -2), q).mul_(scale) if nf[1] else None
-            dv = torch.matmul(p.transpose(-1, -2), d_out) if nf[2] else None
-            dqa = _scatter_sum(ds, idx, ctx.qa_L) if nf[3] else None
-            dav = None
-            if ctx.has_av and nf[4]:
-                L = av.shape[0]
-                dav = (per.reshape(-1, L).t() @ d_out.reshape(-1, dh)).to(ctx.av_dtype)
-        if dk is not None:
-            dk = dk.to(ctx.kv_dtypes[0])
-        if dv is not None:
-            dv = dv.to(ctx.kv_dtypes[1])
-        if dqa is not None:
-            dqa = dqa.to(ctx.qa_dtype)
-        return (dq, dk, dv, dqa, dav, None, None, None, *([None] * len(idx)))
-
-
-_COMPILED_FLEX: dict[str, object] = {}
-
-
-def _flex_kernel(device_type: str):
-    """``flex_attention``, compiled once per process on CUDA (eager elsewhere or if compiling fails)."""
-    import torch.nn.attention.flex_attention as fa
-
-    if device_type != "cuda":
-        return fa.flex_attention
-    if "cuda" not in _COMPILED_FLEX:
-        try:
-            _COMPILED_FLEX["cuda"] = torch.compile(fa.flex_attention, dynamic=False)
-        except Exception:  # pragma: no cover - toolchain dependent
-            _COMPILED_FLEX["cuda"] = fa.flex_attention
-    return _COMPILED_FLEX["cuda"]
-
-
 def label_table_sizes(num_labels: int | Sequence[int] | None) -> list[int]:
     """Per-channel label-table sizes: ``None`` / ``0`` -> ``[]``, ``L`` -> ``[L]``, a sequence as is."""
     if num_labels is None:
@@ -254,14 +106,56 @@ def label_offsets(sizes: Sequence[int]) -> Tensor:
     return torch.tensor(starts if sizes else [], dtype=torch.long)
 
 
+def _mask_terms(
+    attn_mask: Tensor | None, key_padding_mask: Tensor | None, B: int, H: int, nq: int, nk: int
+) -> tuple[Tensor | None, Tensor | None]:
+    """``attn_mask`` / a float ``key_padding_mask`` -> ``(allowed, add)``, both ``[B|1, H|1, nq, nk]`` or None.
+
+    ``attn_mask`` as :class:`torch.nn.MultiheadAttention` takes it: ``[nq, nk]``, ``[B*H, nq, nk]``
+    (batch-major: row ``b*H + h``) or ``[B|1, H|1, nq, nk]``; bool (True = may *not* attend) or
+    float (added to the scores). A float ``key_padding_mask [B, nk]`` is added the same way. ``-inf``
+    entries of a float mask move into ``allowed`` so that ``add`` stays finite (fully masked rows
+    then give zeros, never NaN).
+    """
+    allowed = add = None
+    for name, m in (("attn_mask", attn_mask), ("key_padding_mask", key_padding_mask)):
+        if m is None or (name == "key_padding_mask" and not m.is_floating_point()):
+            continue
+        if name == "key_padding_mask":
+            m = m[:, None, None, :]
+        elif m.dim() == 2 and m.shape == (nq, nk):
+            m = m[None, None]
+        elif m.dim() == 3 and m.shape == (B * H, nq, nk):
+            m = m.view(B, H, nq, nk)
+        elif not (m.dim() == 4 and m.shape[0] in (1, B) and m.shape[1] in (1, H) and m.shape[2:] == (nq, nk)):
+            raise ValueError(
+                f"attn_mask must be [nq={nq}, nk={nk}], [B*H={B * H}, nq, nk] or [B|1, H|1, nq, nk], "
+                f"got shape {tuple(m.shape)}"
+            )
+        if m.dtype == torch.bool:
+            keep = ~m
+        elif m.is_floating_point():
+            neg = torch.isneginf(m)
+            keep = ~neg if bool(neg.any()) else None
+            m = m if keep is None else m.masked_fill(neg, 0.0)
+            add = m if add is None else add + m
+        else:
+            raise TypeError(
+                f"{name} must be bool (True = may not attend) or floating (added to the scores), got {m.dtype}"
+            )
+        if keep is not None:
+            allowed = keep if allowed is None else allowed & keep
+    return allowed, add
+
+
 class GraphAttention(nn.Module):
-    """Graph (relation-aware) multi-head attention.
+    """Graph (relation-aware) multi-head attention; a drop-in for ``nn.MultiheadAttention(batch_first=True)``.
 
     Args:
         embed_dim: model width ``d``.
         num_heads: heads ``H``; ``d_head = d / H``.
         num_labels: label-table size ``L`` (labels in ``[0, L)``), or a sequence of
-            ``C`` sizes, one per channel (labels then ``[B, C, nq, nk]``); ``0`` /
+            ``C`` sizes, one per channel (labels then ``[B, C, nq, nk]``); ``0`` (default) /
             ``None`` / ``[]`` for plain attention.
         value_labels: also add label embeddings to the values.
         dropout: attention-probability dropout.
@@ -269,30 +163,83 @@ class GraphAttention(nn.Module):
         bias: biases in the projections.
         backend: ``"sdpa"`` (default) or ``"flex"`` (FlexAttention with a
             ``score_mod`` reading the label bias; keys-only, torch >= 2.5).
+        vdim, batch_first, device, dtype: as in ``nn.MultiheadAttention``, for drop-in use; keys and
+            values come from one memory tensor, so ``vdim`` must equal ``kdim``, and inputs are
+            batch-first only.
+
+    Two ways to call it (told apart by the second argument: an integer label tensor / None, or a
+    floating ``key`` tensor):
+
+    **Graph attention** (the contract)::
+
+        out = attn(x, labels=None, key_padding_mask=None, causal=False, memory=None, cache=None,
+                   need_weights=False, attn_mask=None, is_causal=False)
+
+    returns ``out [B, nq, d]``, or ``(out, weights [B, H, nq, nk])`` with ``need_weights=True``.
+    ``is_causal`` is the ``nn.MultiheadAttention`` spelling of ``causal``.
+
+    **As nn.MultiheadAttention**::
+
+        out, weights = attn(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                            average_attn_weights=True, is_causal=False)
+
+    Self-attention when ``key is value is query``; cross-attention (``memory=key``) when ``key is value``.
+    Different key and value tensors raise a ``ValueError`` (one memory gives both). No labels here
+    (build with ``num_labels=0`` or use the graph call). ``weights`` is ``[B, nq, nk]`` (averaged over
+    heads) or ``[B, H, nq, nk]``, or None with ``need_weights=False`` -- pass that for the fast
+    kernels, as with ``nn.MultiheadAttention``. ``is_causal=True`` applies the causal mask itself (an
+    ``attn_mask`` is not required, and if given is combined with it).
+
+    Masks (both calls): ``key_padding_mask [B, nk]``, bool (True = padding) or float (added to the
+    scores); ``attn_mask`` as ``nn.MultiheadAttention`` takes it, ``[nq, nk]`` or ``[B*H, nq, nk]``
+    (or ``[B|1, H|1, nq, nk]``), bool (True = may *not* attend) or float (added to the scores; a mask
+    that needs a gradient takes the unfused autograd path). They combine with the labels, padding and
+    the causal mask. Unlike ``nn.MultiheadAttention``, a query with no key left to attend to returns
+    zeros (and zero weights), never NaN.
 
     Shapes:
-        - x: ``[B, nq, d]``; memory (cross-attention): ``[B, nk, kdim]``
+        - x / query: ``[B, nq, d]``; memory / key / value (cross-attention): ``[B, nk, kdim]``
         - labels: ``[B, nq, nk]`` or ``[B, C, nq, nk]`` integer (batch dim may be 1 to broadcast)
-        - key_padding_mask: ``[B, nk]`` bool, True = padding
-        - output: ``[B, nq, d]`` (and ``[B, H, nq, nk]`` weights with ``need_weights``)
+        - output: ``[B, nq, d]``
+
+    ``GraphAttention.from_multihead_attention(mha)`` copies an ``nn.MultiheadAttention``'s weights.
     """
 
     def __init__(
         self,
         embed_dim: int,
         num_heads: int,
-        num_labels: int | Sequence[int] | None,
+        num_labels: int | Sequence[int] | None = 0,
         value_labels: bool = True,
         dropout: float = 0.0,
         kdim: int | None = None,
         bias: bool = True,
         backend: str = "sdpa",
+        *,
+        vdim: int | None = None,
+        batch_first: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim={embed_dim} is not divisible by num_heads={num_heads}")
         if backend not in ("sdpa", "flex"):
             raise ValueError(f"backend must be 'sdpa' or 'flex', got {backend!r}")
+        if isinstance(num_labels, float) or not (
+            num_labels is None or isinstance(num_labels, int) or all(isinstance(s, int) for s in num_labels)
+        ):
+            raise TypeError(
+                f"num_labels must be an int or a sequence of ints, got {num_labels!r} (the third argument of "
+                "GraphAttention is num_labels, not dropout as in nn.MultiheadAttention: pass dropout=...)"
+            )
+        if not batch_first:
+            raise ValueError("GraphAttention takes batch-first inputs [B, n, d] only (batch_first=True)")
+        if vdim is not None and vdim != (kdim or embed_dim):
+            raise ValueError(
+                f"vdim={vdim} differs from kdim={kdim or embed_dim}: GraphAttention projects one memory "
+                "tensor into both keys and values"
+            )
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
@@ -312,6 +259,55 @@ class GraphAttention(nn.Module):
         self.label_key = nn.Parameter(torch.empty(total, self.head_dim)) if total else None
         self.label_value = nn.Parameter(torch.empty(total, self.head_dim)) if self.value_labels else None
         self.reset_parameters()
+        if device is not None or dtype is not None:
+            self.to(device=device, dtype=dtype)
+
+    @classmethod
+    def from_multihead_attention(
+        cls,
+        mha: nn.MultiheadAttention,
+        num_labels: int | Sequence[int] | None = 0,
+        value_labels: bool = True,
+        backend: str = "sdpa",
+    ) -> "GraphAttention":
+        """A GraphAttention computing the same function as ``mha`` (same device, dtype and train/eval mode).
+
+        Mapping: ``in_proj_weight`` ``[3d, d]`` (or ``q/k/v_proj_weight``) and ``in_proj_bias`` split into
+        ``q_proj / k_proj / v_proj``; ``out_proj -> out_proj``; ``dropout`` kept. With ``num_labels > 0``
+        the new label tables start at zero, so the layer equals ``mha`` until it is trained on graphs.
+        ``mha`` must be ``batch_first=True`` (set ``mha.batch_first = True`` and pass ``[B, n, d]`` inputs;
+        the weights do not depend on it), without ``add_bias_kv`` / ``add_zero_attn``, and with
+        ``kdim == vdim``.
+        """
+        if not isinstance(mha, nn.MultiheadAttention):
+            raise TypeError(f"expected a torch.nn.MultiheadAttention, got {type(mha).__name__}")
+        if not mha.batch_first:
+            raise ValueError(
+                "GraphAttention takes [B, n, d] inputs: set mha.batch_first = True (the weights are the same) "
+                "and transpose your inputs"
+            )
+        if mha.bias_k is not None or mha.add_zero_attn:
+            raise ValueError("nn.MultiheadAttention(add_bias_kv=True / add_zero_attn=True) has no GraphAttention "
+                             "equivalent")
+        weight = mha.out_proj.weight
+        new = cls(mha.embed_dim, mha.num_heads, num_labels, value_labels=value_labels, dropout=mha.dropout,
+                  kdim=mha.kdim, vdim=mha.vdim, bias=mha.in_proj_bias is not None, backend=backend,
+                  device=weight.device, dtype=weight.dtype)
+        packed = getattr(mha, "in_proj_weight", None)
+        ws = packed.chunk(3) if packed is not None else (mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight)
+        bs = mha.in_proj_bias.chunk(3) if mha.in_proj_bias is not None else (None,) * 3
+        with torch.no_grad():
+            for lin, w, b in zip((new.q_proj, new.k_proj, new.v_proj), ws, bs, strict=True):
+                lin.weight.copy_(w)
+                if b is not None:
+                    lin.bias.copy_(b)
+            new.out_proj.weight.copy_(mha.out_proj.weight)
+            if mha.out_proj.bias is not None:
+                new.out_proj.bias.copy_(mha.out_proj.bias)
+            for table in (new.label_key, new.label_value):
+                if table is not None:
+                    table.zero_()
+        return new.train(mha.training)
 
     def reset_parameters(self) -> None:
         for lin in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
@@ -369,19 +365,61 @@ class GraphAttention(nn.Module):
     def _allowed(
         self, B: int, nq: int, nk: int, key_padding_mask: Tensor | None, causal: bool, offset: int, device
     ) -> Tensor | None:
-        """``[B|1, 1, nq, nk]`` bool, True = may attend; None when nothing is masked."""
+        """Causal mask and boolean padding: ``[B|1, 1, nq, nk]`` bool, True = may attend; None when nothing is
+        masked."""
         allowed = None
         if causal:
             i = torch.arange(offset, offset + nq, device=device)
             j = torch.arange(nk, device=device)
             allowed = (j[None, :] <= i[:, None])[None, None]
-        if key_padding_mask is not None:
+        if key_padding_mask is not None and not key_padding_mask.is_floating_point():  # float: see _mask_terms
             keep = (~key_padding_mask.bool())[:, None, None, :]
             allowed = keep if allowed is None else allowed & keep
         return allowed
 
     # ------------------------------------------------------------------ forward
-    def forward(
+    def forward(self, *args, **kwargs) -> Tensor | tuple[Tensor, Tensor | None]:
+        """``attn(x, labels, key_padding_mask=None, causal=False, ...)`` or, like ``nn.MultiheadAttention``,
+        ``attn(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None, ...)``; see the
+        class docstring."""
+        second = args[1] if len(args) > 1 else kwargs.get("key", kwargs.get("labels"))
+        if "query" in kwargs or "key" in kwargs or "value" in kwargs or (
+            isinstance(second, Tensor) and second.is_floating_point() and (len(args) > 2 or "value" in kwargs)
+        ):
+            return self._mha_call(*args, **kwargs)
+        return self._graph_call(*args, **kwargs)
+
+    def _mha_call(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Tensor | None = None,
+        need_weights: bool = True,
+        attn_mask: Tensor | None = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """The ``nn.MultiheadAttention(batch_first=True)`` call: returns ``(out, weights or None)``."""
+        if key is not value:
+            raise ValueError(
+                "GraphAttention projects one tensor into both keys and values: call attn(x, x, x) for "
+                "self-attention or attn(query, memory, memory) for cross-attention (key and value must be the "
+                "same tensor object)"
+            )
+        if self.label_key is not None:
+            raise ValueError(
+                "this GraphAttention has label tables: call it as attn(x, labels, key_padding_mask=..., "
+                "attn_mask=...) (the nn.MultiheadAttention call (query, key, value) carries no labels)"
+            )
+        memory = None if key is query else key
+        res = self._graph_call(query, None, key_padding_mask, is_causal, memory, None, need_weights, attn_mask)
+        if not need_weights:
+            return res, None
+        out, weights = res
+        return out, weights.mean(1) if average_attn_weights else weights
+
+    def _graph_call(
         self,
         x: Tensor,
         labels: Tensor | None = None,
@@ -390,7 +428,20 @@ class GraphAttention(nn.Module):
         memory: Tensor | None = None,
         cache: KVCache | None = None,
         need_weights: bool = False,
+        attn_mask: Tensor | None = None,
+        is_causal: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:
+        """The graph-attention call (the contract); see the class docstring."""
+        if x.dim() != 3 or x.shape[-1] != self.embed_dim:
+            raise ValueError(
+                f"x must be [B, n, embed_dim={self.embed_dim}] (batch first), got shape {tuple(x.shape)}"
+            )
+        if labels is not None and labels.is_floating_point():
+            raise TypeError(
+                f"labels must be an integer tensor, got {labels.dtype} (to call GraphAttention like "
+                "nn.MultiheadAttention pass query, key and value: attn(x, x, x))"
+            )
+        causal = bool(causal or is_causal)
         B, nq, _ = x.shape
         q = self._split(self.q_proj(x))
         offset = 0
@@ -421,35 +472,45 @@ class GraphAttention(nn.Module):
             key_padding_mask.dim() != 2 or key_padding_mask.shape[1] != nk or key_padding_mask.shape[0] not in (1, B)
         ):
             raise ValueError(
-                f"key_padding_mask must be [B={B}, nk={nk}] bool (True = padding), "
+                f"key_padding_mask must be [B={B}, nk={nk}] bool (True = padding) or float (added to the scores), "
                 f"got shape {tuple(key_padding_mask.shape)}"
             )
         allowed = self._allowed(B, nq, nk, key_padding_mask, causal, offset, x.device)
+        add = None
+        if attn_mask is not None or (key_padding_mask is not None and key_padding_mask.is_floating_point()):
+            keep, add = _mask_terms(attn_mask, key_padding_mask, B, self.num_heads, nq, nk)
+            if keep is not None:
+                allowed = keep if allowed is None else allowed & keep
         dead = None
         if allowed is not None:
-            dead = ~allowed.any(-1, keepdim=True)  # [B|1, 1, nq, 1]
+            dead = ~allowed.any(-1, keepdim=True)  # [B|1, H|1, nq, 1]
             if bool(dead.any()):
                 allowed = allowed | dead
             else:
                 dead = None
         p_drop = self.dropout if self.training else 0.0
+        mask_grad = add is not None and add.requires_grad and torch.is_grad_enabled()
 
         weights = None
         use_flex = self.backend == "flex" and not self.value_labels and not need_weights and p_drop == 0.0
         wants_grad = torch.is_grad_enabled() and (
-            q.requires_grad or k.requires_grad or v.requires_grad
+            q.requires_grad or k.requires_grad or v.requires_grad or mask_grad
             or (self.label_key is not None and self.label_key.requires_grad)
         )
         if use_flex and q.device.type == "cpu" and wants_grad:
             # FlexAttention has no CPU backward (torch <= 2.13): the SDPA path computes the same function.
             use_flex = False
         if use_flex:
-            out = self._flex(q, k, v, idx, allowed, scale)
-        elif need_weights or p_drop > 0.0:
-            # Reference-style autograd path (dropout on the probabilities, or the weights are wanted).
+            qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale if idx else None  # [B, H, nq, L]
+            out = flex_label_attention(q, k, v, qa, idx, allowed, add, scale)
+        elif need_weights or p_drop > 0.0 or mask_grad:
+            # Reference-style autograd path (dropout on the probabilities, the weights are wanted, or the
+            # float attn_mask needs a gradient).
             scores = torch.matmul(q, k.transpose(-1, -2)) * scale
             if idx:
                 scores = scores + self._key_bias(q, idx, B, nq, nk) * scale
+            if add is not None:
+                scores = scores + add.to(scores.dtype)
             if allowed is not None:
                 scores = scores.masked_fill(~allowed, float("-inf"))
             attn = torch.softmax(scores, dim=-1)
@@ -460,19 +521,22 @@ class GraphAttention(nn.Module):
             if self.value_labels:
                 out = out + self._value_term(attn, idx)
         elif not idx:
-            out = self._plain_sdpa(q, k, v, allowed, causal and key_padding_mask is None and offset == 0 and nq == nk)
+            fast_causal = causal and key_padding_mask is None and attn_mask is None and offset == 0 and nq == nk
+            out = self._plain_sdpa(q, k, v, allowed, add, fast_causal)
         else:
             qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale  # [B, H, nq, L]
             if self.value_labels:
-                out = _LabelAttention.apply(q, k, v, qa, self.label_value, allowed, scale, False, *idx)
+                out = LabelAttentionFunction.apply(q, k, v, qa, self.label_value, allowed, add, scale, False, *idx)
             elif q.device.type == "cuda":
                 # CUDA's memory-efficient SDPA kernel differentiates the additive mask itself.
                 mask = self._gather_bias(qa, idx)
+                if add is not None:
+                    mask = mask + add.to(mask.dtype)
                 if allowed is not None:
                     mask = mask.masked_fill(~allowed, float("-inf"))
                 out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), scale=scale)
             else:
-                out = _LabelAttention.apply(q, k, v, qa, None, allowed, scale, True, *idx)
+                out = LabelAttentionFunction.apply(q, k, v, qa, None, allowed, add, scale, True, *idx)
         if dead is not None:
             out = out.masked_fill(dead, 0.0)
         out = self.out_proj(out.transpose(1, 2).reshape(B, nq, self.embed_dim))
@@ -485,13 +549,21 @@ class GraphAttention(nn.Module):
     def _gather_bias(self, qa: Tensor, idx: list[Tensor]) -> Tensor:
         """``[B, H, nq, nk]``: ``sum_c qa[b, h, i, l^c_ij]``."""
         B, H, nq, _ = qa.shape
-        return _gather_sum(qa, idx, (B, H, nq, idx[0].shape[-1]))
+        return gather_sum(qa, idx, (B, H, nq, idx[0].shape[-1]))
 
-    def _plain_sdpa(self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None, is_causal: bool) -> Tensor:
-        """No labels: SDPA with ``is_causal`` when possible, else a boolean mask (True = attend)."""
+    def _plain_sdpa(
+        self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None, add: Tensor | None, is_causal: bool
+    ) -> Tensor:
+        """No labels: SDPA with ``is_causal`` when possible, else a boolean mask (True = attend), or a
+        float one when there is an additive term."""
         if is_causal:
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        if add is None:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        mask = add.to(q.dtype)
+        if allowed is not None:
+            mask = mask.masked_fill(~allowed, float("-inf"))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
     def _key_bias(self, q: Tensor, idx: list[Tensor], B: int, nq: int, nk: int) -> Tensor:
         """``[B, H, nq, nk]``: ``q_i · a^K[l_ij]`` (unscaled)."""
@@ -509,29 +581,3 @@ class GraphAttention(nn.Module):
         for ix in idx:
             per_label = per_label.scatter_add(-1, ix.expand(B, H, nq, nk), attn)
         return torch.matmul(per_label, self.label_value.to(attn.dtype))
-
-    def _flex(self, q: Tensor, k: Tensor, v: Tensor, idx: list[Tensor], allowed: Tensor | None, scale: float) -> Tensor:
-        """FlexAttention path: ``score_mod`` adds ``q_i · a^K[l_ij]`` inside the kernel.
-
-        Masking (padding / causal) is applied in the same ``score_mod`` (``-inf``); label
-        tensors with batch size 1 broadcast. On CUDA the kernel is ``torch.compile``d (eager
-        FlexAttention materialises the scores); elsewhere it runs eagerly.
-        """
-        flex_attention = _flex_kernel(q.device.type)
-
-        B, H, nq, _ = q.shape
-        qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale if idx else None  # [B, H, nq, L]
-        lab = torch.cat([ix for ix in idx], 1) if idx else None  # [B', C, nq, nk]
-        bsel = (lambda b: b) if lab is None or lab.shape[0] == B else (lambda b: b * 0)
-        allow = None if allowed is None else allowed.expand(allowed.shape[0], 1, nq, k.shape[2])
-        absel = (lambda b: b) if allow is None or allow.shape[0] == B else (lambda b: b * 0)
-        n_ch = 0 if lab is None else lab.shape[1]
-
-        def score_mod(score, b, h, q_idx, kv_idx):
-            for c in range(n_ch):
-                score = score + qa[b, h, q_idx, lab[bsel(b), c, q_idx, kv_idx]]
-            if allow is not None:
-                score = torch.where(allow[absel(b), 0, q_idx, kv_idx], score, -float("inf"))
-            return score
-
-        return flex_attention(q, k, v, score_mod=score_mod, scale=scale)

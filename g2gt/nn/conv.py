@@ -62,7 +62,6 @@ picks).  ``fused=False`` runs the same math through
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import torch

@@ -28,146 +28,33 @@ with sacreBLEU (BLEU and chrF, cased); the metric to maximise is ``"bleu"``.
 
 from __future__ import annotations
 
-import gzip
-import io
 import math
 import os
 import sys
 import warnings
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import IO, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..batch import BucketBatchSampler, GraphBatch, collate, pad_sequences
-from ..decode import beam_search, greedy_search
-from ..graph import EdgeChannel, Graph, LabelVocab, chain_graph, num_chain_labels
-from ..nn.transformer import G2GTConfig, G2GTransformer
-from ..tokenizer import SubwordTokenizer
+from ...batch import BucketBatchSampler, GraphBatch, collate, pad_sequences
+from ...decode import beam_search, greedy_search
+from ...graph import EdgeChannel, Graph, LabelVocab, chain_graph, num_chain_labels
+from ...nn.transformer import G2GTConfig, G2GTransformer
+from ...tokenizer import SubwordTokenizer
+from .config import Seq2SeqSettings
+from .data import check_aligned
+from .metrics import mt_scores
 
-__all__ = [
-    "Seq2SeqSettings",
-    "Seq2SeqBatch",
-    "ParallelData",
-    "Seq2SeqTask",
-    "MisalignedError",
-    "read_lines",
-    "read_parallel",
-    "open_text",
-    "subword_dependency_channel",
-    "load_seq2seq",
-    "corpus_scores",
-    "SUBWORD_LABEL",
-]
+__all__ = ["SUBWORD_LABEL", "ParallelData", "Seq2SeqBatch", "Seq2SeqSettings", "Seq2SeqTask", "load_seq2seq",
+           "subword_dependency_channel"]
 
 SUBWORD_LABEL = "<subword>"
 
 
-class MisalignedError(ValueError):
-    """Parallel files whose line counts differ."""
-
-
-# ---------------------------------------------------------------------------- text files
-def open_text(path: str | os.PathLike) -> IO[str]:
-    """Open a UTF-8 text file for reading; ``.gz`` files are decompressed on the fly."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
-
-
-def _open_binary(path: Path) -> IO[bytes]:
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
-
-
-def read_lines(path: str | os.PathLike | IO, name: str | None = None) -> list[str]:
-    """All lines of a plain or ``.gz`` UTF-8 file (or an open stream) without their
-    line ends (``\\n`` / ``\\r\\n``). A UTF-8 byte-order mark at the start is dropped.
-
-    Raises ``ValueError("FILE:LINE: not valid UTF-8 ...")`` naming the offending line.
-    """
-    if hasattr(path, "read"):
-        f, close = path, False
-        name = name or getattr(path, "name", "<stream>")
-        f = getattr(f, "buffer", f)  # text streams (stdin): read their bytes
-    else:
-        f, close, name = _open_binary(Path(path)), True, name or str(path)
-    out: list[str] = []
-    try:
-        for lineno, raw in enumerate(f, 1):
-            if isinstance(raw, str):
-                out.append(raw.rstrip("\r\n"))
-                continue
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{name}:{lineno}: not valid UTF-8 ({e.reason} at byte {e.start} of the line)") from None
-            if lineno == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            out.append(line.rstrip("\r\n"))
-    finally:
-        if close:
-            f.close()
-    return out
-
-
-def read_parallel(src: str | os.PathLike, tgt: str | os.PathLike) -> tuple[list[str], list[str]]:
-    """Read two aligned files (one sentence a line); fail if their line counts differ."""
-    s, t = read_lines(src), read_lines(tgt)
-    check_aligned(len(s), str(src), len(t), str(tgt))
-    return s, t
-
-
-def check_aligned(n_src: int, src_name: str, n_tgt: int, tgt_name: str) -> None:
-    if n_src != n_tgt:
-        raise MisalignedError(
-            f"parallel files are misaligned: {src_name} has {n_src} lines but {tgt_name} has {n_tgt} lines "
-            "(expected one sentence per line, the same number of lines in both)"
-        )
-
-
 # ---------------------------------------------------------------------------- settings / data
-@dataclass
-class Seq2SeqSettings:
-    """Data and decoding settings of a seq2seq model (saved inside its checkpoint).
-
-    ``max_distance``: clip distance ``k`` of the source chain labels (0 = no chain
-    channel, e.g. absolute positions only). ``graph``: the encoder also gets the
-    source dependency channel. ``max_src_len`` / ``max_tgt_len``: subwords kept per
-    sentence (longer ones are truncated, with a warning counting them; the target
-    limit includes EOS). ``max_len_a`` / ``max_len_b``: decoding stops after
-    ``a * source_len + b`` tokens.
-    """
-
-    max_distance: int = 16
-    graph: bool = False
-    joint_vocab: bool = True
-    max_src_len: int = 256
-    max_tgt_len: int = 256
-    label_smoothing: float = 0.1
-    max_tokens: int = 4096
-    eval_sentences: int = 0  # 0 = the whole dev set
-    eval_beam: int = 1
-    length_penalty: float = 1.0
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Seq2SeqSettings":
-        names = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in d.items() if k in names})
-
-
 @dataclass
 class ParallelData:
     """Encoded sentence pairs: ``src[i]`` / ``tgt[i]`` subword ids (no BOS/EOS),
@@ -318,7 +205,7 @@ class Seq2SeqTask:
         words = [list(s.forms) for s in parsed]
         enc = self.src_tok.encode_words_batch(words)
         ids, deps, n_cut = [], [], 0
-        for sent, (tok_ids, widx) in zip(parsed, enc):
+        for sent, (tok_ids, widx) in zip(parsed, enc, strict=True):
             g = sent.to_graph(rel_vocab=rv, max_distance=max(1, self.settings.max_distance))
             n = len(sent)
             wl = g.label_matrix("deps") if "deps" in g.channels else torch.zeros(n, n, dtype=torch.long)
@@ -372,15 +259,12 @@ class Seq2SeqTask:
 
     def _sampler(self, data: ParallelData, shuffle: bool, epoch: int = 0, rank: int = 0, world: int = 1,
                  skip: int = 0) -> BucketBatchSampler:
-        lengths = [max(len(s), len(t) + 1, 1) for s, t in zip(data.src, data.tgt)]
+        lengths = [max(len(s), len(t) + 1, 1) for s, t in zip(data.src, data.tgt, strict=True)]
         max_tokens = max(self.settings.max_tokens, max(lengths, default=1))
         sampler = BucketBatchSampler(lengths, max_tokens, shuffle=shuffle, seed=self.seed, num_replicas=world,
                                      rank=rank)
         sampler.set_epoch(epoch, skip)
         return sampler
-
-    def num_train_batches(self, epoch: int, rank: int, world_size: int) -> int:
-        return len(self._sampler(self.train, True, epoch, rank, world_size))
 
     def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterator[Seq2SeqBatch]:
         if self.train is None:
@@ -406,9 +290,18 @@ class Seq2SeqTask:
     @torch.no_grad()
     def translate_ids(self, model, src: Sequence[list[int]], deps: Sequence[EdgeChannel] | None = None,
                       beam: int = 1, length_penalty: float | None = None, batch_size: int = 64,
-                      progress: bool = False) -> list[list[int]]:
-        """Decode encoded sources (greedy for ``beam <= 1``); returns target ids in input order.
-        Empty sources give empty outputs without running the model."""
+                      progress: bool = False, max_tokens: int | None = None) -> list[list[int]]:
+        """Decode encoded sources (greedy for ``beam = 1``, else beam search); returns target ids in input
+        order. Empty sources give empty outputs without running the model.
+
+        Sources are decoded shortest first, in batches of at most ``batch_size`` sentences and, when
+        ``max_tokens`` is given, at most ``max_tokens`` padded source subwords (a longer sentence is decoded
+        alone). ``beam``, ``batch_size`` and ``max_tokens`` must be integers >= 1 (``ValueError`` otherwise).
+        """
+        _check_positive_int("beam", beam, "1 = greedy search")
+        _check_positive_int("batch_size", batch_size, "sentences decoded together")
+        if max_tokens is not None:
+            _check_positive_int("max_tokens", max_tokens, "padded source subwords per batch")
         lp = self.settings.length_penalty if length_penalty is None else length_penalty
         device = next(model.parameters()).device
         was = model.training
@@ -419,19 +312,18 @@ class Seq2SeqTask:
 
         bar = tqdm(total=len(order), desc="translate", disable=not progress, dynamic_ncols=True, file=sys.stderr)
         try:
-            for start in range(0, len(order), max(1, batch_size)):
-                idx = order[start : start + batch_size]
+            for idx in _pack_sorted([len(src[i]) for i in order], order, batch_size, max_tokens):
                 gb = self.collate_sources([src[i] for i in idx], None if deps is None else [deps[i] for i in idx])
                 gb = gb.to(device)
                 labels = gb.labels if gb.labels.shape[1] else None
                 memory = model.encode(gb.tokens, labels, gb.padding_mask)
                 max_len = self._max_len(int(gb.lengths.max()))
-                if beam <= 1:
+                if beam == 1:
                     hyps = greedy_search(model, memory, gb.padding_mask, max_len, self.bos_id, self.eos_id)
                 else:
                     hyps = beam_search(model, memory, gb.padding_mask, max_len, self.bos_id, self.eos_id,
                                        beam_size=beam, length_penalty=lp)
-                for i, h in zip(idx, hyps):
+                for i, h in zip(idx, hyps, strict=True):
                     out[i] = h
                 bar.update(len(idx))
         finally:
@@ -440,14 +332,15 @@ class Seq2SeqTask:
         return out
 
     def translate(self, model, sentences: Sequence[str] | Sequence, beam: int = 1,
-                  length_penalty: float | None = None, batch_size: int = 64, progress: bool = False) -> list[str]:
+                  length_penalty: float | None = None, batch_size: int = 64, progress: bool = False,
+                  max_tokens: int | None = None) -> list[str]:
         """Raw sentences (or CoNLL-U sentences in graph mode) -> detokenized translations,
-        one per input, ``""`` for an empty input."""
+        one per input, ``""`` for an empty input (batching as in :meth:`translate_ids`)."""
         if self.settings.graph:
             ids, deps = self.encode_graph_sources(sentences, "input")
         else:
             ids, deps = self.encode_sources(sentences, "input"), None
-        hyps = self.translate_ids(model, ids, deps, beam, length_penalty, batch_size, progress)
+        hyps = self.translate_ids(model, ids, deps, beam, length_penalty, batch_size, progress, max_tokens)
         return self.tgt_tok.decode_batch(hyps)
 
     # ---- evaluation
@@ -471,36 +364,36 @@ class Seq2SeqTask:
         sub = ParallelData(self.dev.src[:k], self.dev.tgt[:k], self.dev.refs[:k],
                            None if self.dev.deps is None else self.dev.deps[:k])
         hyps = self.tgt_tok.decode_batch(self.translate_ids(model, sub.src, sub.deps, beam=self.settings.eval_beam))
-        scores = corpus_scores(hyps, sub.refs)
+        scores = mt_scores(sub.refs, hyps)
         return {"bleu": scores["bleu"], "chrf": scores["chrf"], "dev_loss": self.dev_loss(model, self.dev)}
 
 
-def corpus_scores(hyps: Sequence[str], refs: Sequence[str], lowercase: bool = False) -> dict[str, float]:
-    """sacreBLEU corpus BLEU (13a tokenization) and chrF on detokenized text."""
-    import sacrebleu
+def _check_positive_int(name: str, value, meaning: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1 ({meaning}), got {value!r}")
 
-    if len(hyps) != len(refs):
-        raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
-    bleu = sacrebleu.corpus_bleu(list(hyps), [list(refs)], lowercase=lowercase)
-    if lowercase:
-        hyps, refs = [h.lower() for h in hyps], [r.lower() for r in refs]
-    chrf = sacrebleu.corpus_chrf(list(hyps), [list(refs)])
-    return {"bleu": float(bleu.score), "chrf": float(chrf.score)}
+
+def _pack_sorted(lengths: Sequence[int], items: Sequence[int], batch_size: int,
+                 max_tokens: int | None) -> Iterator[list[int]]:
+    """Cut ``items`` (sorted by ascending ``lengths``) into consecutive batches of at most ``batch_size``
+    items and at most ``max_tokens`` padded tokens (``len(batch) * longest``); an item longer than
+    ``max_tokens`` forms its own batch."""
+    batch: list[int] = []
+    for n, item in zip(lengths, items, strict=True):
+        if batch and (len(batch) >= batch_size or (max_tokens is not None and n * (len(batch) + 1) > max_tokens)):
+            yield batch
+            batch = []
+        batch.append(item)
+    if batch:
+        yield batch
 
 
 def load_seq2seq(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[G2GTransformer, Seq2SeqTask]:
     """Load a trained model: ``path`` is a checkpoint file or a training folder
     (``best.pt``, else ``last.pt``). Uses ``weights_only=True`` and ``strict=True``."""
-    from ..train import load_checkpoint
+    from ...checkpoint import load_checkpoint, resolve_checkpoint
 
-    p = Path(path)
-    if p.is_dir():
-        cand = [p / "best.pt", p / "last.pt"]
-        found = [c for c in cand if c.exists()]
-        if not found:
-            raise FileNotFoundError(f"{p}: no best.pt or last.pt in this folder (is it a 'g2gt train seq2seq' --out?)")
-        p = found[0]
-    state = load_checkpoint(p, device)
+    state = load_checkpoint(resolve_checkpoint(path), device)
     task = Seq2SeqTask.from_checkpoint_extra(state.get("task", {}))
     model = G2GTransformer(G2GTConfig(**state["model_config"]))
     model.load_state_dict(state["model"], strict=True)

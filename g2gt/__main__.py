@@ -1,0 +1,7 @@
+"""``python -m g2gt`` = the ``g2gt`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,95 @@
+"""The one place where g2gt touches private torch APIs.
+
+Each probe is a small function with a safe fallback, so a torch upgrade that renames or
+changes a private API degrades to a slower public path here (with one warning) instead of
+breaking the library somewhere else. ``tests/test_compat.py`` has one test per probe.
+
+Probes:
+
+* :func:`cpu_flash_attention` -- ``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu``,
+  the fused CPU kernel behind ``F.scaled_dot_product_attention`` that also returns the
+  log-sum-exp of each score row (used by ``g2gt.nn.attention``'s hand-written backward).
+* :func:`amx_tile_supported` -- ``torch.cpu._is_amx_tile_supported`` (Intel AMX tiles, fast
+  bfloat16 matrix products; used to pick the inference dtype).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+__all__ = ["amx_tile_supported", "cpu_flash_attention"]
+
+FlashFn = Callable[[Tensor, Tensor, Tensor, Tensor, float], "tuple[Tensor, Tensor]"]
+
+_FLASH_CPU_OP = "_scaled_dot_product_flash_attention_for_cpu"
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_flash_attention() -> FlashFn | None:
+    """The fused CPU flash-attention kernel with its log-sum-exp, or None where it is missing or changed.
+
+    Returns ``flash(q, k, v, attn_mask, scale) -> (out, lse)`` with ``q [B, H, nq, d]``,
+    ``k, v [B, H, nk, d]``, ``attn_mask`` an additive float mask broadcastable to
+    ``[B, H, nq, nk]`` (``-inf`` = not allowed; same dtype as ``q``), and
+
+        S = scale * q k^T + attn_mask,   out = softmax(S) v   [B, H, nq, d],
+        lse = logsumexp(S, -1)           [B, H, nq]  (float32 for float16 / bfloat16 inputs)
+
+    No dropout, not causal. The private aten op is checked once per process against the
+    public ``F.scaled_dot_product_attention`` and ``torch.logsumexp`` on a tiny float64
+    case; if it is absent or disagrees (a torch upgrade changed it), this returns None and
+    warns once, and callers use their unfused path.
+    """
+    op = getattr(torch.ops.aten, _FLASH_CPU_OP, None)
+    if op is None:
+        return None
+
+    def flash(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor, scale: float) -> tuple[Tensor, Tensor]:
+        out, lse = op(q, k, v, 0.0, False, attn_mask=attn_mask, scale=scale)[:2]
+        return out, lse
+
+    try:
+        g = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(2, 2, n, 4, dtype=torch.float64, generator=g) for n in (3, 5, 5))
+        mask = torch.randn(2, 1, 3, 5, dtype=torch.float64, generator=g)
+        mask[0, 0, 1, 2] = float("-inf")
+        out, lse = flash(q, k, v, mask, 0.3)
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3)
+        ref_lse = torch.logsumexp(0.3 * q @ k.transpose(-1, -2) + mask, -1)
+        ok = (
+            out.shape == ref.shape and lse.shape == ref_lse.shape
+            and torch.allclose(out, ref, atol=1e-9) and torch.allclose(lse.double(), ref_lse, atol=1e-9)
+        )
+    except Exception as err:  # any failure means "do not use it"
+        ok, why = False, f"{type(err).__name__}: {err}"
+    else:
+        why = "its results differ from F.scaled_dot_product_attention"
+    if not ok:
+        warnings.warn(
+            f"g2gt: torch {torch.__version__}'s private op aten.{_FLASH_CPU_OP} is not usable ({why}); "
+            "GraphAttention uses its slower unfused CPU path",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    return flash
+
+
+def amx_tile_supported() -> bool:
+    """Whether this CPU has Intel AMX tiles (fast bfloat16 matrix products).
+
+    Reads the private ``torch.cpu._is_amx_tile_supported`` (torch >= 2.3); False where it is
+    missing or fails. Never raises.
+    """
+    probe = getattr(getattr(torch, "cpu", None), "_is_amx_tile_supported", None)
+    if probe is None:
+        return False
+    try:
+        return bool(probe())
+    except Exception:  # unusual builds: report "no AMX"
+        return False

@@ -1,0 +1,69 @@
+"""Graph-to-graph Transformer dependency parsing (RNGTr-style iterative refinement), one module per idea:
+
+* :mod:`~g2gt.parsing.config` — :class:`ParserConfig` (torch-free);
+* :mod:`~g2gt.parsing.vocab` — :class:`ParserVocab` (words, characters, tags, relations, lemma rules);
+* :mod:`~g2gt.parsing.lemma_rules` — lemmas as edit scripts;
+* :mod:`~g2gt.parsing.batching` — examples, padded :class:`ParseBatch`, dependency-channel labels;
+* :mod:`~g2gt.parsing.model` — :class:`ParserModel` (the ``nn.Module``: training loss and ``decode``);
+* :mod:`~g2gt.parsing.decode` — sentences in, :class:`ParseResult` out (THE inference path);
+* :mod:`~g2gt.parsing.task` — :class:`ParsingTask` for the Trainer, :func:`attachment_scores`, :func:`tag_accuracies`;
+* :mod:`~g2gt.parsing.predictor` — :class:`Parser`, the user-facing wrapper;
+* :mod:`~g2gt.parsing.train` — :func:`train_parser` (torch-free until called).
+
+``import g2gt.parsing`` is cheap: names load their module on first use (PEP 562).
+
+Example::
+
+    from g2gt.parsing import Parser
+
+    nlp = Parser.load("runs/parser")
+    for sent in nlp("The cat sat on the mat. It purred."):
+        print(sent.serialize())
+"""
+
+import importlib
+from typing import TYPE_CHECKING
+
+_EXPORTS = {
+    "ParserConfig": "config",
+    "ParserVocab": "vocab", "sentence_feats": "vocab",
+    "ParseBatch": "batching", "make_batch": "batching", "make_example": "batching", "dependency_labels": "batching",
+    "corrupt_graph": "batching", "length_batches": "batching",
+    "ParserModel": "model", "DecodedBatch": "model",
+    "ParseResult": "decode", "SentenceParse": "decode", "Tree": "decode", "decode_sentences": "decode",
+    "ParsingTask": "task", "attachment_scores": "task", "tag_accuracies": "task",
+    "Parser": "predictor", "fast_inference_dtype": "predictor", "inference_dtype": "predictor",
+    "rule_segmenter": "predictor",
+    "train_parser": "train",
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .batching import (
+        ParseBatch, corrupt_graph, dependency_labels, length_batches, make_batch, make_example,
+    )
+    from .config import ParserConfig
+    from .decode import ParseResult, SentenceParse, Tree, decode_sentences
+    from .model import DecodedBatch, ParserModel
+    from .predictor import Parser, fast_inference_dtype, inference_dtype, rule_segmenter
+    from .task import ParsingTask, attachment_scores, tag_accuracies
+    from .train import train_parser
+    from .vocab import ParserVocab, sentence_feats
+
+__all__ = [
+    "ParserConfig", "ParserVocab", "sentence_feats", "ParseBatch", "make_batch", "make_example",
+    "dependency_labels", "corrupt_graph", "length_batches", "ParserModel", "DecodedBatch", "ParseResult",
+    "SentenceParse", "Tree", "decode_sentences", "ParsingTask", "attachment_scores", "tag_accuracies",
+    "Parser", "fast_inference_dtype", "inference_dtype", "rule_segmenter", "train_parser",
+]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,247 @@
+"""The user-facing parser: ``Parser.load(model_dir)("Some text.")``.
+
+:meth:`Parser.parse` takes raw text, tokenized sentences or :class:`g2gt.io.Sentence` objects and
+returns parsed copies; :meth:`Parser.predict` returns the bare predictions (:class:`ParseResult`).
+Both go through :func:`g2gt.parsing.decode.decode_sentences`, the path dev evaluation uses.
+
+Columns of the output (CoNLL-U names):
+
+* predicted: HEAD, DEPREL, UPOS, and XPOS, FEATS, LEMMA when the model has those heads;
+* ``keep``: columns named there are copied from the input instead of being predicted (e.g.
+  ``keep=("upos", "lemma")``); HEAD / DEPREL are always predicted;
+* DEPS: the enhanced graph of the input no longer matches a new tree, so it is written ``_`` unless
+  ``keep`` names ``"deps"``; empty nodes (``8.1`` lines) exist only for the enhanced graph, so they are
+  dropped together with DEPS, and kept with it;
+* everything else (ID, FORM, MISC, comments, multiword-token lines) passes through unchanged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import torch
+from torch import Tensor
+
+from ..io import Sentence, parse_conllu_string, sentence_from_words
+from .batching import dependency_labels, make_batch, make_example
+from .config import ParserConfig
+from .decode import ParseResult, decode_sentences
+from .model import ParserModel
+from .vocab import ParserVocab
+
+__all__ = ["Parser", "rule_segmenter", "fast_inference_dtype", "inference_dtype", "KEEPABLE_COLUMNS"]
+
+Segmenter = Callable[[str], "list[Sentence]"]
+KEEPABLE_COLUMNS = ("upos", "xpos", "feats", "lemma", "deps")
+_PASS_THROUGH = ("id", "form", "misc")  # never predicted: naming them in `keep` changes nothing
+
+
+def rule_segmenter(text: str) -> list[Sentence]:
+    """The default ``segmenter``: the rule tokenizer and sentence splitter of :mod:`g2gt.io.text`."""
+    from ..io.text import text_to_sentences
+
+    return text_to_sentences(text, tokenizer="rule")
+
+
+class Parser:
+    """A trained parser (model + vocabulary): ``Parser.load(model_dir).parse(x)``, or ``parser(x)``.
+
+    Args:
+        model: the :class:`ParserModel`.
+        vocab: its :class:`ParserVocab`.
+        max_distance: clip distance of the position channel (default: the model's).
+        refine_steps: default refinement iterations after iteration 0.
+        segmenter: ``text -> list[Sentence]`` used for raw-text input (tokenization and sentence
+            splitting); default: the rule tokenizer (:func:`rule_segmenter`).
+
+    Every output is exactly one single-rooted tree per sentence (MST / Eisner), in input order.
+    """
+
+    def __init__(self, model: ParserModel, vocab: ParserVocab, max_distance: int | None = None,
+                 refine_steps: int = 2, segmenter: Segmenter | None = None) -> None:
+        self.model = model
+        self.vocab = vocab
+        self.max_distance = model.config.max_distance if max_distance is None else max_distance
+        self.refine_steps = refine_steps
+        self.segmenter: Segmenter = segmenter or rule_segmenter
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype | str | None = None,
+             segmenter: Segmenter | None = None) -> "Parser":
+        """Load a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file, with
+        ``weights_only=True`` and ``strict=True``.
+
+        ``dtype``: cast the weights for inference, e.g. ``torch.bfloat16`` or ``"bfloat16"`` (faster on
+        GPUs and on CPUs with AMX matrix units); ``"auto"`` picks it only there
+        (:func:`fast_inference_dtype`). Arc scores are decoded in float32 either way.
+        """
+        from ..checkpoint import load_checkpoint, resolve_checkpoint
+
+        file = resolve_checkpoint(path)
+        ck = load_checkpoint(file, device)
+        extra = ck.get("task", {})
+        if "vocab" not in extra or "model_config" not in ck:
+            raise ValueError(f"{file}: not a parser checkpoint (no parser vocabulary inside; is it from "
+                             "'g2gt train parser'?)")
+        cfg = ParserConfig.from_dict(ck["model_config"])
+        model = ParserModel(cfg)
+        model.load_state_dict(ck["model"], strict=True)
+        model.to(device=device, dtype=inference_dtype(dtype, device)).eval()
+        return cls(model, ParserVocab.from_dict(extra["vocab"]), int(extra.get("max_distance", cfg.max_distance)),
+                   int(extra.get("refine_steps", 2)), segmenter)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The CoNLL-U columns this parser predicts (lowercase names)."""
+        return ("head", "deprel", "upos") + tuple(self.model.taggers)  # tagger names are column names
+
+    # ------------------------------------------------------------------ parsing
+    def predict(self, sentences: Sequence, refine_steps: int | None = None, algorithm: str = "mst",
+                use_input_graph: bool = False, max_tokens: int = 3000, progress: bool = False,
+                record_iterations: bool = False) -> ParseResult:
+        """The predictions for ``sentences`` (objects with ``forms``, e.g. :class:`Sentence`), in order.
+
+        ``refine_steps``: refinement iterations (default: the model's). ``algorithm``: ``"mst"``
+        (non-projective) or ``"eisner"`` (projective). ``use_input_graph``: the sentences' own
+        HEAD / DEPREL are iteration 0's graph (a :class:`ValueError` naming ``file:line`` if one is not a
+        single-rooted tree). ``max_tokens``: padded nodes per batch. ``record_iterations``: keep every
+        iteration's trees (:attr:`SentenceParse.iterations`).
+        """
+        T = self.refine_steps if refine_steps is None else refine_steps
+        return decode_sentences(self.model, self.vocab, sentences, self.max_distance, T, algorithm, use_input_graph,
+                                max_tokens, progress, record_iterations)
+
+    def parse(self, x: str | Iterable, refine_steps: int | None = None, algorithm: str = "mst",
+              use_input_graph: bool = False, max_tokens: int = 3000, progress: bool = False,
+              keep: Iterable[str] | str = ()) -> list[Sentence]:
+        """Parsed copies of the input (see the module docstring for the columns).
+
+        ``x``: raw text (one string: tokenized and split into sentences by ``self.segmenter``), one
+        tokenized sentence (a list of strings), several (a list of lists of strings), or
+        :class:`Sentence` objects (e.g. from :func:`g2gt.io.read_conllu`). ``keep``: input columns to keep
+        instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``. The other
+        arguments are :meth:`predict`'s.
+        """
+        kept = _keep_set(keep)
+        sentences = self.to_sentences(x)
+        pred = self.predict(sentences, refine_steps, algorithm, use_input_graph, max_tokens, progress)
+        return [_apply(s, p, kept) for s, p in zip(sentences, pred)]
+
+    __call__ = parse
+
+    def to_sentences(self, x: str | Iterable) -> list[Sentence]:
+        """The input forms :meth:`parse` accepts, as a list of sentences (see :meth:`parse`)."""
+        if isinstance(x, str):
+            out = list(self.segmenter(x)) if x.strip() else []
+            if not all(isinstance(s, Sentence) for s in out):
+                raise TypeError(f"the segmenter {self.segmenter!r} must return a list of g2gt.io.Sentence")
+            return out
+        if isinstance(x, Sentence):
+            return [x]
+        items = list(x)
+        if all(isinstance(i, Sentence) for i in items):
+            return items
+        if all(isinstance(i, str) for i in items):
+            return [sentence_from_words(items, sent_id="1")]
+        if all(isinstance(i, (list, tuple)) and all(isinstance(w, str) for w in i) for i in items):
+            return [sentence_from_words(list(words), sent_id=str(k)) for k, words in enumerate(items, start=1)]
+        kinds = sorted({type(i).__name__ for i in items})
+        raise TypeError(f"parse() expects raw text (a str), one tokenized sentence (a list of str), several "
+                        f"(a list of lists of str) or g2gt.io.Sentence objects; got a list of {', '.join(kinds)}")
+
+    # ------------------------------------------------------------------ attention
+    def attention(self, sentence, refine_steps: int = 0, algorithm: str = "mst") -> tuple[list[str], list[Tensor]]:
+        """Tokens (with ``<root>``) and per-layer attention weights ``[H, n, n]`` of the pass that reads the
+        graph after ``refine_steps`` passes (0 = iteration 0, from the empty graph)."""
+        graph = None
+        if refine_steps > 0:
+            p = self.predict([sentence], refine_steps=refine_steps - 1, algorithm=algorithm)[0]
+            heads = torch.tensor([[0] + p.heads])
+            rels = torch.tensor([[0] + [self.vocab.rel_index.get(x, 0) for x in p.deprels]])
+            valid = torch.ones_like(heads, dtype=torch.bool)
+            valid[0, 0] = False
+            graph = dependency_labels(heads, rels, valid).to(self.device)
+        ex = make_example(sentence, self.vocab)
+        batch = make_batch([ex], [0], self.vocab, self.max_distance).to(self.device)
+        g = batch.graph
+        self.model.eval()
+        lab = self.model.labels(batch.position, graph)
+        ws = self.model.attention_weights(g.tokens, batch.char_ids, batch.word_types, g.padding_mask, lab)
+        return ex.forms, [w[0].cpu() for w in ws]
+
+
+# --------------------------------------------------------------------------- output columns
+def _keep_set(keep: Iterable[str] | str) -> set[str]:
+    names = [keep] if isinstance(keep, str) else list(keep)
+    out = set()
+    for name in names:
+        k = str(name).lower()
+        if k in ("head", "deprel"):
+            raise ValueError(f"keep={name!r}: HEAD and DEPREL are what the parser predicts; to start from the "
+                             "input's tree use use_input_graph=True")
+        if k not in KEEPABLE_COLUMNS + _PASS_THROUGH:
+            raise ValueError(f"keep={name!r}: not a CoNLL-U column the parser writes; expected some of "
+                             f"{', '.join(KEEPABLE_COLUMNS)}")
+        out.add(k)
+    return out
+
+
+def _apply(sent: Sentence, p, kept: set[str]) -> Sentence:
+    """A copy of ``sent`` with the predicted columns of ``p`` (a :class:`SentenceParse`) written in."""
+    out = sent.with_parse(p.heads, p.deprels, None if "upos" in kept else p.upos)
+    xpos = None if "xpos" in kept else p.xpos
+    feats = None if "feats" in kept else p.feats
+    lemmas = None if "lemma" in kept else p.lemmas
+    clear_deps = "deps" not in kept
+    for k, tok in enumerate(out.words):
+        if xpos is not None:
+            tok["xpos"] = xpos[k]
+        if feats is not None:
+            f = feats[k]
+            tok["feats"] = None if f == "_" else dict(kv.split("=", 1) for kv in f.split("|"))
+        if lemmas is not None:
+            tok["lemma"] = lemmas[k]
+        if clear_deps:
+            tok["deps"] = None
+    return _without_empty_nodes(out) if clear_deps else out
+
+
+def _without_empty_nodes(sent: Sentence) -> Sentence:
+    """``sent`` without its empty-node lines (ids ``N.M``); every other line stays as it is written."""
+    if not any(isinstance(t["id"], tuple) and t["id"][1] == "." for t in sent.tokens):
+        return sent
+    lines = [line for line in sent.serialize().split("\n")
+             if not (line and not line.startswith("#") and "." in line.split("\t", 1)[0])]
+    (out,) = parse_conllu_string("\n".join(lines), name=sent.path)
+    out.path, out.line = sent.path, sent.line
+    return out
+
+
+# --------------------------------------------------------------------------- inference dtype
+def fast_inference_dtype(device: str | torch.device = "cpu") -> torch.dtype:
+    """``torch.bfloat16`` where bfloat16 matrix products are fast (CUDA with bf16 support, CPUs with AMX
+    tiles), else ``torch.float32``."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    from .._compat import amx_tile_supported  # the private-torch-API probe lives in g2gt._compat
+
+    return torch.bfloat16 if dev.type == "cpu" and amx_tile_supported() else torch.float32
+
+
+def inference_dtype(dtype: torch.dtype | str | None, device: str | torch.device = "cpu") -> torch.dtype | None:
+    """``None`` / a ``torch.dtype`` / a name such as ``"bfloat16"`` / ``"auto"`` (see
+    :func:`fast_inference_dtype`) -> a floating ``torch.dtype``, or None (keep the weights' dtype)."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype == "auto":
+        return fast_inference_dtype(device)
+    dt = getattr(torch, str(dtype), None)
+    if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
+        raise ValueError(f"dtype must be a floating torch dtype such as float32 or bfloat16, got {dtype!r}")
+    return dt
