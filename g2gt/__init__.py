@@ -25,6 +25,18 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
 
 
+def load(model: str = "en_ewt", device: str = "cpu", dtype: str | None = None, **kwargs):
+    """The ready-to-use pipeline: ``nlp = g2gt.load(); nlp("Some text.")`` -> parsed sentences.
+
+    ``model``: a shipped model's name (default ``"en_ewt"``: tokenizer, sentence splitter, tagger,
+    lemmatizer, parser and enhanced-UD graphs for English, trained on UD English EWT), a model folder, a
+    training folder or a checkpoint file. Returns a :class:`g2gt.parsing.Parser` (see
+    :meth:`~g2gt.parsing.Parser.parse` for what it takes: raw text, token lists or sentences)."""
+    from .parsing import Parser
+
+    return Parser.load(model, device=device, dtype=dtype, **kwargs)
+
+
 def __getattr__(name: str):
     if name in _EXPORTS:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
@@ -40,6 +52,7 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "load",
     "Graph",
     "EdgeChannel",
     "ChainChannel",

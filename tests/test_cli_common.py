@@ -35,6 +35,8 @@ COMMANDS = {
     "evaluate": ["evaluate", "g", "p"],
     "draw": ["draw", "x.conllu"],
     "bench": ["bench"],
+    "models": ["models"],
+    "export-model": ["export-model", "--parser", "p", "-o", "o"],
 }
 COMMON = ["--device", "cpu", "--threads", "1", "--batch-tokens", "123", "--no-progress", "--debug"]
 

@@ -9,5 +9,6 @@ COMMAND_MODULES = [
     "g2gt.commands.seq2seq",   # train seq2seq, translate, evaluate-mt
     "g2gt.commands.ud",        # evaluate, draw
     "g2gt.commands.enhanced",  # train enhanced, enhance
+    "g2gt.commands.models",    # models, export-model
     "g2gt.commands.bench",     # bench
 ]

@@ -13,6 +13,7 @@ import time
 from itertools import islice
 from pathlib import Path
 
+from ..models import DEFAULT_MODEL
 from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN, shared_data
 from .common import (
     UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime,
@@ -169,24 +170,38 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
         "single-rooted tree per sentence, otherwise parsing stops with an error naming FILE:LINE\n"
         "(no silent fallback). Relations unknown to the model enter the graph as unlabelled-like\n"
         "edges of the first relation in the model's list.")
-    p.add_argument("--model", required=True, metavar="DIR", help="training folder (best.pt) or checkpoint file")
+    p.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR",
+                   help=f"a shipped model's name, a model or training folder, or a checkpoint file "
+                        f"(default: {DEFAULT_MODEL}, shipped in the package)")
     p.add_argument("input", nargs="?", metavar="INPUT", help="CoNLL-U file (plain or .gz), or - for stdin")
     p.add_argument("-o", "--output", metavar="FILE", help="output CoNLL-U (default: stdout)")
     p.add_argument("--in-place", action="store_true", help="write the output over INPUT (needed when -o is INPUT)")
-    p.add_argument("--text", help="raw text to tokenize, split and parse instead of an input file")
+    p.add_argument("--text", help="raw text to tokenize, split into sentences and parse instead of an input file")
+    p.add_argument("--raw", metavar="FILE", default=None,
+                   help="raw text file (plain or .gz) or - for stdin: a document, tokenized and split into "
+                        "sentences (paragraphs are blank-line separated; # newpar marks them)")
     p.add_argument("--lines", metavar="FILE", default=None,
                    help="raw text file (plain or .gz), one sentence per line: tokenized but never split, "
                         "so line k becomes sentence k (sent_id = k), e.g. to parse the source side of a "
                         "parallel corpus for 'g2gt train seq2seq --src-graphs'")
-    p.add_argument("--tokenizer", choices=["rule", "stanza", "auto"], default="auto",
-                   help="raw-text tokenizer: rule-based, stanza (installed model only) or auto (default)")
+    p.add_argument("--tokenizer", choices=["auto", "model", "rule", "stanza"], default="auto",
+                   help="raw-text tokenizer for --text / --raw: the model's learned tokenizer and sentence "
+                        "splitter (model), rule-based (rule), stanza (installed model only), or auto (default: "
+                        "the model's if it ships one, else stanza if installed, else rule). --lines uses rules "
+                        "or stanza (a line is never split)")
+    p.add_argument("--enhanced", action="store_true",
+                   help="also predict DEPS, the enhanced UD graph (needs a model with enhancer.pt, e.g. the "
+                        "shipped one); without it DEPS is written _ unless --keep deps")
+    p.add_argument("--keep", default="", metavar="COLS",
+                   help="comma-separated input columns to keep instead of predicting them: upos, xpos, feats, "
+                        "lemma, deps (deps: the input's enhanced graph and empty nodes are kept)")
     p.add_argument("--refine", action="store_true",
                    help="start from the input's HEAD/DEPREL graph instead of the empty graph")
     p.add_argument("--refine-steps", type=non_negative_int, default=None, metavar="T",
                    help="refinement iterations (default: the model's, usually 2; 0 = one pass)")
     p.add_argument("--algorithm", choices=["mst", "eisner"], default="mst",
                    help="tree decoder: Chu-Liu-Edmonds (non-projective, default) or Eisner (projective)")
-    p.add_argument("--keep-upos", action="store_true", help="keep the input UPOS instead of predicting it")
+    p.add_argument("--keep-upos", action="store_true", help=argparse.SUPPRESS)  # old spelling of --keep upos
     p.add_argument("--dtype", choices=["float32", "bfloat16", "auto"], default="float32",
                    help="weights' precision for parsing: bfloat16 is ~1.5x faster on CPUs with AMX and on GPUs "
                         "(same EWT dev LAS as float32 in our measurement, see README); auto = bfloat16 where "
@@ -199,40 +214,76 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
 
 def _check_parse_args(args: argparse.Namespace) -> str:
     """Check the input / output choice; returns the output ("-" = stdout)."""
-    given = [name for name, v in (("an input file", args.input), ("--text", args.text), ("--lines", args.lines))
-             if v is not None]
+    given = [name for name, v in (("an input file", args.input), ("--text", args.text), ("--raw", args.raw),
+                                  ("--lines", args.lines)) if v is not None]
     if len(given) > 1:
-        raise UsageError(f"give only one of: an input file, --text, --lines (got {' and '.join(given)})")
+        raise UsageError(f"give only one of: an input file, --text, --raw, --lines (got {' and '.join(given)})")
     if not given:
-        raise UsageError("no input: give a CoNLL-U file, - for stdin, --text or --lines")
+        raise UsageError("no input: give a CoNLL-U file, - for stdin, --text, --raw FILE or --lines FILE")
     if args.refine and args.input is None:
-        raise UsageError("--refine needs CoNLL-U input with HEAD/DEPREL (not --text or --lines)")
+        raise UsageError("--refine needs CoNLL-U input with HEAD/DEPREL (not --text, --raw or --lines)")
     check_input_path(args.input, "INPUT")
+    check_input_path(args.raw, "--raw")
     check_input_path(args.lines, "--lines")
     if args.in_place and (args.input in (None, "-")):
-        raise UsageError("--in-place needs an input file (not stdin, --text or --lines)")
+        raise UsageError("--in-place needs an input file (not stdin, --text, --raw or --lines)")
+    keep = [c.strip().lower() for c in args.keep.split(",") if c.strip()] + (["upos"] if args.keep_upos else [])
+    from ..parsing.columns import check_keep
+
+    try:
+        args.keep = tuple(sorted(check_keep(keep)))
+    except ValueError as e:
+        raise UsageError(f"--keep: {e}") from None
+    if args.enhanced and "deps" in args.keep:
+        raise UsageError("--enhanced predicts DEPS; it cannot be combined with --keep deps")
     output = args.output or (args.input if args.in_place else "-")
-    check_output_path(output, "-o", inputs=(args.input, args.lines), in_place=args.in_place)
+    check_output_path(output, "-o", inputs=(args.input, args.raw, args.lines), in_place=args.in_place)
     return output
 
 
-def _input_sentences(args: argparse.Namespace):
-    """The input as sentences: an iterator for CoNLL-U (streamed), a list for --text / --lines."""
+def _open_input(args: argparse.Namespace):
+    """Open and check the input before the model is loaded: an iterator of sentences for CoNLL-U and
+    --lines (streamed), the text for --text / --raw (segmented once the model is there)."""
     if args.text is not None:
-        from ..io.text import text_to_sentences
-
-        sents = text_to_sentences(args.text, tokenizer=args.tokenizer)
-        if not sents:
+        if not args.text.strip():
             raise UsageError("--text contains no words")
-        return sents
+        return args.text
+    if args.raw is not None:
+        from ..io import read_text
+
+        return read_text(args.raw)
     if args.lines is not None:
         from ..io import iter_lines
-        from ..io.text import lines_to_sentences
+        from ..io.text import iter_line_sentences
 
-        return lines_to_sentences(list(iter_lines(args.lines)), args.lines, tokenizer=args.tokenizer)
+        tokenizer = "rule" if args.tokenizer == "model" else args.tokenizer
+        return iter_line_sentences(iter_lines(args.lines), args.lines, tokenizer)
     from ..io import iter_conllu
 
     return iter_conllu(args.input)
+
+
+def _raw_sentences(parser, text: str, tokenizer: str):
+    """Sentences of a raw-text document: the model's learned segmenter (``tokenizer`` auto / model) one
+    block of paragraphs at a time, else the rule / stanza tokenizer of :mod:`g2gt.io.text`."""
+    from ..io.text import paragraph_blocks, text_to_sentences
+    from ..segment import Segmenter
+
+    learned = parser.segmenter if isinstance(parser.segmenter, Segmenter) else None
+    if tokenizer == "model" and learned is None:
+        raise UsageError(f"--tokenizer model: the model {parser.source} has no learned tokenizer "
+                         "(segmenter.pt); use --tokenizer rule")
+    if learned is None or tokenizer in ("rule", "stanza"):
+        sents = text_to_sentences(text, tokenizer=tokenizer)
+        yield from sents
+        return
+    first_id = 1
+    for i, block in enumerate(paragraph_blocks(text)):
+        sents = learned.segment(block, sent_id_prefix="s", first_id=first_id)
+        if i and sents:
+            sents[0].tokens.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
+        first_id += len(sents)
+        yield from sents
 
 
 def _parse_chunks(parser, sentences, stats: dict, **kw):
@@ -247,13 +298,20 @@ def _parse_chunks(parser, sentences, stats: dict, **kw):
 def run_parse(args: argparse.Namespace) -> int:
     output = _check_parse_args(args)
     device = apply_runtime(args)
-    sentences = _input_sentences(args)  # opens and checks the input before the model is loaded
+    source = _open_input(args)  # opens and checks the input before the model is loaded
     from ..io import write_conllu
     from ..parsing import Parser
 
-    parser = Parser.load(args.model, device, args.dtype)
+    try:
+        parser = Parser.load(args.model, device, args.dtype)
+    except FileNotFoundError as e:
+        raise UsageError(f"--model {e}") from None
+    if args.enhanced and parser.enhancer is None:
+        raise UsageError(f"--enhanced: the model {args.model} has no enhanced-UD part (enhancer.pt); use a "
+                         "model folder that has one (e.g. the shipped en_ewt) or 'g2gt enhance --model M'")
+    sentences = _raw_sentences(parser, source, args.tokenizer) if isinstance(source, str) else source
     kw = dict(refine_steps=args.refine_steps, algorithm=args.algorithm, use_input_graph=args.refine,
-              progress=progress_enabled(args), keep=("upos",) if args.keep_upos else ())
+              progress=progress_enabled(args), keep=args.keep, enhanced=args.enhanced)
     if args.batch_tokens is not None:
         kw["max_tokens"] = args.batch_tokens
     stats = {"sentences": 0, "words": 0}

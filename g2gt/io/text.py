@@ -23,6 +23,7 @@ own text with each run of whitespace made one space, so every other character of
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Iterable, Iterator, Sequence
 
 from .conllu import Sentence, sentence_from_tokens
@@ -71,6 +72,25 @@ def iter_lines(source: Source, name: str | None = None) -> Iterator[str]:
 def _one_line(text: str) -> str:
     """``text`` with every run of whitespace (line breaks included) made one space, as ``# text`` holds it."""
     return " ".join(text.split())
+
+
+_BLANK_LINE = re.compile(r"\n[^\S\n]*\n\s*")
+
+
+def paragraph_blocks(text: str, block_chars: int = 50_000) -> Iterator[str]:
+    """``text`` cut into consecutive blocks of about ``block_chars`` characters or more, each cut made
+    right after a blank line (a paragraph end), so a document-level segmenter can work one block at a time
+    without a sentence crossing a cut. ``"".join(paragraph_blocks(t)) == t`` always; a text without
+    blank lines is one block."""
+    start = 0
+    while len(text) - start > block_chars:
+        m = _BLANK_LINE.search(text, start + block_chars)
+        if m is None:
+            break
+        yield text[start:m.end()]
+        start = m.end()
+    if start < len(text):
+        yield text[start:]
 
 
 # --------------------------------------------------------------------------- sentences

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from ..io import Sentence, parse_conllu_string, sentence_from_words
+from .columns import KEEPABLE_COLUMNS, check_keep
 from .batching import dependency_labels, make_batch, make_example
 from .config import ParserConfig
 from .decode import ParseResult, decode_sentences
@@ -33,8 +34,6 @@ from .vocab import ParserVocab
 __all__ = ["Parser", "rule_segmenter", "fast_inference_dtype", "inference_dtype", "KEEPABLE_COLUMNS"]
 
 Segmenter = Callable[[str], "list[Sentence]"]
-KEEPABLE_COLUMNS = ("upos", "xpos", "feats", "lemma", "deps")
-_PASS_THROUGH = ("id", "form", "misc")  # never predicted: naming them in `keep` changes nothing
 
 
 def rule_segmenter(text: str) -> list[Sentence]:
@@ -65,20 +64,30 @@ class Parser:
         self.max_distance = model.config.max_distance if max_distance is None else max_distance
         self.refine_steps = refine_steps
         self.segmenter: Segmenter = segmenter or rule_segmenter
+        self.enhancer_path: Path | None = None  # set by load() for a model folder with enhancer.pt
+        self._enhancer = None
+        self.source: str | None = None  # what load() was given, for messages
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "cpu", dtype: torch.dtype | str | None = None,
-             segmenter: Segmenter | None = None) -> "Parser":
-        """Load a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file, with
-        ``weights_only=True`` and ``strict=True``.
+    def load(cls, path: str | Path = "en_ewt", device: str | torch.device = "cpu",
+             dtype: torch.dtype | str | None = None, segmenter: Segmenter | None = None) -> "Parser":
+        """Load a shipped model by name (default ``"en_ewt"``, see :mod:`g2gt.models`), a model folder
+        (``parser.pt`` and optional ``segmenter.pt`` / ``enhancer.pt``), a training folder (its ``best.pt``,
+        else ``last.pt``) or a checkpoint file, with ``weights_only=True`` and ``strict=True``.
+
+        A model folder's learned segmenter becomes the raw-text ``segmenter`` unless one is given, and its
+        enhanced-UD model is used by ``parse(..., enhanced=True)`` (loaded on first use).
 
         ``dtype``: cast the weights for inference, e.g. ``torch.bfloat16`` or ``"bfloat16"`` (faster on
         GPUs and on CPUs with AMX matrix units); ``"auto"`` picks it only there
         (:func:`fast_inference_dtype`). Arc scores are decoded in float32 either way.
         """
         from ..checkpoint import load_checkpoint, resolve_checkpoint
+        from ..models import PART_FILES, find_model, is_model_folder
 
-        file = resolve_checkpoint(path)
+        where = find_model(path)
+        folder = where if is_model_folder(where) else None
+        file = folder / PART_FILES["parser"] if folder is not None else resolve_checkpoint(where)
         ck = load_checkpoint(file, device)
         extra = ck.get("task", {})
         if "vocab" not in extra or "model_config" not in ck:
@@ -86,10 +95,33 @@ class Parser:
                              "'g2gt train parser'?)")
         cfg = ParserConfig.from_dict(ck["model_config"])
         model = ParserModel(cfg)
-        model.load_state_dict(ck["model"], strict=True)
-        model.to(device=device, dtype=inference_dtype(dtype, device)).eval()
-        return cls(model, ParserVocab.from_dict(extra["vocab"]), int(extra.get("max_distance", cfg.max_distance)),
-                   int(extra.get("refine_steps", 2)), segmenter)
+        model.load_state_dict(ck["model"], strict=True)  # float16 weights of a shipped model are cast here
+        dt = inference_dtype(dtype, device)
+        model.to(device=device, dtype=dt).eval()
+        if folder is not None and segmenter is None and (folder / PART_FILES["segmenter"]).is_file():
+            from ..segment import Segmenter as LearnedSegmenter
+
+            segmenter = LearnedSegmenter.load(folder / PART_FILES["segmenter"], device)
+        parser = cls(model, ParserVocab.from_dict(extra["vocab"]), int(extra.get("max_distance", cfg.max_distance)),
+                     int(extra.get("refine_steps", 2)), segmenter)
+        if folder is not None and (folder / PART_FILES["enhancer"]).is_file():
+            parser.enhancer_path = folder / PART_FILES["enhancer"]
+        parser.source = str(where)
+        return parser
+
+    @property
+    def enhancer(self):
+        """The enhanced-UD model shipped with this parser (:class:`g2gt.enhanced.Enhancer`, loaded on first
+        use), or ``None``."""
+        if self._enhancer is None and self.enhancer_path is not None:
+            from ..enhanced import Enhancer
+
+            self._enhancer = Enhancer.load(self.enhancer_path, self.device)
+        return self._enhancer
+
+    @enhancer.setter
+    def enhancer(self, value) -> None:
+        self._enhancer = value
 
     @property
     def device(self) -> torch.device:
@@ -118,19 +150,28 @@ class Parser:
 
     def parse(self, x: str | Iterable, refine_steps: int | None = None, algorithm: str = "mst",
               use_input_graph: bool = False, max_tokens: int = 3000, progress: bool = False,
-              keep: Iterable[str] | str = ()) -> list[Sentence]:
+              keep: Iterable[str] | str = (), enhanced: bool = False) -> list[Sentence]:
         """Parsed copies of the input (see the module docstring for the columns).
 
         ``x``: raw text (one string: tokenized and split into sentences by ``self.segmenter``), one
         tokenized sentence (a list of strings), several (a list of lists of strings), or
         :class:`Sentence` objects (e.g. from :func:`g2gt.io.read_conllu`). ``keep``: input columns to keep
-        instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``. The other
-        arguments are :meth:`predict`'s.
+        instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``. ``enhanced``:
+        also predict DEPS (the enhanced UD graph) with :attr:`enhancer`, from the new tree; the input's
+        empty nodes are dropped first, as without it. The other arguments are :meth:`predict`'s.
         """
-        kept = _keep_set(keep)
+        kept = check_keep(keep)
+        if enhanced and "deps" in kept:
+            raise ValueError("enhanced=True predicts DEPS; it cannot also keep the input's DEPS (keep='deps')")
+        if enhanced and self.enhancer is None:
+            raise ValueError(f"this parser ({self.source or 'in memory'}) has no enhanced-UD model; load a model "
+                             "folder with enhancer.pt (e.g. the shipped 'en_ewt') or set parser.enhancer")
         sentences = self.to_sentences(x)
         pred = self.predict(sentences, refine_steps, algorithm, use_input_graph, max_tokens, progress)
-        return [_apply(s, p, kept) for s, p in zip(sentences, pred)]
+        out = [_apply(s, p, kept) for s, p in zip(sentences, pred)]
+        if enhanced:
+            out = self.enhancer.enhance(out, max_tokens=max_tokens, progress=progress)
+        return out
 
     __call__ = parse
 
@@ -176,21 +217,6 @@ class Parser:
 
 
 # --------------------------------------------------------------------------- output columns
-def _keep_set(keep: Iterable[str] | str) -> set[str]:
-    names = [keep] if isinstance(keep, str) else list(keep)
-    out = set()
-    for name in names:
-        k = str(name).lower()
-        if k in ("head", "deprel"):
-            raise ValueError(f"keep={name!r}: HEAD and DEPREL are what the parser predicts; to start from the "
-                             "input's tree use use_input_graph=True")
-        if k not in KEEPABLE_COLUMNS + _PASS_THROUGH:
-            raise ValueError(f"keep={name!r}: not a CoNLL-U column the parser writes; expected some of "
-                             f"{', '.join(KEEPABLE_COLUMNS)}")
-        out.add(k)
-    return out
-
-
 def _apply(sent: Sentence, p, kept: set[str]) -> Sentence:
     """A copy of ``sent`` with the predicted columns of ``p`` (a :class:`SentenceParse`) written in."""
     out = sent.with_parse(p.heads, p.deprels, None if "upos" in kept else p.upos)

@@ -1,0 +1,59 @@
+"""Models shipped inside the package: ``g2gt/models/NAME/`` (package data, no download).
+
+A model folder holds the parts a pipeline needs, each a checkpoint that loads with
+``weights_only=True`` and ``strict=True``:
+
+* ``parser.pt``    -- the parser with its tagger / lemma heads (:class:`g2gt.parsing.Parser`);
+* ``segmenter.pt`` -- the learned tokenizer / sentence splitter (:class:`g2gt.segment.Segmenter`), optional;
+* ``enhancer.pt``  -- the enhanced-UD graph model (:class:`g2gt.enhanced.Enhancer`), optional;
+* ``model.json``   -- its card: what it was trained on, with which commands, and its measured scores.
+
+Folders written by :func:`g2gt.export.export_model` (``g2gt export-model``) have this layout too, so
+``Parser.load`` takes a shipped name (``"en_ewt"``), such a folder, a training folder or a checkpoint file.
+This module imports no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+__all__ = ["DEFAULT_MODEL", "PACKAGED_DIR", "PART_FILES", "available_models", "is_model_folder",
+           "find_model", "model_card"]
+
+DEFAULT_MODEL = "en_ewt"
+PACKAGED_DIR = Path(__file__).resolve().parent
+PART_FILES = {"parser": "parser.pt", "segmenter": "segmenter.pt", "enhancer": "enhancer.pt"}
+
+
+def available_models() -> list[str]:
+    """Names of the models shipped in this installation (folders with a ``parser.pt``)."""
+    return sorted(p.name for p in PACKAGED_DIR.iterdir() if is_model_folder(p))
+
+
+def is_model_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a model folder (shipped or exported): a folder with ``parser.pt``."""
+    p = Path(path)
+    return p.is_dir() and (p / PART_FILES["parser"]).is_file()
+
+
+def find_model(name_or_path: str | os.PathLike) -> Path:
+    """An existing path as it is, else the shipped model of that name.
+
+    Raises ``FileNotFoundError`` naming the shipped models when it is neither."""
+    p = Path(name_or_path)
+    if p.exists():
+        return p
+    name = str(name_or_path)
+    if os.sep not in name and "/" not in name and is_model_folder(PACKAGED_DIR / name):
+        return PACKAGED_DIR / name
+    shipped = ", ".join(available_models()) or "none in this installation"
+    raise FileNotFoundError(f"{name}: no such file or folder, and not a shipped model (shipped: {shipped}); "
+                            "give a shipped model's name, a training folder or a checkpoint file")
+
+
+def model_card(name_or_path: str | os.PathLike) -> dict:
+    """The ``model.json`` card of a model folder (``{}`` when it has none)."""
+    card = find_model(name_or_path) / "model.json"
+    return json.loads(card.read_text(encoding="utf-8")) if card.is_file() else {}

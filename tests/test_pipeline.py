@@ -1,0 +1,182 @@
+"""The whole pipeline from a model folder: export (float16, size limit), Parser.load / g2gt.load with the
+learned segmenter and enhancer, and `g2gt parse` with --text / --raw / --enhanced / --keep, on tiny models."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+import torch
+
+import g2gt
+from g2gt.cli import main
+from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
+from g2gt.enhanced import train_enhanced
+from g2gt.export import export_model
+from g2gt.io.conllu import check_tree, read_conllu, write_conllu
+from g2gt.io.text import paragraph_blocks
+from g2gt.models import DEFAULT_MODEL, PACKAGED_DIR, available_models, find_model
+from g2gt.parsing import Parser, ParserModel, ParserVocab
+from g2gt.segment import Segmenter, SegmenterConfig, SegmentDataConfig, text_from_sentences, train_segmenter
+from g2gt.segment.train import default_train_config
+from g2gt.train import TrainConfig
+
+PARSER_TINY = dict(d_model=16, num_heads=2, num_layers=1, ffn_dim=32, arc_dim=16, label_dim=8, char_dim=8,
+                   char_filters=16, dropout=0.0, head_dropout=0.0)
+SEG_TINY = dict(d_model=32, num_layers=1, num_heads=2, ffn_dim=64, window=48, context=8)
+ENH_TINY = dict(d_model=32, num_heads=2, num_layers=1, ffn_dim=64, edge_dim=32, label_dim=16, char_filters=16,
+                dropout=0.0, head_dropout=0.0)
+DOC = "He sat down. Then he left!\n\nA new paragraph starts here, doesn't it?\n"
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory):
+    """Training folders of a tiny parser, segmenter and enhancer (a few updates each)."""
+    d = tmp_path_factory.mktemp("parts")
+    train, dev = read_conllu(EWT_SAMPLE_TRAIN)[:200], read_conllu(EWT_SAMPLE_DEV)[:20]
+    vocab = ParserVocab.build(train, min_freq=1)
+    torch.manual_seed(0)
+    model = ParserModel(vocab.config(**PARSER_TINY))
+    (d / "parser").mkdir()
+    torch.save({"model": model.state_dict(), "model_config": model.config.to_dict(),
+                "task": {"vocab": vocab.to_dict(), "max_distance": model.config.max_distance, "refine_steps": 1}},
+               d / "parser" / "best.pt")
+    train_segmenter(train, dev, d / "segmenter", SegmenterConfig(**SEG_TINY),
+                    default_train_config(max_steps=2, eval_every=0, progress=False),
+                    data_config=SegmentDataConfig(batch_windows=8))
+    tc = TrainConfig(lr=2e-3, max_steps=2, eval_every=0, metric="elas", metric_mode="max", progress=False,
+                     device="cpu")
+    train_enhanced(train, dev, d / "enhanced", ENH_TINY, tc, max_tokens=800)
+    return d
+
+
+@pytest.fixture(scope="module")
+def folder(parts, tmp_path_factory):
+    out = tmp_path_factory.mktemp("model") / "tiny"
+    export_model(out, parts / "parser", parts / "segmenter", parts / "enhanced", {"description": "tiny test model"})
+    return out
+
+
+def test_export_writes_float16_parts_that_load_strictly(parts, folder):
+    card = json.loads((folder / "model.json").read_text())
+    assert set(card["parts"]) == {"parser", "segmenter", "enhancer"} and card["description"] == "tiny test model"
+    for name in ("parser.pt", "segmenter.pt", "enhancer.pt"):
+        ck = torch.load(folder / name, weights_only=True)
+        assert "optimizer" not in ck
+        floats = [v for v in ck["model"].values() if v.is_floating_point()]
+        assert floats and all(v.dtype == torch.float16 for v in floats)
+    full = torch.load(parts / "parser" / "best.pt", weights_only=True)["model"]
+    half = torch.load(folder / "parser.pt", weights_only=True)["model"]
+    assert full.keys() == half.keys()
+    for k, v in full.items():  # only float16 rounding changed
+        torch.testing.assert_close(half[k].to(v.dtype), v, rtol=2e-3, atol=1e-4)
+
+
+def test_export_refuses_a_model_over_the_size_limit(parts, tmp_path):
+    with pytest.raises(ValueError, match="MB limit"):
+        export_model(tmp_path / "big", parts / "parser", max_mb=1e-4)
+    assert not (tmp_path / "big" / "parser.pt").exists()
+
+
+def test_model_folder_brings_its_segmenter_and_enhancer(folder):
+    nlp = g2gt.load(str(folder))
+    assert isinstance(nlp, Parser) and isinstance(nlp.segmenter, Segmenter)
+    assert nlp.enhancer is not None
+    sents = nlp(DOC)
+    assert text_from_sentences(sents) == DOC  # every character of the input is in the output
+    assert all(check_tree(s.heads) is None for s in sents)
+    assert all(t["deps"] is None for s in sents for t in s.words)  # DEPS only with enhanced=True
+    one = nlp.parse(["The", "cat", "sat", "."])
+    assert len(one) == 1 and one[0].forms == ["The", "cat", "sat", "."]
+
+
+def test_enhanced_parse_writes_deps_from_the_new_tree(folder):
+    nlp = Parser.load(folder)
+    sents = nlp.parse(read_conllu(EWT_SAMPLE_DEV)[:5], enhanced=True)
+    for s in sents:
+        for tok in s.words:
+            assert tok["deps"], "every word gets at least one enhanced head"
+    with pytest.raises(ValueError, match="keep"):
+        nlp.parse(["A", "b"], enhanced=True, keep="deps")
+
+
+def test_parser_without_enhancer_refuses_enhanced(parts):
+    nlp = Parser.load(parts / "parser")
+    assert nlp.enhancer is None
+    with pytest.raises(ValueError, match="no enhanced-UD model"):
+        nlp.parse(["A", "dog", "."], enhanced=True)
+
+
+def test_cli_text_raw_and_stdin(folder, tmp_path, monkeypatch, capsys):
+    assert main(["parse", "--model", str(folder), "--text", DOC, "--no-progress"]) == 0
+    from_text = capsys.readouterr().out
+    raw = tmp_path / "doc.txt"
+    raw.write_text(DOC, encoding="utf-8")
+    out = tmp_path / "raw.conllu"
+    assert main(["parse", "--model", str(folder), "--raw", str(raw), "-o", str(out), "--no-progress"]) == 0
+    assert out.read_text(encoding="utf-8") == from_text
+    assert text_from_sentences(read_conllu(out)) == DOC
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(DOC.encode()), encoding="utf-8"))
+    assert main(["parse", "--model", str(folder), "--raw", "-", "--no-progress"]) == 0
+    assert capsys.readouterr().out == from_text
+
+
+def test_cli_raw_empty_file_gives_empty_output(folder, tmp_path):
+    raw = tmp_path / "empty.txt"
+    raw.write_text("", encoding="utf-8")
+    out = tmp_path / "e.conllu"
+    assert main(["parse", "--model", str(folder), "--raw", str(raw), "-o", str(out), "--no-progress"]) == 0
+    assert out.read_text(encoding="utf-8").strip() == ""
+
+
+def test_cli_enhanced_and_keep(folder, tmp_path, capsys):
+    src = tmp_path / "in.conllu"
+    write_conllu(read_conllu(EWT_SAMPLE_DEV)[:5], src)
+    out = tmp_path / "enh.conllu"
+    assert main(["parse", "--model", str(folder), str(src), "--enhanced", "-o", str(out), "--no-progress"]) == 0
+    assert all(t["deps"] for s in read_conllu(out) for t in s.words)
+    kept = tmp_path / "kept.conllu"
+    assert main(["parse", "--model", str(folder), str(src), "--keep", "lemma,deps", "-o", str(kept),
+                 "--no-progress"]) == 0
+    for a, b in zip(read_conllu(src), read_conllu(kept)):
+        assert [t["lemma"] for t in a.tokens] == [t["lemma"] for t in b.tokens]
+        assert [t["deps"] for t in a.tokens] == [t["deps"] for t in b.tokens]
+    capsys.readouterr()
+    assert main(["parse", "--model", str(folder), str(src), "--keep", "head"]) == 2
+    assert "--keep" in capsys.readouterr().err
+    assert main(["parse", "--model", str(folder), str(src), "--enhanced", "--keep", "deps"]) == 2
+
+
+def test_cli_enhanced_needs_an_enhancer(parts, tmp_path, capsys):
+    assert main(["parse", "--model", str(parts / "parser"), "--text", "A dog.", "--enhanced"]) == 2
+    assert "enhancer.pt" in capsys.readouterr().err
+
+
+def test_unknown_model_name_is_a_one_line_error(capsys):
+    assert main(["parse", "--model", "xx_nope", "--text", "A dog."]) == 2
+    err = capsys.readouterr().err
+    assert "xx_nope" in err and "shipped" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(FileNotFoundError, match="shipped"):
+        find_model("xx_nope")
+
+
+def test_paragraph_blocks_cut_only_after_blank_lines():
+    text = "".join(f"Sentence {k} here. And more {k}.\n" + ("\n" if k % 3 == 0 else "") for k in range(200))
+    blocks = list(paragraph_blocks(text, block_chars=300))
+    assert "".join(blocks) == text and len(blocks) > 3
+    assert all(b.endswith("\n\n") or b.rstrip(" ").endswith("\n\n") for b in blocks[:-1])
+
+
+@pytest.mark.skipif(DEFAULT_MODEL not in available_models(), reason="the default model is not in this checkout")
+def test_shipped_default_model_parses_text_out_of_the_box():
+    assert (PACKAGED_DIR / DEFAULT_MODEL / "model.json").is_file()
+    nlp = g2gt.load()
+    sents = nlp("He sat. Then he left.")
+    assert [s.forms for s in sents] == [["He", "sat", "."], ["Then", "he", "left", "."]]
+    for s in sents:
+        assert check_tree(s.heads) is None
+        assert [t["upos"] for t in s.words][0] == "PRON"
+        assert all(t["lemma"] for t in s.words)
+    assert [t["lemma"] for t in sents[0].words] == ["he", "sit", "."]
