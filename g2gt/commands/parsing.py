@@ -154,18 +154,23 @@ def run_train(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- parse
 def _configure_parse(p: argparse.ArgumentParser) -> None:
     p.description = (
-        "Parse sentences with a trained parser and write CoNLL-U. HEAD, DEPREL and UPOS (and XPOS,\n"
-        "UFeats and LEMMA when the model has those heads) are predicted; every other column, comment,\n"
-        "multiword token and empty node is kept. Each input sentence yields exactly one single-rooted\n"
-        "tree, in input order. The input is read, parsed and written in chunks, and a named output\n"
-        "file appears only when parsing succeeded (written to a temporary file, then renamed).")
+        "Parse text or sentences and write CoNLL-U. With no --model, the English model shipped in the\n"
+        "package (en_ewt: tokenizer, sentence splitter, tagger, lemmatizer, parser, enhanced UD) is used.\n"
+        "HEAD, DEPREL and UPOS (and XPOS, UFeats and LEMMA when the model has those heads) are predicted;\n"
+        "DEPS is predicted with --enhanced, else written _ (with the empty nodes) unless --keep deps;\n"
+        "every other column, comment and multiword token is kept. Each input sentence yields exactly one\n"
+        "single-rooted tree, in input order. The input is read, parsed and written in chunks, and a named\n"
+        "output file appears only when parsing succeeded (written to a temporary file, then renamed).")
     p.epilog = (
         "examples:\n"
-        "  g2gt parse --model runs/parser dev.conllu -o pred.conllu\n"
-        "  g2gt parse --model runs/parser --text 'The cat sat on the mat.'\n"
-        "  g2gt parse --model runs/parser --lines train.en.gz -o train.en.conllu   # one sentence a line\n"
-        "  cat in.conllu | g2gt parse --model runs/parser - --refine-steps 3\n"
-        "  g2gt parse --model runs/parser other_parser.conllu --refine   # refine another parser's trees\n"
+        "  g2gt parse --text 'He sat. Then he left.'                  # the shipped en_ewt model\n"
+        "  g2gt parse --raw story.txt -o story.conllu --enhanced      # a raw-text document, DEPS too\n"
+        "  echo 'The cat sat.' | g2gt parse --raw -\n"
+        "  g2gt parse dev.conllu -o pred.conllu --keep lemma,feats   # keep the input's LEMMA and FEATS\n"
+        "  g2gt parse --model runs/parser dev.conllu -o pred.conllu  # your own training folder\n"
+        "  g2gt parse --lines train.en.gz -o train.en.conllu   # one sentence a line, never split\n"
+        "  cat in.conllu | g2gt parse - --refine-steps 3\n"
+        "  g2gt parse other_parser.conllu --refine   # refine another parser's trees\n"
         "--refine: the HEAD/DEPREL columns of the input are iteration 0's graph; they must form one\n"
         "single-rooted tree per sentence, otherwise parsing stops with an error naming FILE:LINE\n"
         "(no silent fallback). Relations unknown to the model enter the graph as unlabelled-like\n"
