@@ -9,13 +9,16 @@ import sys
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import g2gt
 from g2gt.cli import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.enhanced import train_enhanced
 from g2gt.export import export_model
-from g2gt.io.conllu import check_tree, read_conllu, write_conllu
+from g2gt.evaluate import validate_file
+from g2gt.io.conllu import check_tree, parse_conllu_string, read_conllu, write_conllu
 from g2gt.io.text import paragraph_blocks
 from g2gt.models import DEFAULT_MODEL, PACKAGED_DIR, available_models, find_model
 from g2gt.parsing import Parser, ParserModel, ParserVocab
@@ -137,6 +140,7 @@ def test_cli_enhanced_and_keep(folder, tmp_path, capsys):
     out = tmp_path / "enh.conllu"
     assert main(["parse", "--model", str(folder), str(src), "--enhanced", "-o", str(out), "--no-progress"]) == 0
     assert all(t["deps"] for s in read_conllu(out) for t in s.words)
+    assert validate_file(out, lang="en", level=2) == []  # DEPS well-formed, every word reachable from ROOT
     kept = tmp_path / "kept.conllu"
     assert main(["parse", "--model", str(folder), str(src), "--keep", "lemma,deps", "-o", str(kept),
                  "--no-progress"]) == 0
@@ -180,3 +184,26 @@ def test_shipped_default_model_parses_text_out_of_the_box():
         assert [t["upos"] for t in s.words][0] == "PRON"
         assert all(t["lemma"] for t in s.words)
     assert [t["lemma"] for t in sents[0].words] == ["he", "sit", "."]
+
+
+ODD = list(" \n\r\t\u200b\u200d\ufeff\u0301\x00\x1b\x85\u2028👍🏽中文שלום.,'\"!?") + ["\r\n", "👩\u200d💻", "don't",
+                                                                               "Mr.", "U.S.", "e-mail", "#", "_"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(ODD + ["word", "Cat"]), max_size=30).map("".join))
+def test_any_text_parses_writes_and_reads_back(folder_parser, text):
+    sents = folder_parser(text)
+    if sents:  # a text without any token (whitespace, zero-width characters) gives no sentences
+        assert text_from_sentences(sents) == text
+    conllu = "".join(s.serialize() for s in sents)
+    again = parse_conllu_string(conllu, name="<out>")
+    assert [s.forms for s in again] == [s.forms for s in sents]
+    assert all(check_tree(s.heads) is None for s in again)
+    for s in again:
+        assert all(f.strip() and f not in ("\u200b", "\u200d", "\ufeff") for f in s.forms)
+
+
+@pytest.fixture(scope="module")
+def folder_parser(folder):
+    return Parser.load(folder)
