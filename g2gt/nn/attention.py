@@ -44,6 +44,10 @@ naive float64 reference):
   one with a float ``attn_mask``).
 * dropout, ``need_weights`` or a float ``attn_mask`` that needs a gradient: straightforward
   autograd ops.
+* labels at inference (no gradient, no dropout, no ``need_weights``) when ``B * H * nq * nk`` exceeds
+  ``GraphAttention.inference_chunk``: the label path above over chunks of query rows, so the
+  ``[B, H, n, n]`` scores and the ``[B, 1, n, n]`` label indices never exist for all rows at once
+  (peak memory linear in ``n`` per chunk; labels may come in a compact integer dtype).
 * ``backend="flex"`` (keys-only): FlexAttention with a ``score_mod`` that reads the
   bias inside the kernel; on CPU, where FlexAttention has no backward, calls that
   need gradients use the SDPA path.
@@ -61,9 +65,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .label_kernels import LabelAttentionFunction, flex_attention_available, flex_label_attention, gather_sum
+from .label_kernels import (
+    LabelAttentionFunction, _mask_terms, _rows, flex_attention_available, flex_label_attention, gather_sum,
+    label_offsets, label_table_sizes, scatter_sum,
+)
 
-__all__ = ["GraphAttention", "KVCache", "flex_attention_available"]
+__all__ = ["GraphAttention", "KVCache", "flex_attention_available", "label_offsets", "label_table_sizes"]
 
 
 @dataclass
@@ -87,65 +94,6 @@ class KVCache:
         if self.k is not None:
             self.k = self.k.index_select(0, index)
             self.v = self.v.index_select(0, index)
-
-
-def label_table_sizes(num_labels: int | Sequence[int] | None) -> list[int]:
-    """Per-channel label-table sizes: ``None`` / ``0`` -> ``[]``, ``L`` -> ``[L]``, a sequence as is."""
-    if num_labels is None:
-        return []
-    if isinstance(num_labels, int):
-        return [num_labels] if num_labels > 0 else []
-    return [int(s) for s in num_labels]
-
-
-def label_offsets(sizes: Sequence[int]) -> Tensor:
-    """Start row of each channel in the concatenated label tables (``[C]`` long)."""
-    starts = [0]
-    for size in sizes[:-1]:
-        starts.append(starts[-1] + size)
-    return torch.tensor(starts if sizes else [], dtype=torch.long)
-
-
-def _mask_terms(
-    attn_mask: Tensor | None, key_padding_mask: Tensor | None, B: int, H: int, nq: int, nk: int
-) -> tuple[Tensor | None, Tensor | None]:
-    """``attn_mask`` / a float ``key_padding_mask`` -> ``(allowed, add)``, both ``[B|1, H|1, nq, nk]`` or None.
-
-    ``attn_mask`` as :class:`torch.nn.MultiheadAttention` takes it: ``[nq, nk]``, ``[B*H, nq, nk]``
-    (batch-major: row ``b*H + h``) or ``[B|1, H|1, nq, nk]``; bool (True = may *not* attend) or
-    float (added to the scores). A float ``key_padding_mask [B, nk]`` is added the same way. ``-inf``
-    entries of a float mask move into ``allowed`` so that ``add`` stays finite (fully masked rows
-    then give zeros, never NaN).
-    """
-    allowed = add = None
-    for name, m in (("attn_mask", attn_mask), ("key_padding_mask", key_padding_mask)):
-        if m is None or (name == "key_padding_mask" and not m.is_floating_point()):
-            continue
-        if name == "key_padding_mask":
-            m = m[:, None, None, :]
-        elif m.dim() == 2 and m.shape == (nq, nk):
-            m = m[None, None]
-        elif m.dim() == 3 and m.shape == (B * H, nq, nk):
-            m = m.view(B, H, nq, nk)
-        elif not (m.dim() == 4 and m.shape[0] in (1, B) and m.shape[1] in (1, H) and m.shape[2:] == (nq, nk)):
-            raise ValueError(
-                f"attn_mask must be [nq={nq}, nk={nk}], [B*H={B * H}, nq, nk] or [B|1, H|1, nq, nk], "
-                f"got shape {tuple(m.shape)}"
-            )
-        if m.dtype == torch.bool:
-            keep = ~m
-        elif m.is_floating_point():
-            neg = torch.isneginf(m)
-            keep = ~neg if bool(neg.any()) else None
-            m = m if keep is None else m.masked_fill(neg, 0.0)
-            add = m if add is None else add + m
-        else:
-            raise TypeError(
-                f"{name} must be bool (True = may not attend) or floating (added to the scores), got {m.dtype}"
-            )
-        if keep is not None:
-            allowed = keep if allowed is None else allowed & keep
-    return allowed, add
 
 
 class GraphAttention(nn.Module):
@@ -331,8 +279,8 @@ class GraphAttention(nn.Module):
         B, n, _ = t.shape
         return t.view(B, n, self.num_heads, self.head_dim).transpose(1, 2)
 
-    def _label_index(self, labels: Tensor, B: int, nq: int, nk: int) -> list[Tensor]:
-        """Per channel: ``[B', 1, nq, nk]`` long indices into the concatenated tables."""
+    def _label_index(self, labels: Tensor, B: int, nq: int, nk: int) -> Tensor:
+        """Checked labels ``[B', C, nq, nk]`` (any integer dtype; see :meth:`_rows_index` for the indices)."""
         if labels.dim() == 3:
             if self.multi_channel and len(self.label_sizes) != 1:
                 raise ValueError(
@@ -359,8 +307,13 @@ class GraphAttention(nn.Module):
                         f"num_labels={size} for it (valid ids: 0..{size - 1}); "
                         f"raise num_labels or fix the label vocabulary"
                     )
+        return labels
+
+    def _rows_index(self, labels: Tensor, start: int, stop: int) -> list[Tensor]:
+        """Label indices of query rows ``start:stop``: per channel ``[B', 1, stop - start, nk]`` long (offsets
+        added); ``labels`` validated by :meth:`_label_index` and kept in its own (compact) dtype."""
         offsets = self.label_offsets.tolist()
-        return [(labels[:, c].long() + offsets[c]).unsqueeze(1) for c in range(labels.shape[1])]
+        return [(labels[:, c, start:stop].long() + offsets[c]).unsqueeze(1) for c in range(labels.shape[1])]
 
     def _allowed(
         self, B: int, nq: int, nk: int, key_padding_mask: Tensor | None, causal: bool, offset: int, device
@@ -462,11 +415,11 @@ class GraphAttention(nn.Module):
         nk = k.shape[2]
         scale = self.head_dim**-0.5
 
-        idx: list[Tensor] = []
+        lab: Tensor | None = None
         if self.label_key is not None:
             if labels is None:
                 raise ValueError("this GraphAttention has label tables; pass labels (or build it with num_labels=0)")
-            idx = self._label_index(labels, B, nq, nk)
+            lab = self._label_index(labels, B, nq, nk)
 
         if key_padding_mask is not None and (
             key_padding_mask.dim() != 2 or key_padding_mask.shape[1] != nk or key_padding_mask.shape[0] not in (1, B)
@@ -500,7 +453,15 @@ class GraphAttention(nn.Module):
         if use_flex and q.device.type == "cpu" and wants_grad:
             # FlexAttention has no CPU backward (torch <= 2.13): the SDPA path computes the same function.
             use_flex = False
-        if use_flex:
+        fused_flex = use_flex and q.device.type == "cuda"  # compiled FlexAttention never builds the scores
+        chunked = lab is not None and not (wants_grad or need_weights or p_drop or fused_flex)
+        rows = self._query_chunk(B, nq, nk) if chunked else nq
+        idx = self._rows_index(lab, 0, nq) if lab is not None and rows >= nq else []
+        if rows < nq:  # inference on long inputs: query chunks, linear memory (see _query_chunk)
+            out = torch.cat([self._label_attention(q[:, :, i : i + rows], k, v, self._rows_index(lab, i, i + rows),
+                                                   _rows(allowed, i, rows, nq), _rows(add, i, rows, nq), scale)
+                             for i in range(0, nq, rows)], 2)
+        elif use_flex:
             qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale if idx else None  # [B, H, nq, L]
             out = flex_label_attention(q, k, v, qa, idx, allowed, add, scale)
         elif need_weights or p_drop > 0.0 or mask_grad:
@@ -524,19 +485,7 @@ class GraphAttention(nn.Module):
             fast_causal = causal and key_padding_mask is None and attn_mask is None and offset == 0 and nq == nk
             out = self._plain_sdpa(q, k, v, allowed, add, fast_causal)
         else:
-            qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale  # [B, H, nq, L]
-            if self.value_labels:
-                out = LabelAttentionFunction.apply(q, k, v, qa, self.label_value, allowed, add, scale, False, *idx)
-            elif q.device.type == "cuda":
-                # CUDA's memory-efficient SDPA kernel differentiates the additive mask itself.
-                mask = self._gather_bias(qa, idx)
-                if add is not None:
-                    mask = mask + add.to(mask.dtype)
-                if allowed is not None:
-                    mask = mask.masked_fill(~allowed, float("-inf"))
-                out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), scale=scale)
-            else:
-                out = LabelAttentionFunction.apply(q, k, v, qa, None, allowed, add, scale, True, *idx)
+            out = self._label_attention(q, k, v, idx, allowed, add, scale)
         if dead is not None:
             out = out.masked_fill(dead, 0.0)
         out = self.out_proj(out.transpose(1, 2).reshape(B, nq, self.embed_dim))
@@ -545,6 +494,33 @@ class GraphAttention(nn.Module):
                 weights = weights.masked_fill(dead, 0.0)
             return out, weights
         return out
+
+    inference_chunk = 1 << 24  # score elements (B * H * rows * nk) per query chunk at inference; see _query_chunk
+
+    def _query_chunk(self, B: int, nq: int, nk: int) -> int:
+        """Query rows per chunk at inference: all ``nq`` when ``B * H * nq * nk <= inference_chunk``, else
+        the most rows within it (at least one). Each query row's output depends on its own row of the
+        scores only, so chunks give the same result while the ``[B, H, rows, nk]`` scores, probabilities
+        and ``[B', 1, rows, nk]`` label indices exist for one chunk at a time: memory linear in ``nk``."""
+        per_row = max(B * self.num_heads * nk, 1)
+        return nq if per_row * nq <= self.inference_chunk else max(self.inference_chunk // per_row, 1)
+
+    def _label_attention(self, q: Tensor, k: Tensor, v: Tensor, idx: list[Tensor], allowed: Tensor | None,
+                         add: Tensor | None, scale: float) -> Tensor:
+        """The label paths: ``q [B, H, nq, dh]`` (all rows or one chunk), ``idx`` / ``allowed`` / ``add`` for
+        the same rows -> ``[B, H, nq, dh]`` before the output projection."""
+        qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale  # [B, H, nq, L]
+        if self.value_labels:
+            return LabelAttentionFunction.apply(q, k, v, qa, self.label_value, allowed, add, scale, False, *idx)
+        if q.device.type == "cuda":
+            # CUDA's memory-efficient SDPA kernel differentiates the additive mask itself.
+            mask = self._gather_bias(qa, idx)
+            if add is not None:
+                mask = mask + add.to(mask.dtype)
+            if allowed is not None:
+                mask = mask.masked_fill(~allowed, float("-inf"))
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), scale=scale)
+        return LabelAttentionFunction.apply(q, k, v, qa, None, allowed, add, scale, True, *idx)
 
     def _gather_bias(self, qa: Tensor, idx: list[Tensor]) -> Tensor:
         """``[B, H, nq, nk]``: ``sum_c qa[b, h, i, l^c_ij]``."""
@@ -567,17 +543,8 @@ class GraphAttention(nn.Module):
 
     def _key_bias(self, q: Tensor, idx: list[Tensor], B: int, nq: int, nk: int) -> Tensor:
         """``[B, H, nq, nk]``: ``q_i · a^K[l_ij]`` (unscaled)."""
-        qa = torch.matmul(q, self.label_key.to(q.dtype).t())  # [B, H, nq, L]
-        bias = None
-        for ix in idx:
-            g = qa.gather(-1, ix.expand(B, self.num_heads, nq, nk))
-            bias = g if bias is None else bias + g
-        return bias
+        return gather_sum(torch.matmul(q, self.label_key.to(q.dtype).t()), idx, (B, self.num_heads, nq, nk))
 
     def _value_term(self, attn: Tensor, idx: list[Tensor]) -> Tensor:
         """``[B, H, nq, dh]``: ``sum_j attn_ij a^V[l_ij]`` via a scatter by label."""
-        B, H, nq, nk = attn.shape
-        per_label = attn.new_zeros(B, H, nq, self.label_value.shape[0])
-        for ix in idx:
-            per_label = per_label.scatter_add(-1, ix.expand(B, H, nq, nk), attn)
-        return torch.matmul(per_label, self.label_value.to(attn.dtype))
+        return torch.matmul(scatter_sum(attn, idx, self.label_value.shape[0]), self.label_value.to(attn.dtype))

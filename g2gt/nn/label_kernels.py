@@ -5,6 +5,8 @@
   label bias as a plain mask and rebuilds the probabilities once in backward.
 * :func:`flex_label_attention`: FlexAttention with the label bias read inside ``score_mod``.
 * :func:`gather_sum` / :func:`scatter_sum`: the key term's gather and the value term's scatter by label.
+* :func:`label_table_sizes` / :func:`label_offsets`: the concatenated per-channel label tables;
+  ``_mask_terms`` / ``_rows``: ``attn_mask`` handling and query-row slices of masks.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from torch import Tensor
 
 from .. import _compat
 
-__all__ = ["LabelAttentionFunction", "flex_attention_available", "flex_label_attention", "gather_sum", "scatter_sum"]
+__all__ = ["LabelAttentionFunction", "flex_attention_available", "flex_label_attention", "gather_sum", "scatter_sum",
+           "label_table_sizes", "label_offsets"]
 
 
 def flex_attention_available(device: torch.device | str = "cpu") -> bool:
@@ -26,6 +29,70 @@ def flex_attention_available(device: torch.device | str = "cpu") -> bool:
     except Exception:
         return False
     return True
+
+
+def label_table_sizes(num_labels: int | Sequence[int] | None) -> list[int]:
+    """Per-channel label-table sizes: ``None`` / ``0`` -> ``[]``, ``L`` -> ``[L]``, a sequence as is."""
+    if num_labels is None:
+        return []
+    if isinstance(num_labels, int):
+        return [num_labels] if num_labels > 0 else []
+    return [int(s) for s in num_labels]
+
+
+def label_offsets(sizes: Sequence[int]) -> Tensor:
+    """Start row of each channel in the concatenated label tables (``[C]`` long)."""
+    starts = [0]
+    for size in sizes[:-1]:
+        starts.append(starts[-1] + size)
+    return torch.tensor(starts if sizes else [], dtype=torch.long)
+
+
+def _mask_terms(
+    attn_mask: Tensor | None, key_padding_mask: Tensor | None, B: int, H: int, nq: int, nk: int
+) -> tuple[Tensor | None, Tensor | None]:
+    """``attn_mask`` / a float ``key_padding_mask`` -> ``(allowed, add)``, both ``[B|1, H|1, nq, nk]`` or None.
+
+    ``attn_mask`` as :class:`torch.nn.MultiheadAttention` takes it: ``[nq, nk]``, ``[B*H, nq, nk]``
+    (batch-major: row ``b*H + h``) or ``[B|1, H|1, nq, nk]``; bool (True = may *not* attend) or
+    float (added to the scores). A float ``key_padding_mask [B, nk]`` is added the same way. ``-inf``
+    entries of a float mask move into ``allowed`` so that ``add`` stays finite (fully masked rows
+    then give zeros, never NaN).
+    """
+    allowed = add = None
+    for name, m in (("attn_mask", attn_mask), ("key_padding_mask", key_padding_mask)):
+        if m is None or (name == "key_padding_mask" and not m.is_floating_point()):
+            continue
+        if name == "key_padding_mask":
+            m = m[:, None, None, :]
+        elif m.dim() == 2 and m.shape == (nq, nk):
+            m = m[None, None]
+        elif m.dim() == 3 and m.shape == (B * H, nq, nk):
+            m = m.view(B, H, nq, nk)
+        elif not (m.dim() == 4 and m.shape[0] in (1, B) and m.shape[1] in (1, H) and m.shape[2:] == (nq, nk)):
+            raise ValueError(
+                f"attn_mask must be [nq={nq}, nk={nk}], [B*H={B * H}, nq, nk] or [B|1, H|1, nq, nk], "
+                f"got shape {tuple(m.shape)}"
+            )
+        if m.dtype == torch.bool:
+            keep = ~m
+        elif m.is_floating_point():
+            neg = torch.isneginf(m)
+            keep = ~neg if bool(neg.any()) else None
+            m = m if keep is None else m.masked_fill(neg, 0.0)
+            add = m if add is None else add + m
+        else:
+            raise TypeError(
+                f"{name} must be bool (True = may not attend) or floating (added to the scores), got {m.dtype}"
+            )
+        if keep is not None:
+            allowed = keep if allowed is None else allowed & keep
+    return allowed, add
+
+
+def _rows(mask: Tensor | None, start: int, count: int, nq: int) -> Tensor | None:
+    """Query rows ``start : start + count`` of a ``[B|1, H|1, nq|1, nk]`` mask (a broadcast row stays)."""
+    return mask if mask is None or mask.shape[2] != nq else mask[:, :, start : start + count]
 
 
 def gather_sum(src: Tensor, idx: Sequence[Tensor], shape: tuple[int, int, int, int]) -> Tensor:

@@ -119,16 +119,21 @@ def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: ParserV
     return ParseBatch(gb, char_ids, wt, list(index), corrupt_seed)
 
 
-def length_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
+def length_batches(lengths: Sequence[int], max_tokens: int, max_pairs: int | None = None) -> list[list[int]]:
     """Indices of ``lengths`` sorted by length (stable) and cut into batches of at most ``max_tokens``
-    padded nodes (``longest * count``); an item longer than ``max_tokens`` gets a batch of its own."""
+    padded nodes (``longest * count``) and at most ``max_pairs`` padded node pairs (``longest**2 * count``,
+    default ``256 * max_tokens``): attention and arc scores grow with the pairs, so long sentences get
+    batches of their own (as in Stanza) while sentences up to 256 nodes are cut by ``max_tokens`` alone.
+    An item longer than ``max_tokens`` gets a batch of its own."""
+    max_pairs = 256 * max_tokens if max_pairs is None else max_pairs
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     out: list[list[int]] = []
     cur: list[int] = []
     longest = 0
     for i in order:
         n = lengths[i]
-        if cur and max(longest, n) * (len(cur) + 1) > max_tokens:
+        m = max(longest, n)
+        if cur and (m * (len(cur) + 1) > max_tokens or m * m * (len(cur) + 1) > max_pairs):
             out.append(cur)
             cur, longest = [], 0
         cur.append(i)
@@ -138,22 +143,23 @@ def length_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     return out
 
 
-def dependency_labels(heads: Tensor, rels: Tensor, valid: Tensor) -> Tensor:
-    """Dense dependency-channel labels ``[B, n, n]`` (long) from a graph over ``n`` nodes.
+def dependency_labels(heads: Tensor, rels: Tensor, valid: Tensor, dtype: torch.dtype = torch.long) -> Tensor:
+    """Dense dependency-channel labels ``[B, n, n]`` (``dtype``, long by default) from a graph over ``n`` nodes.
 
     ``heads [B, n]`` is each node's head index (node 0 = ROOT; ignored where
     ``valid [B, n]`` is False), ``rels [B, n]`` the relation index ``r``. The pair
     (dependent ``i``, head ``h``) gets ``1 + 2r`` (``rel↑``) and (``h``, ``i``) gets
-    ``2 + 2r`` (``rel↓``); all other pairs 0.
+    ``2 + 2r`` (``rel↓``); all other pairs 0. Inference passes a compact ``dtype``
+    (:func:`g2gt.batch.compact_dtype` of ``2 + 2 * max r``): ``n * n`` bytes instead of ``8 n * n``.
     """
     B, n = heads.shape
-    out = torch.zeros(B, n, n, dtype=torch.long, device=heads.device)
+    out = torch.zeros(B, n, n, dtype=dtype, device=heads.device)
     b, i = valid.nonzero(as_tuple=True)
     if b.numel():
         h = heads[b, i].clamp(0, n - 1)
         r = rels[b, i]
-        out[b, h, i] = 2 + 2 * r
-        out[b, i, h] = 1 + 2 * r
+        out[b, h, i] = (2 + 2 * r).to(dtype)
+        out[b, i, h] = (1 + 2 * r).to(dtype)
     return out
 
 

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..batch import compact_dtype
 from ..graph import num_chain_labels
 from ..nn.heads import BiaffineArcScorer, BiaffineLabelScorer, CharCNNWordEncoder, Tagger
 from ..nn.transformer import GraphEncoder
@@ -227,10 +228,15 @@ class ParserModel(nn.Module):
             g = batch.graph
             dev = g.tokens.device
             B = g.tokens.shape[0]
-            words_mask, lengths, position = batch.words_mask, batch.lengths, batch.position
+            words_mask, lengths = batch.words_mask, batch.lengths
+            # labels stay in a compact integer dtype ([B, n, n] bytes, not 8x that as long); attention
+            # widens them one query chunk at a time
+            position = g.labels[:, 0]
+            lab_dt = torch.promote_types(position.dtype, compact_dtype(2 * self.config.num_rels))
+            position = position.to(lab_dt)
             graph = None
             if input_graph:
-                graph = dependency_labels(g.node_features["head"], g.node_features["rel"], words_mask)
+                graph = dependency_labels(g.node_features["head"], g.node_features["rel"], words_mask, lab_dt)
             x = self.embed(g.tokens, batch.char_ids, batch.word_types)  # once for all iterations
             res_h, res_r, res_u = (torch.zeros_like(g.tokens) for _ in range(3))
             res_t = {name: torch.zeros(*g.tokens.shape, lemma_topk if name == "lemma" else 1, dtype=torch.long,
@@ -250,9 +256,9 @@ class ParserModel(nn.Module):
                     res_h[sub], res_r[sub], res_u[sub] = ph, pr, pu
                     for name, top in pt.items():
                         res_t[name][sub] = top
-                    new_graph = dependency_labels(ph, pr, words_mask[sub])
+                    new_graph = dependency_labels(ph, pr, words_mask[sub], lab_dt)
                     if graph is None:
-                        graph = torch.zeros(B, *position.shape[1:], dtype=torch.long, device=dev)
+                        graph = torch.zeros(B, *position.shape[1:], dtype=lab_dt, device=dev)
                         changed = torch.ones(sub.numel(), dtype=torch.bool, device=dev)
                     else:
                         changed = (new_graph != graph[sub]).flatten(1).any(-1)
@@ -272,7 +278,7 @@ class ParserModel(nn.Module):
         dev = h.device
         arc = self.arc(h, padding_mask).float()
         b, n = arc.shape[:2]
-        arc = arc.masked_fill(torch.eye(n, dtype=torch.bool, device=dev), float("-inf"))
+        arc.diagonal(dim1=1, dim2=2).fill_(float("-inf"))  # no self loops (in place: arc is a fresh tensor)
         arc = torch.log_softmax(arc, -1)
         heads_list = batch_decode(arc.cpu(), lengths.cpu(), algorithm=algorithm)
         ph = torch.zeros(b, n, dtype=torch.long)
