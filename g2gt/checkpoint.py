@@ -273,6 +273,31 @@ class TrainingFolderLock:
         raise TrainingFolderLocked(f"{self.path}: could not lock the folder (it keeps changing)")
 
 
+def main_process_lock(folder: str | os.PathLike):
+    """``folder``'s :class:`TrainingFolderLock` in the main process of a run (``RANK`` unset or 0: a single
+    process, or rank 0 under torchrun), a no-op context in the other ranks (the Trainer checks them)."""
+    import contextlib
+
+    return TrainingFolderLock(folder) if os.environ.get("RANK", "0") == "0" else contextlib.nullcontext()
+
+
+def holds_training_folder(fn):
+    """Decorator for ``train_*(..., out_dir, ...)`` functions: the whole call (reading ``last.pt`` to resume,
+    writing ``config.json``, training) holds ``out_dir``'s lock, so a second run on the same folder stops
+    before it touches anything (:class:`TrainingFolderLocked`)."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with main_process_lock(sig.bind_partial(*args, **kwargs).arguments["out_dir"]):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _has_flock() -> bool:
     try:
         import fcntl  # noqa: F401

@@ -28,6 +28,7 @@ from typing import Iterator, Sequence
 import torch
 from torch import Tensor
 
+from ..checkpoint import holds_training_folder
 from ..batch import BucketBatchSampler
 from .data import EnhancedBatch, EnhancedVocab, corrupt_tree, make_batch, make_example, sentence_edges
 from .enhancer import Enhancer
@@ -163,6 +164,7 @@ def parser_trees(parser_dir: str | Path, sentences: Sequence, device: str = "cpu
     return [([int(h) for h in s.heads], [r or "dep" for r in s.deprels]) for s in parsed]
 
 
+@holds_training_folder
 def train_enhanced(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
                    train_config=None, *, max_tokens: int = 2000, min_freq: int = 2, lowercase: bool = True,
                    word_dropout: float = 0.2, corrupt_prob: float = 0.3, corrupt_max: float = 0.15,

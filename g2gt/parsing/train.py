@@ -9,12 +9,14 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..checkpoint import holds_training_folder
 from ..train_config import TrainConfig
 from .config import ParserConfig
 
 __all__ = ["train_parser"]
 
 
+@holds_training_folder
 def train_parser(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
                  train_config: TrainConfig | None = None, refine_train: str = "self", refine_steps: int = 2,
                  max_tokens: int = 4000, min_freq: int = 2, lowercase: bool = True, word_dropout: float = 0.2,

@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 
+from ..checkpoint import holds_training_folder
 from ..train_config import TrainConfig
 from .config import SegmentDataConfig, SegmenterConfig
 
@@ -34,6 +35,7 @@ def default_train_config(**overrides) -> TrainConfig:
     return TrainConfig(**base)
 
 
+@holds_training_folder
 def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir: str | os.PathLike,
                     config: SegmenterConfig | None = None, train_config: TrainConfig | None = None,
                     resume: bool = False, data_config: SegmentDataConfig | None = None):
