@@ -5,7 +5,7 @@ enters the attention score like a relative position. Sequences are chain
 graphs, parses are dependency graphs, and PyG users get a MessagePassing layer.
 """
 
-import importlib
+from ._lazy import lazy_exports
 from typing import TYPE_CHECKING
 
 # Names re-exported lazily (PEP 562): ``import g2gt`` stays cheap (no torch) so the ``g2gt`` command's
@@ -37,16 +37,7 @@ def load(model: str = "en_ewt", device: str = "cpu", dtype: str | None = None, *
     return Parser.load(model, device=device, dtype=dtype, **kwargs)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 __version__ = "0.1.0"

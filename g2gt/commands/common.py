@@ -328,6 +328,23 @@ def check_input_path(path: str | None, flag: str) -> None:
         raise UsageError(f"{flag} {path}: no such file")
 
 
+def data_file_arg(value: str | None, rel: str, flag: str):
+    """The data file a training option names, else the default ``rel`` found by :func:`g2gt.data.shared_data`
+    (``$G2GT_DATA``, ``../shared/data``, ``./data``); a :class:`UsageError` saying where it looked otherwise."""
+    from pathlib import Path
+
+    from ..data import shared_data
+
+    if value:
+        check_input_path(value, flag)
+        return Path(value)
+    path = shared_data(rel)
+    if path is None:
+        raise UsageError(f"{flag} not given and the default {rel} was not found under $G2GT_DATA, ../shared/data "
+                         f"or ./data (set G2GT_DATA or pass {flag} FILE)")
+    return path
+
+
 def check_folder_path(path: str | None, flag: str) -> None:
     """A folder to create or reuse (a training ``--out``) must not be an existing file."""
     if path is not None and os.path.exists(path) and not os.path.isdir(path):

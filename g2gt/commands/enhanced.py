@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..data import EWT_DEV, EWT_TRAIN, shared_data
+from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime, check_folder_path,
+    UsageError, add_common_options, data_file_arg, add_dataclass_options, add_signature_options, apply_runtime, check_folder_path,
     check_input_path, check_output_path, option_values, progress_enabled,
 )
 
@@ -101,17 +101,6 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run_train)
 
 
-def _data_arg(value: str | None, rel: str, flag: str) -> Path:
-    if value:
-        check_input_path(value, flag)
-        return Path(value)
-    path = shared_data(rel)
-    if path is None:
-        raise UsageError(f"{flag} not given and the default {rel} was not found under $G2GT_DATA, ../shared/data "
-                         f"or ./data (set G2GT_DATA or pass {flag} FILE)")
-    return path
-
-
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
     from ..enhanced import train_enhanced
@@ -119,8 +108,8 @@ def run_train(args: argparse.Namespace) -> int:
     from ..io.conllu import read_conllu
     from ..train_config import TrainConfig
 
-    train_path = _data_arg(args.train, EWT_TRAIN, "--train")
-    dev_path = _data_arg(args.dev, EWT_DEV, "--dev")
+    train_path = data_file_arg(args.train, EWT_TRAIN, "--train")
+    dev_path = data_file_arg(args.dev, EWT_DEV, "--dev")
     check_folder_path(args.out, "--out")
     if args.parser is not None and not Path(args.parser).exists():
         raise UsageError(f"--parser {args.parser}: no such model folder or checkpoint")

@@ -14,9 +14,9 @@ from itertools import islice
 from pathlib import Path
 
 from ..models import DEFAULT_MODEL
-from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN, shared_data
+from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime,
+    UsageError, add_common_options, data_file_arg, add_dataclass_options, add_signature_options, apply_runtime,
     check_folder_path, check_input_path, check_output_path, non_negative_int, option_values, progress_enabled,
 )
 
@@ -116,25 +116,14 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run_train)
 
 
-def _data_arg(value: str | None, rel: str, flag: str) -> Path:
-    if value:
-        check_input_path(value, flag)
-        return Path(value)
-    path = shared_data(rel)
-    if path is None:
-        raise UsageError(f"{flag} not given and the default {rel} was not found under $G2GT_DATA, ../shared/data "
-                         f"or ./data (set G2GT_DATA or pass {flag} FILE)")
-    return path
-
-
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
     from ..io.conllu import read_conllu
     from ..parsing import train_parser
     from ..train_config import TrainConfig
 
-    train_path = _data_arg(args.train, EWT_TRAIN, "--train")
-    dev_path = _data_arg(args.dev, EWT_DEV, "--dev")
+    train_path = data_file_arg(args.train, EWT_TRAIN, "--train")
+    dev_path = data_file_arg(args.dev, EWT_DEV, "--dev")
     check_folder_path(args.out, "--out")
     t0 = time.time()
     train = read_conllu(train_path, require_heads=True)

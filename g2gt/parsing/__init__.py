@@ -21,7 +21,7 @@ Example::
         print(sent.serialize())
 """
 
-import importlib
+from .._lazy import lazy_exports
 from typing import TYPE_CHECKING
 
 _EXPORTS = {
@@ -57,13 +57,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

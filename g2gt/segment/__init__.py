@@ -18,7 +18,7 @@ character as inside a token, token end, sentence end, multiword-token end or mul
 Importing this package does not import torch; the torch-based names load on first use.
 """
 
-import importlib
+from .._lazy import lazy_exports
 from typing import TYPE_CHECKING
 
 from .config import LABEL_NAMES, SegmentDataConfig, SegmenterConfig
@@ -42,16 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .train import default_train_config, train_segmenter
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

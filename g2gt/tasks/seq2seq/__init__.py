@@ -10,7 +10,7 @@
 Importing this package does not import torch: the names of :mod:`.task` and :mod:`.recipe` load on first use.
 """
 
-import importlib
+from ..._lazy import lazy_exports
 from typing import TYPE_CHECKING
 
 from .config import Seq2SeqSettings, Seq2SeqTrainConfig
@@ -30,16 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [
