@@ -207,3 +207,23 @@ def test_any_text_parses_writes_and_reads_back(folder_parser, text):
 @pytest.fixture(scope="module")
 def folder_parser(folder):
     return Parser.load(folder)
+
+
+@pytest.mark.skipif(DEFAULT_MODEL not in available_models(), reason="the default model is not in this checkout")
+def test_shipped_enhancer_changes_only_deps_on_ewt_dev(tmp_path):
+    from g2gt.data import EWT_DEV, shared_data
+
+    src = shared_data(EWT_DEV) or EWT_SAMPLE_DEV  # the whole EWT dev when ../shared is there
+    out = tmp_path / "enh.conllu"
+    assert main(["enhance", "--model", DEFAULT_MODEL, str(src), "-o", str(out), "--threads", "1",
+                 "--no-progress"]) == 0
+    a = src.read_text(encoding="utf-8").split("\n")
+    b = out.read_text(encoding="utf-8").split("\n")
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        cx, cy = x.split("\t"), y.split("\t")
+        if len(cx) == 10 and "." not in cx[0]:
+            assert cx[:8] + cx[9:] == cy[:8] + cy[9:]  # every column but DEPS byte-identical
+        elif "." not in cx[0]:
+            assert x == y  # comments, blank lines
+    assert validate_file(out, lang="en", level=2) == []

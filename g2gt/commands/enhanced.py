@@ -152,7 +152,8 @@ def _configure_enhance(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", metavar="INPUT", help="parsed CoNLL-U (plain or .gz), '-' = stdin")
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="output CoNLL-U, '-' = stdout (default)")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", metavar="DIR", help="folder written by 'g2gt train enhanced' (best.pt) or a checkpoint")
+    src.add_argument("--model", metavar="DIR", help="a shipped model's name (en_ewt), a model folder (enhancer.pt), a folder written by "
+                          "'g2gt train enhanced' (best.pt) or a checkpoint")
     src.add_argument("--copy-basic", action="store_true",
                      help="no model: DEPS = the basic tree with case-marked relations filled (baseline)")
     p.add_argument("--in-place", action="store_true", help="allow -o to be the input file (replaced at the end)")

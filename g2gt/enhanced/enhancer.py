@@ -98,11 +98,17 @@ class Enhancer:
     @classmethod
     def load(cls, model_dir: str | Path, device: str | torch.device = "cpu",
              dtype: torch.dtype | str | None = None) -> "Enhancer":
-        """Load ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhanced`` (or that file),
+        """Load a shipped model's enhanced-UD part by name (``"en_ewt"``), a model folder's ``enhancer.pt``, or
+        ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhanced`` (or that file),
         with ``weights_only=True`` and ``strict=True``. ``dtype``: e.g. ``"bfloat16"`` to cast the weights."""
         from ..checkpoint import load_checkpoint
+        from ..models import PART_FILES, find_model, is_model_folder
 
-        d = Path(model_dir)
+        d = find_model(model_dir)  # a path, or a shipped model's name
+        if is_model_folder(d):
+            if not (d / PART_FILES["enhancer"]).is_file():
+                raise FileNotFoundError(f"{model_dir}: this model folder has no {PART_FILES['enhancer']}")
+            d = d / PART_FILES["enhancer"]
         path = d if d.is_file() else (d / "best.pt" if (d / "best.pt").exists() else d / "last.pt")
         if not path.exists():
             raise FileNotFoundError(f"{model_dir}: no best.pt or last.pt (is this a folder written by "
