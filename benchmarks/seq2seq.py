@@ -149,9 +149,9 @@ class System:
             self.loss_sum += float(loss.detach())
         self.rng = torch.get_rng_state()
 
-    def evaluate(self, dev_src, dev_refs, dev_deps=None) -> dict:
+    def evaluate(self, dev_src, dev_refs, dev_deps=None, beam: int = 1) -> dict:
         t0 = time.process_time()
-        hyps = self.task.tgt_tok.decode_batch(self.task.translate_ids(self.model, dev_src, dev_deps, beam=1,
+        hyps = self.task.tgt_tok.decode_batch(self.task.translate_ids(self.model, dev_src, dev_deps, beam=beam,
                                                                       batch_size=64))
         s = mt_scores(dev_refs, hyps)
         return {"bleu": s["bleu"], "chrf": s["chrf"], "bleu_signature": s["bleu_signature"],
@@ -189,6 +189,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
                     help="final fraction of the CPU budget over which the lr decays linearly to ~0")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=rc.seed)
+    ap.add_argument("--beam", type=int, default=1,
+                    help="beam size for the final dev translation (1 = greedy; the CLI's final eval uses 5)")
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
     return ap
 
@@ -273,7 +275,7 @@ def main(argv=None) -> int:
         print(f"  [{(time.time() - t0) / 60:.1f} wall min] {done}", file=sys.stderr, flush=True)
     results = {}
     for name, r in runs.items():
-        ev = r.evaluate(dev[name][0], tgt_dev, dev[name][1])
+        ev = r.evaluate(dev[name][0], tgt_dev, dev[name][1], beam=args.beam)
         results[name] = {"params": r.params, "steps": r.steps, "epochs": r.epoch, "train_cpu_s": r.cpu,
                          "train_wall_s": r.wall, "tokens": r.tokens, "tok_per_cpu_s": r.tokens / max(r.cpu, 1e-9),
                          "train_loss": r.loss_sum / max(r.tokens, 1), **ev}

@@ -170,3 +170,16 @@ def test_demo_runs(tmp_path, capsys):
     assert main(["demo", "--minutes", "0.1", "--out", str(tmp_path / "demo"), "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert "CC BY-SA" in out and "LAS" in out and "root, " in out
+
+
+def test_final_message_reads_every_run_of_the_folder(tmp_path):
+    """After --resume the 'best dev' line must describe best.pt (all runs in log.jsonl), not this call's best."""
+    from g2gt.commands.parsing import _all_evaluations
+
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"kind": "eval", "step": 200, "las": 80.5}\n{"kind": "train", "step": 210, "loss": 1.0}\n'
+                   'not json\n{"kind": "eval", "step": 400, "las": 79.0}\n', encoding="utf-8")
+    rows = _all_evaluations(log)
+    assert [r["step"] for r in rows] == [200, 400]
+    assert max(rows, key=lambda r: r["las"])["step"] == 200
+    assert _all_evaluations(tmp_path / "missing.jsonl") == []

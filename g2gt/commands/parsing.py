@@ -133,14 +133,31 @@ def run_train(args: argparse.Namespace) -> int:
                      progress=progress_enabled(args))
     _, history = train_parser(train, dev, args.out, option_values(args, MODEL_OPTIONS), tc,
                               max_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
-    best = max(history, key=lambda h: h.get("las", 0)) if history else {}
-    print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (internal) "
-          f"UAS {best.get('uas', 0):.2f} LAS {best.get('las', 0):.2f} UPOS {best.get('upos', 0):.2f}; "
+    best = max(_all_evaluations(Path(args.out) / "log.jsonl") or history, key=lambda h: h.get("las", 0), default={})
+    print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (internal, step {best.get('step', '?')}, the "
+          f"one in best.pt) UAS {best.get('uas', 0):.2f} LAS {best.get('las', 0):.2f} UPOS {best.get('upos', 0):.2f}; "
           f"model in {args.out}", file=sys.stderr)
     return 0
 
 
 # ---------------------------------------------------------------------------- parse
+def _all_evaluations(log: Path) -> list[dict]:
+    """Every dev evaluation in a training folder's ``log.jsonl`` (all runs, resumed ones included)."""
+    import json
+
+    if not log.is_file():
+        return []
+    rows = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if row.get("kind") == "eval" and "las" in row:
+            rows.append(row)
+    return rows
+
+
 def _configure_parse(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Parse text or sentences and write CoNLL-U. With no --model, the English model shipped in the\n"
