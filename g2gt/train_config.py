@@ -49,6 +49,12 @@ class TrainConfig:
     The budget is ``max_steps`` updates and / or ``max_minutes`` of training time, both counted over the
     whole run (a resumed run continues the same budget). Warmup and cooldown are fractions of the budget
     unless ``warmup_steps`` is set; the formulas are in :func:`g2gt.schedule.lr_multiplier`.
+
+    To chain an interrupted run, resume it with the *same* budget: the schedule then continues exactly.
+    Resuming a finished run with a *larger* budget re-fits the schedule to it: the learning rate jumps back
+    up from ~0 to the curve's value at the new fraction and cools down again (a warm restart). On the
+    shipped parser this did not pay: 120 -> 145 minutes ended at dev LAS 84.80 against 84.91, and ``best.pt``
+    kept the earlier model. Plan the full budget from the start.
     """
 
     lr: float = option(5e-4, "peak learning rate (AdamW)", "optimisation")
