@@ -111,6 +111,23 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
     return removed
 
 
+def read_log(path: str | os.PathLike) -> list[dict]:
+    """The entries of a training folder's JSON-lines ``log.jsonl`` (all runs, resumed ones included); lines
+    that are not a JSON object (a line torn by a kill) are skipped. ``[]`` when there is no log."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
 def truncate_log(path: str | os.PathLike, step: int) -> int:
     """Keep the lines of a JSON-lines log whose ``"step"`` is ``<= step`` (and drop a torn last line).
 

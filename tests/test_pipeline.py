@@ -227,3 +227,18 @@ def test_shipped_enhancer_changes_only_deps_on_ewt_dev(tmp_path):
         elif "." not in cx[0]:
             assert x == y  # comments, blank lines
     assert validate_file(out, lang="en", level=2) == []
+
+
+def test_part_checkpoint_resolves_model_and_training_folders(tmp_path):
+    from g2gt.models import part_checkpoint
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "parser.pt").write_bytes(b"x")  # a model folder: it has parser.pt
+    assert part_checkpoint(folder, "parser") == folder / "parser.pt"
+    with pytest.raises(FileNotFoundError, match="enhancer.pt"):
+        part_checkpoint(folder, "enhancer")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "last.pt").write_bytes(b"x")  # a training folder: best.pt, else last.pt
+    assert part_checkpoint(run, "enhancer") == run / "last.pt"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, data_file_arg, add_dataclass_options, add_signature_options, apply_runtime, check_folder_path,
-    check_input_path, check_output_path, option_values, progress_enabled,
+    UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime, check_folder_path,
+    check_input_path, check_output_path, data_file_arg, option_values, progress_enabled,
 )
 
 MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "max_distance", "edge_dim", "label_dim",

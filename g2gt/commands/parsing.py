@@ -16,8 +16,9 @@ from pathlib import Path
 from ..models import DEFAULT_MODEL
 from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, data_file_arg, add_dataclass_options, add_signature_options, apply_runtime,
-    check_folder_path, check_input_path, check_output_path, non_negative_int, option_values, progress_enabled,
+    UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime,
+    check_folder_path, check_input_path, check_output_path, data_file_arg, non_negative_int, option_values,
+    progress_enabled,
 )
 
 # ---------------------------------------------------------------------------- options and CLI defaults
@@ -143,19 +144,9 @@ def run_train(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- parse
 def _all_evaluations(log: Path) -> list[dict]:
     """Every dev evaluation in a training folder's ``log.jsonl`` (all runs, resumed ones included)."""
-    import json
+    from ..checkpoint import read_log
 
-    if not log.is_file():
-        return []
-    rows = []
-    for line in log.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if row.get("kind") == "eval" and "las" in row:
-            rows.append(row)
-    return rows
+    return [e for e in read_log(log) if e.get("kind") == "eval" and "las" in e]
 
 
 def _configure_parse(p: argparse.ArgumentParser) -> None:

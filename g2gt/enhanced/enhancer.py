@@ -102,17 +102,9 @@ class Enhancer:
         ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhanced`` (or that file),
         with ``weights_only=True`` and ``strict=True``. ``dtype``: e.g. ``"bfloat16"`` to cast the weights."""
         from ..checkpoint import load_checkpoint
-        from ..models import PART_FILES, find_model, is_model_folder
+        from ..models import part_checkpoint
 
-        d = find_model(model_dir)  # a path, or a shipped model's name
-        if is_model_folder(d):
-            if not (d / PART_FILES["enhancer"]).is_file():
-                raise FileNotFoundError(f"{model_dir}: this model folder has no {PART_FILES['enhancer']}")
-            d = d / PART_FILES["enhancer"]
-        path = d if d.is_file() else (d / "best.pt" if (d / "best.pt").exists() else d / "last.pt")
-        if not path.exists():
-            raise FileNotFoundError(f"{model_dir}: no best.pt or last.pt (is this a folder written by "
-                                    "'g2gt train enhanced'?)")
+        path = part_checkpoint(model_dir, "enhancer")
         ck = load_checkpoint(path, device)
         extra = ck.get("task", {})
         if extra.get("kind") != "enhanced" or "vocab" not in extra:

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 __all__ = ["DEFAULT_MODEL", "PACKAGED_DIR", "PART_FILES", "available_models", "is_model_folder",
-           "find_model", "model_card"]
+           "find_model", "model_card", "part_checkpoint"]
 
 DEFAULT_MODEL = "en_ewt"
 PACKAGED_DIR = Path(__file__).resolve().parent
@@ -51,6 +51,22 @@ def find_model(name_or_path: str | os.PathLike) -> Path:
     shipped = ", ".join(available_models()) or "none in this installation"
     raise FileNotFoundError(f"{name}: no such file or folder, and not a shipped model (shipped: {shipped}); "
                             "give a shipped model's name, a training folder or a checkpoint file")
+
+
+def part_checkpoint(name_or_path: str | os.PathLike, part: str) -> Path:
+    """The checkpoint file of one part (a key of :data:`PART_FILES`): in a model folder (a shipped name or an
+    exported folder) its part file, else the file itself or a training folder's ``best.pt`` (else ``last.pt``).
+
+    Raises ``FileNotFoundError`` when a model folder lacks the part or a training folder has no checkpoint."""
+    from ..checkpoint import resolve_checkpoint
+
+    where = find_model(name_or_path)
+    if not is_model_folder(where):
+        return resolve_checkpoint(where)
+    file = where / PART_FILES[part]
+    if not file.is_file():
+        raise FileNotFoundError(f"{name_or_path}: this model folder has no {PART_FILES[part]}")
+    return file
 
 
 def model_card(name_or_path: str | os.PathLike) -> dict:

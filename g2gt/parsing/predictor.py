@@ -82,12 +82,12 @@ class Parser:
         GPUs and on CPUs with AMX matrix units); ``"auto"`` picks it only there
         (:func:`fast_inference_dtype`). Arc scores are decoded in float32 either way.
         """
-        from ..checkpoint import load_checkpoint, resolve_checkpoint
-        from ..models import PART_FILES, find_model, is_model_folder
+        from ..checkpoint import load_checkpoint
+        from ..models import PART_FILES, find_model, is_model_folder, part_checkpoint
 
         where = find_model(path)
         folder = where if is_model_folder(where) else None
-        file = folder / PART_FILES["parser"] if folder is not None else resolve_checkpoint(where)
+        file = part_checkpoint(where, "parser")
         ck = load_checkpoint(file, device)
         extra = ck.get("task", {})
         if "vocab" not in extra or "model_config" not in ck:
