@@ -284,6 +284,11 @@ class Trainer:
             raise RuntimeError(
                 f"{path} was written by {state.get('world_size')} process(es); resume with the same number "
                 f"(got {self.world_size})")
+        saved = state.get("train_config") or {}
+        if (saved.get("metric"), saved.get("metric_mode")) not in ((None, None), (self.cfg.metric, self.cfg.metric_mode)):
+            raise ValueError(
+                f"{path} keeps best.pt by {saved.get('metric')} ({saved.get('metric_mode')}); resume with the same "
+                f"selection metric (got {self.cfg.metric} ({self.cfg.metric_mode}))")
         self.model.load_state_dict(state["model"], strict=True)
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scaler and state["scaler"]:

@@ -326,6 +326,18 @@ def test_train_seq2seq_writes_a_complete_run(tmp_path, pairs):
     assert len(run.task.translate(run.model, src[:3], beam=2)) == 3
 
 
+def test_best_checkpoint_is_the_evaluation_with_the_lowest_dev_loss(tmp_path, pairs):
+    import json
+
+    src, tgt = pairs
+    out = tmp_path / "run"
+    train_seq2seq(src, tgt, src[:8], tgt[:8], out, Seq2SeqTrainConfig(max_steps=6, eval_every=2, final_beam=0, **SMALL))
+    evals = [e for e in map(json.loads, (out / "log.jsonl").read_text().splitlines()) if e["kind"] == "eval"]
+    best = min(evals, key=lambda e: e["dev_loss"])
+    state = torch.load(out / "best.pt", weights_only=True)
+    assert state["step"] == best["step"] and state["best"] == pytest.approx(best["dev_loss"])
+
+
 def test_train_seq2seq_resume_keeps_tokenizer_and_model_of_the_checkpoint(tmp_path, pairs):
     src, tgt = pairs
     out = tmp_path / "run"
@@ -346,7 +358,11 @@ def test_recipe_defaults_are_the_measured_recipe_and_the_benchmarks():
             rc.bpe_vocab, rc.joint_vocab, rc.max_distance) == (2048, 1e-3, 4, 256, 3, 1024, 0.1, 0.1, 8000, True, 16)
     assert 0 < rc.warmup < 0.5 and rc.warmup_steps is None and 0 < rc.cooldown < 1
     tc = rc.train_config()
-    assert (tc.lr, tc.warmup, tc.cooldown, tc.metric, tc.metric_mode) == (rc.lr, rc.warmup, rc.cooldown, "bleu", "max")
+    assert (tc.lr, tc.warmup, tc.cooldown, tc.metric, tc.metric_mode) == (rc.lr, rc.warmup, rc.cooldown, "dev_loss",
+                                                                           "min")
+    assert Seq2SeqTrainConfig(select="bleu").train_config().metric_mode == "max"
+    with pytest.raises(ValueError, match="select must be one of"):
+        Seq2SeqTrainConfig(select="chrf").train_config()
     spec = importlib.util.spec_from_file_location("bench_seq2seq", Path(__file__).parents[1] / "benchmarks" / "seq2seq.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

@@ -216,6 +216,13 @@ def test_resume_refuses_other_world_size(tmp_path):
         Trainer(tiny_model(), _task(), _cfg(max_steps=2), tmp_path).fit(resume=True)
 
 
+def test_resume_refuses_another_selection_metric(tmp_path):
+    Trainer(tiny_model(), _task(), _cfg(max_steps=1), tmp_path).fit()
+    with pytest.raises(ValueError, match="same selection metric"):
+        Trainer(tiny_model(), _task(), _cfg(max_steps=2, metric_mode="max"), tmp_path).fit(resume=True)
+    assert Trainer(tiny_model(), _task(), _cfg(max_steps=2), tmp_path).fit(resume=True)[-1]["step"] == 2
+
+
 def test_missing_metric_is_a_clear_error(tmp_path):
     with pytest.raises(KeyError, match="bleu"):
         Trainer(tiny_model(), _task(), _cfg(max_steps=1, metric="bleu"), tmp_path).fit()

@@ -45,14 +45,15 @@ def _train_fields() -> list[str]:
 
 
 def _configure_train(p: argparse.ArgumentParser) -> None:
-    from ..tasks.seq2seq import Seq2SeqTrainConfig
+    from ..tasks.seq2seq.config import SELECT_MODES, Seq2SeqTrainConfig
 
     s, t = PAIR
     p.description = (
         "Train an encoder-decoder G2GTransformer on aligned text files (plain or .gz, one sentence a line). The "
         "source is a chain graph with relative-position labels; with --src-graphs the encoder also reads the "
         "source dependency parse as a second label channel. Subwords: byte-level BPE trained on the training "
-        "data and stored inside the checkpoint. Writes OUT/best.pt (best dev BLEU), OUT/last.pt (resumable), "
+        "data and stored inside the checkpoint. Writes OUT/best.pt (lowest dev loss, or best greedy dev BLEU with "
+        "--select bleu), OUT/last.pt (resumable), "
         "OUT/log.jsonl, OUT/config.json and, at the end, OUT/dev.hyp + OUT/final.json (whole dev set, beam "
         "search). The defaults are the project's recipe (warmup and cooldown are fractions of the budget).")
     p.epilog = (
@@ -76,7 +77,8 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
                    help="continue from OUT/last.pt (tokenizers, data settings and model size come from it)")
     add_dataclass_options(p, Seq2SeqTrainConfig, _train_fields(), aliases=OLD_SPELLINGS, grouped=True,
                           choices={"positions": ("none", "sinusoidal", "learned"),
-                                   "schedule": ("inverse_sqrt", "cosine", "constant")})
+                                   "schedule": ("inverse_sqrt", "cosine", "constant"),
+                                   "select": tuple(SELECT_MODES)})
     add_common_options(p, batch_tokens=field_default(Seq2SeqTrainConfig, "batch_tokens"))
     p.add_argument("--max-tokens", dest="batch_tokens", type=positive_int, default=argparse.SUPPRESS,
                    help=argparse.SUPPRESS)  # old spelling of --batch-tokens

@@ -15,7 +15,10 @@ from dataclasses import asdict, dataclass
 
 from ...train_config import TrainConfig, dataclass_from_dict, option
 
-__all__ = ["Seq2SeqSettings", "Seq2SeqTrainConfig"]
+__all__ = ["Seq2SeqSettings", "Seq2SeqTrainConfig", "SELECT_MODES"]
+
+#: The dev metrics that can select ``best.pt`` and whether lower or higher is better.
+SELECT_MODES = {"dev_loss": "min", "bleu": "max"}
 
 
 @dataclass
@@ -95,7 +98,11 @@ class Seq2SeqTrainConfig:
     epochs: int = option(1000, "at most this many passes over the training data", "optimisation")
     seed: int = option(1, "random seed (initialisation, data order, dropout)", "optimisation")
     # evaluation
-    eval_every: int = option(400, "updates between dev evaluations (greedy BLEU; keeps best.pt)", "evaluation")
+    eval_every: int = option(400, "updates between dev evaluations (dev loss and greedy BLEU; keeps best.pt)",
+                             "evaluation")
+    select: str = option("dev_loss", "what selects best.pt: dev_loss (lowest loss on the whole dev set, as "
+                         "fairseq does by default) or bleu (highest greedy BLEU on the first eval_sentences)",
+                         "evaluation")
     eval_sentences: int = option(300, "dev sentences translated at each evaluation (0 = all)", "evaluation")
     final_beam: int = option(5, "beam size of the final translation of the whole dev set (0 = skip)", "evaluation")
     length_penalty: float = option(1.0, "length penalty exponent of beam search", "evaluation")
@@ -111,12 +118,14 @@ class Seq2SeqTrainConfig:
         return dataclass_from_dict(cls, d)
 
     def train_config(self) -> TrainConfig:
-        """The :class:`g2gt.train_config.TrainConfig` of this recipe (dev BLEU selects ``best.pt``)."""
+        """The :class:`g2gt.train_config.TrainConfig` of this recipe (``select`` chooses ``best.pt``)."""
+        if self.select not in SELECT_MODES:
+            raise ValueError(f"select must be one of {sorted(SELECT_MODES)}, got {self.select!r}")
         return TrainConfig(
             lr=self.lr, weight_decay=self.weight_decay, warmup=self.warmup, warmup_steps=self.warmup_steps,
             schedule=self.schedule, cooldown=self.cooldown, max_steps=self.max_steps, epochs=self.epochs,
-            max_minutes=self.max_minutes, accum_steps=self.accum_steps, eval_every=self.eval_every, metric="bleu",
-            metric_mode="max", seed=self.seed, device=self.device, progress=self.progress)
+            max_minutes=self.max_minutes, accum_steps=self.accum_steps, eval_every=self.eval_every, metric=self.select,
+            metric_mode=SELECT_MODES[self.select], seed=self.seed, device=self.device, progress=self.progress)
 
     def settings(self, graph: bool = False) -> Seq2SeqSettings:
         """The data / decoding :class:`Seq2SeqSettings` of this recipe."""

@@ -67,7 +67,7 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
 
     ``src_*``: source sentences as strings, or :class:`g2gt.io.conllu.Sentence` objects (one parse per
     target line) for graph to sequence (see :func:`read_training_data`); ``tgt_*``: target sentences.
-    ``out_dir`` receives ``best.pt`` (best dev BLEU), ``last.pt`` (resumable), ``log.jsonl``,
+    ``out_dir`` receives ``best.pt`` (selected by ``config.select``), ``last.pt`` (resumable), ``log.jsonl``,
     ``config.json`` and, with ``final_beam > 0``, ``dev.hyp`` + ``final.json`` (whole dev set, beam search).
     The folder is locked for the whole call. With ``resume=True`` and an ``out_dir/last.pt``, the tokenizers,
     data settings and model size come from the checkpoint (``batch_tokens``, ``eval_sentences`` and
@@ -127,7 +127,7 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
         final = None
         if main:
             info.update(train_seconds_this_call=round(time.time() - t_train, 1), steps=trainer.step,
-                        best_dev_bleu=trainer.best)
+                        best_dev={cfg.select: trainer.best})
             _write_json(out / "config.json", info)
             if cfg.final_beam > 0:
                 final = final_evaluation(out, src_dev, tgt_dev, cfg.final_beam, cfg.length_penalty, trainer.device,
