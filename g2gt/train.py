@@ -285,7 +285,8 @@ class Trainer:
                 f"{path} was written by {state.get('world_size')} process(es); resume with the same number "
                 f"(got {self.world_size})")
         saved = state.get("train_config") or {}
-        if (saved.get("metric"), saved.get("metric_mode")) not in ((None, None), (self.cfg.metric, self.cfg.metric_mode)):
+        selection = (self.cfg.metric, self.cfg.metric_mode)
+        if "metric" in saved and (saved["metric"], saved.get("metric_mode")) != selection:
             raise ValueError(
                 f"{path} keeps best.pt by {saved.get('metric')} ({saved.get('metric_mode')}); resume with the same "
                 f"selection metric (got {self.cfg.metric} ({self.cfg.metric_mode}))")

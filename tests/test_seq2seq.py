@@ -327,12 +327,12 @@ def test_train_seq2seq_writes_a_complete_run(tmp_path, pairs):
 
 
 def test_best_checkpoint_is_the_evaluation_with_the_lowest_dev_loss(tmp_path, pairs):
-    import json
+    from g2gt.checkpoint import read_log
 
     src, tgt = pairs
     out = tmp_path / "run"
     train_seq2seq(src, tgt, src[:8], tgt[:8], out, Seq2SeqTrainConfig(max_steps=6, eval_every=2, final_beam=0, **SMALL))
-    evals = [e for e in map(json.loads, (out / "log.jsonl").read_text().splitlines()) if e["kind"] == "eval"]
+    evals = [e for e in read_log(out / "log.jsonl") if e["kind"] == "eval"]
     best = min(evals, key=lambda e: e["dev_loss"])
     state = torch.load(out / "best.pt", weights_only=True)
     assert state["step"] == best["step"] and state["best"] == pytest.approx(best["dev_loss"])
