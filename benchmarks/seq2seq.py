@@ -11,7 +11,8 @@ Systems (same data, BPE, batches, optimiser, schedule, model size and budget):
 The systems train *interleaved* in one process, in slices of --slice seconds, each until it has used
 --minutes of **process CPU time** (not wall time: the machine is shared, and CPU time is what a system
 actually consumed). Training throughput = target tokens / CPU second. Then each translates the dev set
-greedily and is scored with sacreBLEU (cased, detokenized BLEU and chrF). Ratios are to (c).
+greedily and is scored with sacreBLEU (cased, detokenized BLEU and chrF). Ratios are to (c). Every system
+trains under the CLI's autocast rule (``--amp``, default ``auto``: bf16 on CPUs with native bf16).
 
     OMP_NUM_THREADS=1 python benchmarks/seq2seq.py --minutes 5 --threads 1
     g2gt bench seq2seq --minutes 5 --threads 1
@@ -40,7 +41,7 @@ from g2gt.tasks.seq2seq import (  # noqa: E402
     SUBWORD_LABEL, Seq2SeqTask, Seq2SeqTrainConfig, mt_scores, read_lines,
 )
 from g2gt.tokenizer import SubwordTokenizer  # noqa: E402
-from g2gt.train import TrainConfig  # noqa: E402
+from g2gt.train import TrainConfig, autocast_dtype  # noqa: E402
 
 
 class TorchTransformer(nn.Module):
@@ -117,6 +118,7 @@ class System:
         self.cpu, self.wall, self.tokens, self.steps, self.loss_sum = 0.0, 0.0, 0, 0, 0.0
         self.rng = torch.get_rng_state()
         self.params = sum(p.numel() for p in model.parameters())
+        self.amp = autocast_dtype(torch.device("cpu"), cfg.amp)  # the CLI's autocast rule, the same for every system
 
     def _next(self):
         try:
@@ -133,7 +135,8 @@ class System:
         while time.process_time() - start < seconds and self.cpu < budget:
             c0, w0 = time.process_time(), time.time()
             batch = self._next()
-            loss = self.task.loss(self.model, batch)
+            with torch.autocast("cpu", dtype=self.amp or torch.bfloat16, enabled=self.amp is not None):
+                loss = self.task.loss(self.model, batch)
             n = self.task.num_tokens(batch)
             (loss / max(n, 1)).backward()
             nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
@@ -189,6 +192,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
                     help="final fraction of the CPU budget over which the lr decays linearly to ~0")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=rc.seed)
+    ap.add_argument("--amp", default=rc.amp, choices=["auto", "bf16", "none"],
+                    help="training autocast for every system, as the CLI's --amp (auto: bf16 on CPUs with native bf16)")
     ap.add_argument("--beam", type=int, default=1,
                     help="beam size for the final dev translation (1 = greedy; the CLI's final eval uses 5)")
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
@@ -234,7 +239,8 @@ def main(argv=None) -> int:
     recipe = Seq2SeqTrainConfig(
         bpe_vocab=args.bpe_vocab, d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=args.ffn_dim,
         dropout=args.dropout, label_smoothing=args.label_smoothing, max_distance=args.max_distance,
-        batch_tokens=args.batch_tokens, lr=args.lr, warmup=args.warmup, cooldown=args.cooldown, seed=args.seed)
+        batch_tokens=args.batch_tokens, lr=args.lr, warmup=args.warmup, cooldown=args.cooldown, seed=args.seed,
+        amp=args.amp)
     cfg = recipe.train_config()
     size = dict(d_model=args.d_model, num_heads=args.heads, num_encoder_layers=args.layers,
                 num_decoder_layers=args.layers, ffn_dim=args.ffn_dim, dropout=args.dropout)

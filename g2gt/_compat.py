@@ -11,6 +11,8 @@ Probes:
   log-sum-exp of each score row (used by ``g2gt.nn.attention``'s hand-written backward).
 * :func:`amx_tile_supported` -- ``torch.cpu._is_amx_tile_supported`` (Intel AMX tiles, fast
   bfloat16 matrix products; used to pick the inference dtype).
+* :func:`cpu_bf16_supported` -- ``torch.cpu._is_avx512_bf16_supported`` and the AMX probe (native
+  bfloat16 dot products; ``amp='auto'`` trains under bfloat16 autocast on such CPUs).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-__all__ = ["amx_tile_supported", "cpu_flash_attention"]
+__all__ = ["amx_tile_supported", "cpu_bf16_supported", "cpu_flash_attention"]
 
 FlashFn = Callable[[Tensor, Tensor, Tensor, Tensor, float], "tuple[Tensor, Tensor]"]
 
@@ -80,16 +82,31 @@ def cpu_flash_attention() -> FlashFn | None:
     return flash
 
 
+def _cpu_probe(name: str) -> bool:
+    """``torch.cpu.<name>()`` as a bool; False where the private probe is missing or fails."""
+    probe = getattr(getattr(torch, "cpu", None), name, None)
+    if probe is None:
+        return False
+    try:
+        return bool(probe())
+    except Exception:  # unusual builds: report "not supported"
+        return False
+
+
 def amx_tile_supported() -> bool:
     """Whether this CPU has Intel AMX tiles (fast bfloat16 matrix products).
 
     Reads the private ``torch.cpu._is_amx_tile_supported`` (torch >= 2.3); False where it is
     missing or fails. Never raises.
     """
-    probe = getattr(getattr(torch, "cpu", None), "_is_amx_tile_supported", None)
-    if probe is None:
-        return False
-    try:
-        return bool(probe())
-    except Exception:  # unusual builds: report "no AMX"
-        return False
+    return _cpu_probe("_is_amx_tile_supported")
+
+
+def cpu_bf16_supported() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (AVX512-BF16 or AMX tiles), so that
+    bfloat16 autocast makes training faster rather than slower (emulated bfloat16 is slow).
+
+    Reads the private ``torch.cpu._is_avx512_bf16_supported`` and ``_is_amx_tile_supported``
+    (torch >= 2.3); False where they are missing or fail. Never raises.
+    """
+    return _cpu_probe("_is_avx512_bf16_supported") or amx_tile_supported()

@@ -41,3 +41,16 @@ def test_amx_tile_supported_is_a_bool():
         cpuinfo = Path("/proc/cpuinfo")
         if cpuinfo.exists():
             assert "amx_tile" in cpuinfo.read_text()
+
+
+def test_cpu_bf16_supported_is_a_bool():
+    has = _compat.cpu_bf16_supported()
+    assert isinstance(has, bool)
+    private = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    native = bool(private()) if private is not None else False
+    assert has == (native or _compat.amx_tile_supported())
+    if has:  # on Linux the CPU reports one of the flags
+        cpuinfo = Path("/proc/cpuinfo")
+        if cpuinfo.exists():
+            flags = cpuinfo.read_text()
+            assert "avx512_bf16" in flags or "amx_tile" in flags

@@ -486,16 +486,23 @@ def test_set_threads(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- device / amp
-def test_amp_is_off_on_cpu():
+def test_amp_on_cpu_is_bf16_where_native():
+    from g2gt import _compat
+
     cpu = torch.device("cpu")
-    for amp in ("auto", "bf16", "fp16", "none"):
-        assert autocast_dtype(cpu, amp) is None
+    assert autocast_dtype(cpu, "none") is None and autocast_dtype(cpu, "fp16") is None
+    assert autocast_dtype(cpu, "bf16") is torch.bfloat16  # asked for: on, even where emulated
+    assert autocast_dtype(cpu, "auto") is (torch.bfloat16 if _compat.cpu_bf16_supported() else None)
     with pytest.raises(ValueError, match="amp must be"):
         autocast_dtype(cpu, "int8")
     tr = Trainer(tiny_model(), _task(), _cfg(amp="fp16"), "unused")
     assert tr.scaler is None and tr.amp_dtype is None
     with tr.autocast:
-        assert not torch.is_autocast_enabled("cuda")
+        assert not torch.is_autocast_enabled("cuda") and not torch.is_autocast_enabled("cpu")
+    tr = Trainer(tiny_model(), _task(), _cfg(amp="bf16"), "unused")
+    assert tr.scaler is None and tr.amp_dtype is torch.bfloat16
+    with tr.autocast:
+        assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") is torch.bfloat16
 
 
 def test_move_to_device_nested():

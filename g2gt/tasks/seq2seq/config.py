@@ -108,6 +108,8 @@ class Seq2SeqTrainConfig:
     length_penalty: float = option(1.0, "length penalty exponent of beam search", "evaluation")
     # runtime
     device: str = option("auto", "auto, cpu, cuda, cuda:1 ...", "runtime")
+    amp: str = option("auto", "autocast: auto (bf16/fp16 on CUDA, bf16 on CPUs with native bf16, else off), "
+                      "bf16, fp16 or none", "runtime")
     progress: bool = option(True, "progress bars and a data summary on stderr", "runtime")
 
     def to_dict(self) -> dict:
@@ -125,7 +127,7 @@ class Seq2SeqTrainConfig:
             lr=self.lr, weight_decay=self.weight_decay, warmup=self.warmup, warmup_steps=self.warmup_steps,
             schedule=self.schedule, cooldown=self.cooldown, max_steps=self.max_steps, epochs=self.epochs,
             max_minutes=self.max_minutes, accum_steps=self.accum_steps, eval_every=self.eval_every, metric=self.select,
-            metric_mode=SELECT_MODES[self.select], seed=self.seed, device=self.device, progress=self.progress)
+            metric_mode=SELECT_MODES[self.select], seed=self.seed, device=self.device, amp=self.amp, progress=self.progress)
 
     def settings(self, graph: bool = False) -> Seq2SeqSettings:
         """The data / decoding :class:`Seq2SeqSettings` of this recipe."""

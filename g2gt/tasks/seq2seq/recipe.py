@@ -120,6 +120,7 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
                   f"{d['prepare_seconds']:.0f}s; model: {info['parameters'] / 1e6:.2f}M parameters, channels "
                   f"{task.channels}", file=sys.stderr)
         trainer = Trainer(model, task, cfg.train_config(), out)
+        info["autocast"] = str(trainer.amp_dtype).removeprefix("torch.") if trainer.amp_dtype else "off"
         if main:
             _write_json(out / "config.json", info)
         t_train = time.time()
