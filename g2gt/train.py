@@ -40,6 +40,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ._compat import cpu_bf16_supported  # the private-torch-API probes live in g2gt._compat
 from .checkpoint import (
     TrainingFolderLock, TrainingFolderLocked, load_checkpoint, remove_stale_temporaries, save_atomic, truncate_log,
 )
@@ -76,8 +77,6 @@ def autocast_dtype(device: torch.device, amp: str) -> torch.dtype | None:
     if amp == "none":
         return None
     if device.type == "cpu":
-        from ._compat import cpu_bf16_supported  # the private-torch-API probes live in g2gt._compat
-
         use = amp == "bf16" or (amp == "auto" and cpu_bf16_supported())
         return torch.bfloat16 if use else None
     if device.type != "cuda":
