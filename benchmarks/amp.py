@@ -22,7 +22,6 @@ On a CPU without native bfloat16 the bf16 column is emulated and slower: ``amp='
 from __future__ import annotations
 
 import argparse
-import gzip
 import statistics
 import sys
 import time
@@ -31,22 +30,18 @@ from pathlib import Path
 import torch
 
 from g2gt._compat import cpu_bf16_supported
-from g2gt.train import set_threads
-
-
-def _read_lines(path: Path, n: int) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for _, line in zip(range(n), f)]
+from g2gt.tasks.seq2seq import read_lines
+from g2gt.train import autocast_context, set_threads
 
 
 def seq2seq_setup(data: Path, n: int):
-    """(model factory, task, batches) for the default translation recipe."""
+    """(model factory, task) for the default translation recipe."""
     from g2gt.nn.transformer import G2GTransformer
     from g2gt.tasks.seq2seq.config import Seq2SeqTrainConfig
     from g2gt.tasks.seq2seq.recipe import _new_task
 
-    src = _read_lines(data / "multi30k" / "train.en.gz", n)
-    tgt = _read_lines(data / "multi30k" / "train.de.gz", n)
+    src = read_lines(data / "multi30k" / "train.en.gz")[:n]
+    tgt = read_lines(data / "multi30k" / "train.de.gz")[:n]
     cfg = Seq2SeqTrainConfig()
     task = _new_task(src, tgt, False, cfg)
     task.train = task.encode_pairs(src, tgt, "train")
@@ -77,7 +72,7 @@ def time_steps(make_model, task, batches, bf16: bool) -> tuple[float, float]:
     times, losses = [], []
     for batch in batches:
         t0 = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with autocast_context("cpu", torch.bfloat16 if bf16 else None):
             loss = task.loss(model, batch) / max(1, task.num_tokens(batch))
         loss.backward()
         opt.step()

@@ -41,7 +41,7 @@ from g2gt.tasks.seq2seq import (  # noqa: E402
     SUBWORD_LABEL, Seq2SeqTask, Seq2SeqTrainConfig, mt_scores, read_lines,
 )
 from g2gt.tokenizer import SubwordTokenizer  # noqa: E402
-from g2gt.train import TrainConfig, autocast_dtype  # noqa: E402
+from g2gt.train import TrainConfig, autocast_context, autocast_dtype  # noqa: E402
 
 
 class TorchTransformer(nn.Module):
@@ -135,7 +135,7 @@ class System:
         while time.process_time() - start < seconds and self.cpu < budget:
             c0, w0 = time.process_time(), time.time()
             batch = self._next()
-            with torch.autocast("cpu", dtype=self.amp or torch.bfloat16, enabled=self.amp is not None):
+            with autocast_context("cpu", self.amp):
                 loss = self.task.loss(self.model, batch)
             n = self.task.num_tokens(batch)
             (loss / max(n, 1)).backward()

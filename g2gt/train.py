@@ -45,10 +45,11 @@ from .checkpoint import (
     TrainingFolderLock, TrainingFolderLocked, load_checkpoint, remove_stale_temporaries, save_atomic, truncate_log,
 )
 from .schedule import estimate_total_steps, lr_multiplier, make_schedule, warmup_length
-from .train_config import TrainConfig, dataclass_from_dict
+from .train_config import AMP_MODES, TrainConfig, dataclass_from_dict
 
 __all__ = [
-    "TrainConfig", "Trainer", "save_atomic", "load_checkpoint", "make_schedule", "autocast_dtype", "move_to_device",
+    "TrainConfig", "Trainer", "save_atomic", "load_checkpoint", "make_schedule", "autocast_dtype", "autocast_context",
+    "move_to_device",
     "dataclass_from_dict", "set_threads",
 ]
 
@@ -72,7 +73,7 @@ def autocast_dtype(device: torch.device, amp: str) -> torch.dtype | None:
     * ``'bf16'``: bf16 on CUDA and on any CPU (emulated, slow, where the CPU lacks bfloat16 instructions);
     * ``'fp16'``: fp16 on CUDA (with a GradScaler), off elsewhere; ``'none'``: off. Off on MPS.
     """
-    if amp not in ("auto", "bf16", "fp16", "none"):
+    if amp not in AMP_MODES:
         raise ValueError(f"amp must be 'auto', 'bf16', 'fp16' or 'none', got {amp!r}")
     if amp == "none":
         return None
@@ -84,6 +85,11 @@ def autocast_dtype(device: torch.device, amp: str) -> torch.dtype | None:
     if amp == "auto":
         amp = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return {"bf16": torch.bfloat16, "fp16": torch.float16}[amp]
+
+
+def autocast_context(device_type: str, dtype: torch.dtype | None):
+    """A fresh ``torch.autocast(device_type, dtype)`` context, or a no-op one when ``dtype`` is None."""
+    return contextlib.nullcontext() if dtype is None else torch.autocast(device_type, dtype=dtype)
 
 
 def move_to_device(batch: Any, device: torch.device) -> Any:
@@ -198,9 +204,7 @@ class Trainer:
     @property
     def autocast(self):
         """A fresh autocast context (a no-op when :func:`autocast_dtype` is None)."""
-        if self.amp_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device.type, dtype=self.amp_dtype)
+        return autocast_context(self.device.type, self.amp_dtype)
 
     @property
     def is_main(self) -> bool:

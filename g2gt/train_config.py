@@ -11,9 +11,13 @@ import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-__all__ = ["TrainConfig", "dataclass_from_dict", "option"]
+__all__ = ["AMP_HELP", "AMP_MODES", "TrainConfig", "dataclass_from_dict", "option"]
 
 T = TypeVar("T")
+
+#: values of ``amp`` (see :func:`g2gt.train.autocast_dtype`) and their one-line help
+AMP_MODES = ("auto", "bf16", "fp16", "none")
+AMP_HELP = "autocast: auto (bf16/fp16 on CUDA, bf16 on CPUs with native bf16, else off), bf16, fp16 or none"
 
 
 def option(default: Any, help: str, group: str | None = None) -> Any:
@@ -72,7 +76,7 @@ class TrainConfig:
                                 "budget")
     grad_clip: float = option(1.0, "clip the gradient norm to this (0 = off)", "optimisation")
     accum_steps: int = option(1, "batches accumulated per update", "optimisation")
-    amp: str = option("auto", "autocast: auto (bf16/fp16 on CUDA, bf16 on CPUs with native bf16, else off), bf16, fp16 or none", "runtime")
+    amp: str = option("auto", AMP_HELP, "runtime")
     eval_every: int = option(1000, "updates between evaluations (0 = at the end of each epoch)", "evaluation")
     save_every: int = option(0, "updates between resumable checkpoints (0 = at every evaluation)", "evaluation")
     log_every: int = option(10, "updates between log.jsonl training lines (lr, loss, tokens/s)", "evaluation")

@@ -66,7 +66,7 @@ def register_train(subparsers) -> None:
 # ---------------------------------------------------------------------------- train enhanced
 def _configure_train(p: argparse.ArgumentParser) -> None:
     from ..enhanced import EnhancedConfig, train_enhanced
-    from ..train_config import TrainConfig
+    from ..train_config import AMP_MODES, TrainConfig
 
     p.description = (
         "Train a graph-to-graph model that adds the enhanced UD graph (DEPS) to a basic tree. The basic tree "
@@ -96,7 +96,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
                           help=MODEL_HELP, flags=MODEL_FLAGS)
     add_signature_options(p.add_argument_group("task"), train_enhanced, TASK_OPTIONS, help=TASK_HELP)
     add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, TRAIN_OPTIONS,
-                          defaults=TRAIN_CLI_DEFAULTS, choices={"amp": ("auto", "bf16", "fp16", "none")})
+                          defaults=TRAIN_CLI_DEFAULTS, choices={"amp": AMP_MODES})
     add_common_options(p, batch_tokens=TRAIN_BATCH_TOKENS)
     p.set_defaults(func=run_train)
 

@@ -86,7 +86,7 @@ def register_train(subparsers) -> None:
 # ---------------------------------------------------------------------------- train parser
 def _configure_train(p: argparse.ArgumentParser) -> None:
     from ..parsing import ParserConfig, train_parser
-    from ..train_config import TrainConfig
+    from ..train_config import AMP_MODES, TrainConfig
 
     p.description = (
         "Train an RNGTr-style graph-to-graph Transformer dependency parser from scratch.\n"
@@ -111,7 +111,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cased", dest="lowercase", action="store_false", default=argparse.SUPPRESS,
                    help=argparse.SUPPRESS)
     add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, TRAIN_OPTIONS,
-                          defaults=TRAIN_CLI_DEFAULTS, choices={"amp": ("auto", "bf16", "fp16", "none"),
+                          defaults=TRAIN_CLI_DEFAULTS, choices={"amp": AMP_MODES,
                                                                 "schedule": ("inverse_sqrt", "cosine", "constant")})
     add_common_options(p, batch_tokens=TRAIN_BATCH_TOKENS)
     p.set_defaults(func=run_train)

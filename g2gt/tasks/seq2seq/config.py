@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ...train_config import TrainConfig, dataclass_from_dict, option
+from ...train_config import AMP_HELP, TrainConfig, dataclass_from_dict, option
 
 __all__ = ["Seq2SeqSettings", "Seq2SeqTrainConfig", "SELECT_MODES"]
 
@@ -108,8 +108,7 @@ class Seq2SeqTrainConfig:
     length_penalty: float = option(1.0, "length penalty exponent of beam search", "evaluation")
     # runtime
     device: str = option("auto", "auto, cpu, cuda, cuda:1 ...", "runtime")
-    amp: str = option("auto", "autocast: auto (bf16/fp16 on CUDA, bf16 on CPUs with native bf16, else off), "
-                      "bf16, fp16 or none", "runtime")
+    amp: str = option("auto", AMP_HELP, "runtime")
     progress: bool = option(True, "progress bars and a data summary on stderr", "runtime")
 
     def to_dict(self) -> dict:
