@@ -7,7 +7,10 @@ in words per second, for each thread count and each refinement depth, under
 and the best round is reported (the machine may be shared).
 
     python benchmarks/parse_speed.py --model /work/runs/parser/main --threads 1 2 --refine-steps 3 \
-        --dtype float32 bfloat16
+        --dtype float32 bfloat16 int8
+
+With float32 among the ``--dtype`` values, the table gives each precision's speed as a ratio to float32's
+at the same threads and T (measured interleaved in this process).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-tokens", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="only the first N sentences")
-    ap.add_argument("--dtype", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"],
+    ap.add_argument("--dtype", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16", "int8"],
                     help="weights' precision(s) to measure (UAS/LAS against the file's gold trees are printed too)")
     args = ap.parse_args(argv)
 
@@ -71,12 +74,14 @@ def main(argv: list[str] | None = None) -> int:
                         scores[key] = attachment_scores(sents, out)
     print(f"# {data.name}: {len(sents)} sentences, {words} words; model {args.model}; "
           f"algorithm {args.algorithm}; best of {args.repeats}; UAS/LAS: internal, punctuation included")
-    print("| dtype | threads | refine steps T | encoder passes / sentence | words/s | UAS | LAS |")
-    print("|---|--:|--:|--:|--:|--:|--:|")
+    print("| dtype | threads | refine steps T | encoder passes / sentence | words/s | x float32 | UAS | LAS |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|")
     for (dt, th, T), wps in sorted(best.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
         sc = scores.get((dt, th, T), {})
-        print(f"| {dt} | {th} | {T} | {passes[(dt, th, T)]:.2f} | {wps:,.0f} | {sc.get('uas', float('nan')):.2f} | "
-              f"{sc.get('las', float('nan')):.2f} |")
+        base = best.get(("float32", th, T))
+        ratio = f"{wps / base:.2f}" if base else "-"
+        print(f"| {dt} | {th} | {T} | {passes[(dt, th, T)]:.2f} | {wps:,.0f} | {ratio} | "
+              f"{sc.get('uas', float('nan')):.2f} | {sc.get('las', float('nan')):.2f} |")
     return 0
 
 

@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=None, help="gold CoNLL-U (default: UD EWT dev)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--refine-steps", type=int, default=None, help="default: the model's")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "int8", "auto"],
+                    help="the parser's inference precision (Parser.load(dtype=...)); default float32")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--enhanced", action="store_true", help="also predict DEPS (ELAS / EULAS)")
     ap.add_argument("--out", default=None, help="folder for the predicted files and scores.json")

@@ -13,6 +13,9 @@ Probes:
   bfloat16 matrix products; used to pick the inference dtype).
 * :func:`cpu_bf16_supported` -- ``torch.cpu._is_avx512_bf16_supported`` and the AMX probe (native
   bfloat16 dot products; ``amp='auto'`` trains under bfloat16 autocast on such CPUs).
+* :func:`int8_linear_quantizer` -- ``torch.ao.quantization.quantize_dynamic`` (deprecated by torch in
+  favour of torchao, still shipped): ``nn.Linear`` -> int8 weights with activations quantized on the fly,
+  the CPU inference mode ``dtype="int8"`` of :meth:`g2gt.parsing.Parser.load`.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ import warnings
 from typing import Callable
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-__all__ = ["amx_tile_supported", "cpu_bf16_supported", "cpu_flash_attention"]
+__all__ = ["amx_tile_supported", "cpu_bf16_supported", "cpu_flash_attention", "int8_linear_quantizer"]
 
 FlashFn = Callable[[Tensor, Tensor, Tensor, Tensor, float], "tuple[Tensor, Tensor]"]
 
@@ -110,3 +113,44 @@ def cpu_bf16_supported() -> bool:
     (torch >= 2.3); False where they are missing or fail. Never raises.
     """
     return _cpu_probe("_is_avx512_bf16_supported") or amx_tile_supported()
+
+
+@functools.lru_cache(maxsize=None)
+def int8_linear_quantizer() -> Callable[[nn.Module], nn.Module] | None:
+    """``quantize(module) -> module``: a copy of ``module`` whose ``nn.Linear`` layers compute with int8
+    weights (per-tensor scale) and int8 activations quantized per call (torch's dynamic quantization,
+    fbgemm / x86 kernels): about 1.2-1.3x faster parser inference on one AVX2 core. CPU only; for inference.
+
+    Returns None where this torch lacks ``torch.ao.quantization.quantize_dynamic`` (torch deprecated it in
+    favour of torchao and may drop it), has no quantized engine, or where a tiny ``nn.Linear`` quantized
+    with it stops agreeing with float32 (tolerance: 5 % of the output scale). torch's deprecation warnings
+    are silenced inside the call: the probe, not the user, is responsible for the API.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from torch.ao.quantization import quantize_dynamic
+    except Exception:
+        return None
+    engines = [e for e in getattr(torch.backends.quantized, "supported_engines", []) if e != "none"]
+    if not engines:
+        return None
+
+    def quantize(module: nn.Module) -> nn.Module:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return quantize_dynamic(module, {nn.Linear}, dtype=torch.qint8)
+
+    try:
+        g = torch.Generator().manual_seed(0)
+        lin = nn.Linear(32, 16)
+        with torch.no_grad():
+            lin.weight.copy_(torch.randn(16, 32, generator=g) / 32**0.5)
+        x = torch.randn(4, 7, 32, generator=g)
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref, out = lin(x), quantize(lin)(x)
+        ok = out.shape == ref.shape and bool(((out - ref).abs().max() <= 0.05 * ref.abs().max()).item())
+    except Exception:  # any failure means "not usable here"
+        return None
+    return quantize if ok else None

@@ -56,6 +56,17 @@ def test_parse_bfloat16_writes_valid_trees(model_dir, tmp_path):
     assert len(pred) == len(read_conllu(SAMPLE_DEV)) and all(check_tree(s.heads) is None for s in pred)
 
 
+def test_parse_int8_writes_valid_trees(model_dir, tmp_path):
+    from g2gt import _compat
+
+    if _compat.int8_linear_quantizer() is None:
+        pytest.skip("no dynamic int8 quantization in this torch")
+    out = tmp_path / "int8.conllu"
+    assert main(["parse", "--model", str(model_dir), str(SAMPLE_DEV), "-o", str(out), "--dtype", "int8"]) == 0
+    pred = read_conllu(out)
+    assert len(pred) == len(read_conllu(SAMPLE_DEV)) and all(check_tree(s.heads) is None for s in pred)
+
+
 def test_parse_text_and_eisner(model_dir, tmp_path, capsys):
     out = tmp_path / "t.conllu"
     assert main(["parse", "--model", str(model_dir), "--text", "I don't like rain. It's wet!",

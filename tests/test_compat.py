@@ -54,3 +54,24 @@ def test_cpu_bf16_supported_is_a_bool():
         if cpuinfo.exists():
             flags = cpuinfo.read_text()
             assert "avx512_bf16" in flags or "amx_tile" in flags
+
+
+def test_int8_linear_quantizer_keeps_linear_outputs_close():
+    quantize = _compat.int8_linear_quantizer()
+    if quantize is None:  # the fallback: Parser.load(dtype="int8") then says it is not available
+        pytest.skip(f"torch {torch.__version__} has no usable dynamic int8 quantization here")
+    g = torch.Generator().manual_seed(2)
+    net = torch.nn.Sequential(torch.nn.Linear(48, 64), torch.nn.GELU(), torch.nn.Linear(64, 8)).eval()
+    for lin in (net[0], net[2]):
+        with torch.no_grad():
+            lin.weight.copy_(torch.randn(lin.weight.shape, generator=g) / lin.in_features**0.5)
+    q = quantize(net)
+    assert not any(isinstance(m, torch.nn.Linear) for m in q.modules())  # every Linear was swapped
+    assert all(isinstance(m, torch.nn.Linear) for m in (net[0], net[2]))  # the original is left as it was
+    x = torch.randn(3, 11, 48, generator=g)
+    with torch.no_grad():
+        ref, out = net(x), q(x)
+    assert out.dtype == torch.float32 and out.shape == ref.shape
+    assert (out - ref).abs().max() <= 0.05 * ref.abs().max()
+    assert (out - ref).abs().max() > 0  # int8 arithmetic, not the float layers
+    assert _compat.int8_linear_quantizer() is quantize  # probed once per process

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from g2gt import _compat
+
 from g2gt.graph import LabelVocab, edges_from_heads
 from g2gt.io.conllu import check_tree, read_conllu, to_conllu_string
 from g2gt.parsing import (
@@ -119,10 +121,16 @@ def test_dtype_names():
 
     assert inference_dtype("bfloat16") is torch.bfloat16 and inference_dtype(None) is None
     assert inference_dtype(torch.float32) is torch.float32
-    assert inference_dtype("auto") in (torch.float32, torch.bfloat16)
+    assert inference_dtype("auto") in (torch.float32, torch.bfloat16, torch.qint8)
     assert fast_inference_dtype("cpu") == inference_dtype("auto")
-    for bad in ("int8", "nonsense"):
-        with pytest.raises(ValueError, match="floating torch dtype"):
+    assert inference_dtype("int8") is torch.qint8 and inference_dtype(torch.qint8) is torch.qint8
+    if _compat.int8_linear_quantizer() is None and not _compat.amx_tile_supported():
+        assert fast_inference_dtype("cpu") is torch.float32
+    with pytest.raises(ValueError, match="CPU only"):
+        inference_dtype("int8", "meta")
+    assert fast_inference_dtype("meta") is torch.float32
+    for bad in ("int64", "nonsense", torch.int32):
+        with pytest.raises(ValueError, match="float32, bfloat16, int8 or auto"):
             inference_dtype(bad)
 
 
