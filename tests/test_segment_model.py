@@ -117,7 +117,8 @@ def test_training_smoke_and_checkpoint_round_trip(tmp_path):
     assert state["task"]["kind"] == "segmenter"
     model = SegmenterModel(SegmenterConfig.from_dict(state["model_config"]))
     model.load_state_dict(state["model"], strict=True)
-    again = Segmenter(model, CharVocab.from_list(state["task"]["vocab"]), MWTLexicon(state["task"]["mwt"]))
+    again = Segmenter(model, CharVocab.from_list(state["task"]["vocab"]),
+                      MWTLexicon(state["task"]["mwt"], state["task"]["mwt_always"]))
     text = "I don't know. He sat. Then he left.\n"
     assert [s.forms for s in seg(text)] == [s.forms for s in again(text)]
     assert text_from_sentences(seg(text)) == text

@@ -101,7 +101,7 @@ def build_sentences(text: str, spans: Spans, lexicon: MWTLexicon, sent_id_prefix
         miscs = []
         for k in range(a, b):
             form = text[starts[k]:ends[k]]
-            words = lexicon.expand(form) if mwt[k] else [form]
+            words = lexicon.words(form, mwt[k])
             if len(words) > 1 and any(not w or w != w.strip() for w in words):
                 words = [form]
             items.append((form, words, True))

@@ -125,8 +125,7 @@ class SegmentTask:
             sp = decode_text(r.text, probs, is_space, is_glue)
             s, e = sp.starts.tolist(), sp.ends.tolist()
             mwt = sp.mwt.tolist()
-            pred_tokens = [(s[k], e[k], self.lexicon.expand(r.text[s[k]:e[k]]) if mwt[k] else [r.text[s[k]:e[k]]])
-                           for k in range(len(s))]
+            pred_tokens = [(s[k], e[k], self.lexicon.words(r.text[s[k]:e[k]], mwt[k])) for k in range(len(s))]
             pred_sents = [(s[a], e[b - 1]) for a, b in sp.sentences]
             scorer.add(r.tokens, r.sentences, pred_tokens, pred_sents)
             if len(r.labels):
@@ -141,4 +140,4 @@ class SegmentTask:
         from .segmenter import CHECKPOINT_KIND
 
         return {"kind": CHECKPOINT_KIND, "vocab": self.vocab.to_list(), "mwt": self.lexicon.to_dict(),
-                "data_config": self.data.to_dict()}
+                "mwt_always": sorted(self.lexicon.always), "data_config": self.data.to_dict()}
