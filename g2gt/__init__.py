@@ -25,13 +25,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
 
 
-def load(model: str = "en_ewt", device: str = "cpu", dtype: str | None = None, **kwargs):
+def load(model: str = "en_ewt", device: str = "cpu", dtype: str | None = "auto", **kwargs):
     """The ready-to-use pipeline: ``nlp = g2gt.load(); nlp("Some text.")`` -> parsed sentences.
 
     ``model``: a shipped model's name (default ``"en_ewt"``: tokenizer, sentence splitter, tagger,
     lemmatizer, parser and enhanced-UD graphs for English, trained on UD English EWT), a model folder, a
-    training folder or a checkpoint file. Returns a :class:`g2gt.parsing.Parser` (see
-    :meth:`~g2gt.parsing.Parser.parse` for what it takes: raw text, token lists or sentences)."""
+    training folder or a checkpoint file. ``dtype``: the parser's inference precision, by default the
+    fastest one for ``device`` with the same accuracy (:func:`g2gt.parsing.fast_inference_dtype`: int8
+    dynamic quantization on most CPUs, bfloat16 on GPUs and AMX CPUs); ``"float32"`` or None for the
+    weights as trained. Returns a :class:`g2gt.parsing.Parser` (see :meth:`~g2gt.parsing.Parser.parse` for
+    what it takes: raw text, token lists or sentences)."""
     from .parsing import Parser
 
     return Parser.load(model, device=device, dtype=dtype, **kwargs)
