@@ -17,7 +17,7 @@ from g2gt.segment import (
     render_document, text_from_sentences, train_segmenter,
 )
 from g2gt.segment.data import STYLES
-from g2gt.segment.train import default_train_config
+from g2gt.segment.train import default_train_config, main, relearn_lexicon
 
 TINY = dict(d_model=32, num_layers=2, num_heads=2, ffn_dim=64, window=48, context=8)
 
@@ -152,3 +152,27 @@ def test_ewt_dev_documents_round_trip(random_segmenter):
         for text, sents in zip(texts + [whole], random_segmenter.segment_many(texts + [whole])):
             assert text_from_sentences(sents) == text
             assert text_from_sentences(parse_conllu_string(to_conllu_string(sents))) == text
+
+
+def test_relearn_lexicon_upgrades_an_old_checkpoint_and_keeps_the_weights(tmp_path):
+    train = read_conllu(EWT_SAMPLE_TRAIN)[:400]
+    tc = default_train_config(max_steps=2, eval_every=0, log_every=1, progress=False)
+    train_segmenter(train, read_conllu(EWT_SAMPLE_DEV)[:20], tmp_path / "run", SegmenterConfig(**TINY), tc,
+                    data_config=SegmentDataConfig(batch_windows=8))
+    state = torch.load(tmp_path / "run" / "last.pt", weights_only=True)
+    old = {**state, "task": {k: v for k, v in state["task"].items() if k != "mwt_always"}}
+    torch.save(old, tmp_path / "old.pt")  # as saved before the always-split set existed
+    assert Segmenter.load(tmp_path / "old.pt").lexicon.always == frozenset()
+    assert main(["--train", str(EWT_SAMPLE_TRAIN), "--relearn-lexicon", str(tmp_path / "old.pt"),
+                 "--out", str(tmp_path / "new.pt")]) == 0
+    new = torch.load(tmp_path / "new.pt", weights_only=True)
+    assert new["task"]["mwt_always"] and "don't" in new["task"]["mwt_always"]
+    assert all(torch.equal(new["model"][k], v) for k, v in state["model"].items())
+    assert Segmenter.load(tmp_path / "new.pt").lexicon.always == frozenset(new["task"]["mwt_always"])
+    with pytest.raises(ValueError, match="not a segmenter checkpoint"):
+        relearn_lexicon(_parser_like(tmp_path), train, tmp_path / "x.pt")
+
+
+def _parser_like(tmp_path):
+    torch.save({"model": {}, "model_config": {}, "task": {"kind": "parser"}}, tmp_path / "p.pt")
+    return tmp_path / "p.pt"

@@ -23,8 +23,9 @@ from collections.abc import Iterable, Sequence
 from ..checkpoint import holds_training_folder
 from ..train_config import TrainConfig
 from .config import SegmentDataConfig, SegmenterConfig
+from .mwt import MWTLexicon
 
-__all__ = ["train_segmenter", "default_train_config", "main"]
+__all__ = ["train_segmenter", "default_train_config", "learn_lexicon", "relearn_lexicon", "main"]
 
 
 def default_train_config(**overrides) -> TrainConfig:
@@ -51,7 +52,6 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     from .chars import CharVocab
     from .data import documents_from_sentences, render_document
     from .model import SegmenterModel
-    from .mwt import MWTLexicon
     from .segmenter import Segmenter
     from .task import METRICS, SegmentTask
 
@@ -67,12 +67,39 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     if not dev_docs:
         raise ValueError("train_segmenter: the dev data has no sentences (needed for model selection)")
     vocab = CharVocab.build((render_document(d).text for d in train_docs), data.min_char_count)
-    lexicon = MWTLexicon.learn((t.form, t.words) for d in train_docs for s in d.sentences for t in s)
+    lexicon = learn_lexicon(train_docs)
     cfg = dataclasses.replace(config or SegmenterConfig(), vocab_size=len(vocab))
     model = SegmenterModel(cfg)
     task = SegmentTask(train_docs, dev_docs, vocab, lexicon, cfg, data, seed=tc.seed)
     Trainer(model, task, tc, out_dir).fit(resume=resume)
     return Segmenter.load(out_dir)
+
+
+def learn_lexicon(train_docs) -> MWTLexicon:
+    """The multiword-token lexicon of training documents (:func:`g2gt.segment.data.documents_from_sentences`):
+    every token, one-word tokens included, so that :attr:`MWTLexicon.always` sees how often each surface was
+    split."""
+    return MWTLexicon.learn((t.form, t.words) for d in train_docs for s in d.sentences for t in s)
+
+
+def relearn_lexicon(checkpoint: str | os.PathLike, train_sentences: Iterable,
+                    out: str | os.PathLike) -> MWTLexicon:
+    """Write segmenter ``checkpoint`` (a file or a training folder) to file ``out`` with its multiword-token
+    lexicon learned anew from ``train_sentences`` (:func:`learn_lexicon`); the weights and every other entry
+    are kept. For segmenters saved before the lexicon had its ``always`` set (checkpoint key ``mwt_always``)."""
+    from ..checkpoint import load_checkpoint, resolve_checkpoint, save_atomic
+    from .data import documents_from_sentences
+    from .segmenter import CHECKPOINT_KIND
+
+    file = resolve_checkpoint(checkpoint)
+    ck = load_checkpoint(file)
+    extra = ck.get("task") or {}
+    if extra.get("kind") != CHECKPOINT_KIND:
+        raise ValueError(f"{file}: not a segmenter checkpoint (written by python -m g2gt.segment.train)")
+    lexicon = learn_lexicon(documents_from_sentences(train_sentences))
+    ck["task"] = {**extra, "mwt": lexicon.to_dict(), "mwt_always": sorted(lexicon.always)}
+    save_atomic(ck, out)
+    return lexicon
 
 
 # --------------------------------------------------------------------------- command line
@@ -99,8 +126,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m g2gt.segment.train",
                                 description="Train the learned tokenizer / sentence splitter / MWT splitter.")
     p.add_argument("--train", required=True, help="training CoNLL-U (with # newdoc / # newpar)")
-    p.add_argument("--dev", required=True, help="dev CoNLL-U (model selection)")
-    p.add_argument("--out", required=True, help="output folder (best.pt, last.pt, log.jsonl)")
+    p.add_argument("--dev", help="dev CoNLL-U (model selection; required for training)")
+    p.add_argument("--out", required=True, help="output folder (best.pt, last.pt, log.jsonl); with "
+                   "--relearn-lexicon the checkpoint file to write")
+    p.add_argument("--relearn-lexicon", metavar="CHECKPOINT", default=None,
+                   help="do not train: copy this segmenter checkpoint (or training folder) to --out with its "
+                        "multiword-token lexicon learned anew from --train (for segmenters saved before the "
+                        "lexicon's always-split set existed)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch default)")
     p.add_argument("--max-minutes", type=float, default=20.0, help="training-time budget (default: 20)")
@@ -113,9 +145,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_fields(p, SegmenterConfig, skip=("vocab_size",))
     _add_fields(p, SegmentDataConfig)
     ns = p.parse_args(argv)
+    if ns.relearn_lexicon is None and ns.dev is None:
+        p.error("--dev is required for training (model selection)")
 
     from ..io import read_conllu
     from ..train import set_threads
+
+    if ns.relearn_lexicon is not None:
+        lex = relearn_lexicon(ns.relearn_lexicon, read_conllu(ns.train), ns.out)
+        print(f"{ns.out}: {len(lex)} multiword-token splits, {len(lex.always)} always split", file=sys.stderr)
+        return 0
 
     set_threads(ns.threads)
     tc = default_train_config(max_minutes=ns.max_minutes, max_steps=ns.max_steps, lr=ns.lr,
