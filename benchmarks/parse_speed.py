@@ -24,6 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from g2gt._compat import keep_freed_memory  # noqa: E402
 from g2gt.data import EWT_DEV, shared_data  # noqa: E402
 from g2gt.io.conllu import read_conllu  # noqa: E402
 from g2gt.parsing import Parser, attachment_scores  # noqa: E402
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no data: pass --data FILE or set G2GT_DATA", file=sys.stderr)
         return 1
     sents = read_conllu(data)
+    keep_freed_memory()  # as the g2gt command does
     if args.limit:
         sents = sents[: args.limit]
     words = sum(len(s) for s in sents)

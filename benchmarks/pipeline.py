@@ -26,6 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from g2gt._compat import keep_freed_memory  # noqa: E402
 from g2gt.data import EWT_DEV, shared_data  # noqa: E402
 from g2gt.evaluate import METRICS, evaluate  # noqa: E402
 from g2gt.io.conllu import read_conllu, write_conllu  # noqa: E402
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print("no data: pass --data FILE or set G2GT_DATA", file=sys.stderr)
         return 1
     torch.set_num_threads(args.threads)
+    keep_freed_memory()  # as the g2gt command does
     gold = read_conllu(data)
     if args.limit:
         gold = gold[: args.limit]

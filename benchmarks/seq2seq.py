@@ -34,6 +34,7 @@ from torch import Tensor, nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from g2gt._compat import keep_freed_memory  # noqa: E402
 from g2gt.graph import LabelVocab  # noqa: E402
 from g2gt.nn.transformer import sinusoidal_positions  # noqa: E402
 from g2gt.schedule import estimate_total_steps, lr_multiplier  # noqa: E402
@@ -204,6 +205,7 @@ def main(argv=None) -> int:
     ap = build_arg_parser()
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
+    keep_freed_memory()  # as the g2gt command does
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     graph = args.src_graphs is not None
     if graph and "g" not in systems:

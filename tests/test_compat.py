@@ -75,3 +75,19 @@ def test_int8_linear_quantizer_keeps_linear_outputs_close():
     assert (out - ref).abs().max() <= 0.05 * ref.abs().max()
     assert (out - ref).abs().max() > 0  # int8 arithmetic, not the float layers
     assert _compat.int8_linear_quantizer() is quantize  # probed once per process
+
+
+def test_keep_freed_memory_applies_on_glibc_and_can_be_turned_off(monkeypatch):
+    import platform
+    import sys
+
+    probe = _compat.keep_freed_memory.__wrapped__  # uncached: the cached one runs once per process
+    monkeypatch.setenv("G2GT_KEEP_FREED_MEMORY", "0")
+    assert probe() is False
+    monkeypatch.delenv("G2GT_KEEP_FREED_MEMORY")
+    applied = probe()
+    assert isinstance(applied, bool)
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert applied  # mallopt accepted both settings
+    x = torch.randn(1024, 1024)  # allocating and freeing large tensors still works afterwards
+    assert float((x + x).sub_(2 * x).abs().max()) == 0.0

@@ -189,7 +189,11 @@ def resolve_device(name: str) -> str:
 
 
 def apply_runtime(args: argparse.Namespace) -> str:
-    """Apply ``--threads`` and check ``--device``; returns the resolved device name."""
+    """Apply ``--threads``, keep freed memory for reuse (:func:`g2gt._compat.keep_freed_memory`) and check
+    ``--device``; returns the resolved device name."""
+    from .._compat import keep_freed_memory
+
+    keep_freed_memory()
     if args.threads:
         from ..train import set_threads
 
