@@ -279,6 +279,19 @@ class GraphAttention(nn.Module):
         B, n, _ = t.shape
         return t.view(B, n, self.num_heads, self.head_dim).transpose(1, 2)
 
+    def _self_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``q, k, v [B, H, n, dh]`` of self-attention over ``x [B, n, d]``. When the three projections are
+        plain ``nn.Linear`` layers they run as ONE product with their weights stacked (``[3d, d]``, as
+        ``nn.MultiheadAttention``'s packed projection): one larger matrix product instead of three, forward
+        and backward, with the same parameters; otherwise (e.g. int8-quantized layers) three calls."""
+        lins = (self.q_proj, self.k_proj, self.v_proj)
+        if all(type(m) is nn.Linear for m in lins):
+            bias = None if self.q_proj.bias is None else torch.cat([m.bias for m in lins])
+            qkv = F.linear(x, torch.cat([m.weight for m in lins]), bias)
+            q, k, v = qkv.chunk(3, -1)
+            return self._split(q), self._split(k), self._split(v)
+        return self._split(self.q_proj(x)), self._split(self.k_proj(x)), self._split(self.v_proj(x))
+
     def _label_index(self, labels: Tensor, B: int, nq: int, nk: int) -> Tensor:
         """Checked labels ``[B', C, nq, nk]`` (any integer dtype; see :meth:`_rows_index` for the indices)."""
         if labels.dim() == 3:
@@ -396,9 +409,9 @@ class GraphAttention(nn.Module):
             )
         causal = bool(causal or is_causal)
         B, nq, _ = x.shape
-        q = self._split(self.q_proj(x))
         offset = 0
         if memory is not None:  # cross-attention
+            q = self._split(self.q_proj(x))
             if cache is not None and cache.k is not None:
                 k, v = cache.k, cache.v
             else:
@@ -406,7 +419,7 @@ class GraphAttention(nn.Module):
                 if cache is not None:
                     cache.k, cache.v, cache.static = k, v, True
         else:
-            k, v = self._split(self.k_proj(x)), self._split(self.v_proj(x))
+            q, k, v = self._self_qkv(x)
             if cache is not None:
                 offset = cache.length
                 if cache.k is not None:
