@@ -279,7 +279,8 @@ def inference_dtype(dtype: torch.dtype | str | None, device: str | torch.device 
         return None
     if dtype == "auto":
         return fast_inference_dtype(device)
-    dt = dtype if isinstance(dtype, torch.dtype) else getattr(torch, {"int8": "qint8"}.get(str(dtype), str(dtype)), None)
+    name = "qint8" if dtype == "int8" else str(dtype)  # int8 inference = dynamic quantization (qint8)
+    dt = dtype if isinstance(dtype, torch.dtype) else getattr(torch, name, None)
     if dt is torch.qint8:
         if torch.device(device).type != "cpu":
             raise ValueError(f"dtype='int8' (dynamic int8 quantization) runs on the CPU only, not on {device}; "

@@ -67,8 +67,8 @@ class Segmenter:
         model = SegmenterModel(SegmenterConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
         model.to(device=device, dtype=_dtype(dtype))
-        return cls(model, CharVocab.from_list(extra["vocab"]), MWTLexicon.from_dict(extra.get("mwt", {}), extra.get("mwt_always", ())),
-                   **kwargs)
+        lexicon = MWTLexicon.from_dict(extra.get("mwt", {}), extra.get("mwt_always", ()))
+        return cls(model, CharVocab.from_list(extra["vocab"]), lexicon, **kwargs)
 
     @property
     def device(self) -> torch.device:
