@@ -283,9 +283,11 @@ class GraphAttention(nn.Module):
         """``q, k, v [B, H, n, dh]`` of self-attention over ``x [B, n, d]``. When the three projections are
         plain ``nn.Linear`` layers they run as ONE product with their weights stacked (``[3d, d]``, as
         ``nn.MultiheadAttention``'s packed projection): one larger matrix product instead of three, forward
-        and backward, with the same parameters; otherwise (e.g. int8-quantized layers) three calls."""
+        and backward, with the same parameters. Stacking copies ``3 d^2`` weights, so it is done only when
+        ``x`` has at least ``d`` rows (not for one-token decoding steps); otherwise, and for other layer types
+        (e.g. int8-quantized), three calls."""
         lins = (self.q_proj, self.k_proj, self.v_proj)
-        if all(type(m) is nn.Linear for m in lins):
+        if x.shape[0] * x.shape[1] >= self.embed_dim and all(type(m) is nn.Linear for m in lins):
             bias = None if self.q_proj.bias is None else torch.cat([m.bias for m in lins])
             qkv = F.linear(x, torch.cat([m.weight for m in lins]), bias)
             q, k, v = qkv.chunk(3, -1)
