@@ -3,7 +3,7 @@
 For each model this times ``--steps`` optimizer updates (forward, backward, AdamW) on the same real
 batches twice per repeat, once in float32 (the baseline) and once under
 ``torch.autocast("cpu", torch.bfloat16)`` -- what ``amp='auto'`` picks on CPUs with native bfloat16
-(:func:`g2gt._compat.cpu_bf16_supported`). Both run interleaved in one process, from the same initial
+(:func:`g2gt.core._compat.cpu_bf16_supported`). Both run interleaved in one process, from the same initial
 weights, so machine load hits them alike; the table shows the median seconds per update, the speed-up
 (float32 time / bf16 time) and the mean training loss of each (they should agree closely).
 
@@ -14,7 +14,7 @@ weights, so machine load hits them alike; the table shows the median seconds per
 
 Example::
 
-    OMP_NUM_THREADS=1 python benchmarks/amp.py --threads 1 --data ../shared/data
+    OMP_NUM_THREADS=1 python benchmarks/amp.py --threads 1 --data $G2GT_DATA
 
 On a CPU without native bfloat16 the bf16 column is emulated and slower: ``amp='auto'`` stays off there.
 """
@@ -22,6 +22,7 @@ On a CPU without native bfloat16 the bf16 column is emulated and slower: ``amp='
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -29,16 +30,16 @@ from pathlib import Path
 
 import torch
 
-from g2gt._compat import cpu_bf16_supported
-from g2gt.tasks.seq2seq import read_lines
-from g2gt.train import autocast_context, set_threads
+from g2gt.core._compat import cpu_bf16_supported
+from g2gt.seq2seq import read_lines
+from g2gt.core.train import autocast_context, set_threads
 
 
 def seq2seq_setup(data: Path, n: int):
     """(model factory, task) for the default translation recipe."""
     from g2gt.nn.transformer import G2GTransformer
-    from g2gt.tasks.seq2seq.config import Seq2SeqTrainConfig
-    from g2gt.tasks.seq2seq.recipe import _new_task
+    from g2gt.seq2seq.config import Seq2SeqTrainConfig
+    from g2gt.seq2seq.recipe import _new_task
 
     src = read_lines(data / "multi30k" / "train.en.gz")[:n]
     tgt = read_lines(data / "multi30k" / "train.de.gz")[:n]
@@ -51,10 +52,10 @@ def seq2seq_setup(data: Path, n: int):
 
 def parser_setup(data: Path, n: int):
     """(model factory, task) for the default parser (ParserConfig defaults, as ``g2gt train parser``)."""
-    from g2gt.io.conllu import read_conllu
-    from g2gt.parsing.model import ParserModel
-    from g2gt.parsing.task import ParsingTask
-    from g2gt.parsing.vocab import ParserVocab
+    from g2gt.ud.io.conllu import read_conllu
+    from g2gt.ud.parse.model import ParserModel
+    from g2gt.ud.parse.task import ParsingTask
+    from g2gt.ud.parse.vocab import ParserVocab
 
     sents = read_conllu(data / "ud-en-ewt" / "en_ewt-ud-train.conllu")[:n]
     vocab = ParserVocab.build(sents, min_freq=2, lowercase=True, tags=True)
@@ -84,7 +85,7 @@ def time_steps(make_model, task, batches, bf16: bool) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default="../shared/data", help="folder with multi30k/ and ud-en-ewt/")
+    ap.add_argument("--data", default=os.environ.get("G2GT_DATA", "data"), help="folder with multi30k/ and ud-en-ewt/")
     ap.add_argument("--models", default="seq2seq,parser", help="comma-separated: seq2seq, parser")
     ap.add_argument("--sentences", type=int, default=4000, help="training sentences to batch from")
     ap.add_argument("--steps", type=int, default=8, help="updates timed per model, dtype and repeat")

@@ -4,7 +4,7 @@ Every measurement runs in a fresh child process and reads that child's own peak 
 ``os.wait4``), so measurements never see each other's memory.
 
 * ``long``: ``Parser.predict`` on ONE sentence of N words (words repeated from the shipped EWT sample) with
-  a randomly initialised parser of the default :class:`g2gt.parsing.ParserConfig` (memory does not depend
+  a randomly initialised parser of the default :class:`g2gt.ud.parse.ParserConfig` (memory does not depend
   on the weights' values). Reported: the child's peak RSS, its RSS after loading (model + torch), and
   the difference, i.e. what parsing the sentence itself costs.
 * ``stream``: ``g2gt parse --model M FILE -o OUT`` on files of S sentences, built by repeating a CoNLL-U
@@ -62,8 +62,8 @@ def _long_child(n: int, refine_steps: int) -> None:
     import torch
 
     from g2gt.data import EWT_SAMPLE_TRAIN
-    from g2gt.io.conllu import read_conllu, sentence_from_words
-    from g2gt.parsing import Parser, ParserModel, ParserVocab
+    from g2gt.ud.io.conllu import read_conllu, sentence_from_words
+    from g2gt.ud.parse import Parser, ParserModel, ParserVocab
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -105,9 +105,9 @@ def print_long(rows: list[dict]) -> None:
 
 # ---------------------------------------------------------------------------- g2gt parse on long files
 def _source_file() -> Path:
-    from g2gt.data import EWT_DEV, EWT_SAMPLE_DEV, shared_data
+    from g2gt.data import EWT_DEV, EWT_SAMPLE_DEV, find_data
 
-    full = shared_data(EWT_DEV)
+    full = find_data(EWT_DEV)
     return full if full is not None and full.exists() else EWT_SAMPLE_DEV
 
 
@@ -121,7 +121,7 @@ def build_input(path: Path, sentences: int, source: Path) -> None:
 
 def train_tiny(out: Path) -> None:
     """A tiny parser (seconds to train) for the streaming measurement: memory is dominated by data, not weights."""
-    from g2gt.cli import main
+    from g2gt.cli.main import main
     from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 
     if (out / "best.pt").exists():

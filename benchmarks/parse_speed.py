@@ -24,10 +24,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from g2gt._compat import keep_freed_memory  # noqa: E402
-from g2gt.data import EWT_DEV, shared_data  # noqa: E402
-from g2gt.io.conllu import read_conllu  # noqa: E402
-from g2gt.parsing import Parser, attachment_scores  # noqa: E402
+from g2gt.core._compat import keep_freed_memory  # noqa: E402
+from g2gt.data import EWT_DEV, find_data  # noqa: E402
+from g2gt.ud.io.conllu import read_conllu  # noqa: E402
+from g2gt.ud.parse import Parser, attachment_scores  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="weights' precision(s) to measure (UAS/LAS against the file's gold trees are printed too)")
     args = ap.parse_args(argv)
 
-    data = Path(args.data) if args.data else shared_data(EWT_DEV)
+    data = Path(args.data) if args.data else find_data(EWT_DEV)
     if data is None or not data.exists():
         print("no data: pass --data FILE or set G2GT_DATA", file=sys.stderr)
         return 1

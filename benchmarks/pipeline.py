@@ -26,13 +26,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from g2gt._compat import keep_freed_memory  # noqa: E402
-from g2gt.data import EWT_DEV, shared_data  # noqa: E402
-from g2gt.evaluate import METRICS, evaluate  # noqa: E402
-from g2gt.io.conllu import read_conllu, write_conllu  # noqa: E402
-from g2gt.parsing import Parser  # noqa: E402
-from g2gt.segment import text_from_sentences  # noqa: E402
-from g2gt.segment.data import documents_from_sentences, render_document  # noqa: E402
+from g2gt.core._compat import keep_freed_memory  # noqa: E402
+from g2gt.data import EWT_DEV, find_data  # noqa: E402
+from g2gt.ud.evaluate import METRICS, evaluate  # noqa: E402
+from g2gt.ud.io.conllu import read_conllu, write_conllu  # noqa: E402
+from g2gt.ud.parse import Parser  # noqa: E402
+from g2gt.ud.tokenize import text_from_sentences  # noqa: E402
+from g2gt.ud.tokenize.data import documents_from_sentences, render_document  # noqa: E402
 
 
 def raw_text(gold) -> str:
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N sentences (a quick check)")
     args = ap.parse_args(argv)
 
-    data = Path(args.data) if args.data else shared_data(EWT_DEV)
+    data = Path(args.data) if args.data else find_data(EWT_DEV)
     if data is None or not data.exists():
         print("no data: pass --data FILE or set G2GT_DATA", file=sys.stderr)
         return 1

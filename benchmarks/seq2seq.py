@@ -34,15 +34,15 @@ from torch import Tensor, nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from g2gt._compat import keep_freed_memory  # noqa: E402
-from g2gt.graph import LabelVocab  # noqa: E402
+from g2gt.core._compat import keep_freed_memory  # noqa: E402
+from g2gt.core.graph import LabelVocab  # noqa: E402
 from g2gt.nn.transformer import sinusoidal_positions  # noqa: E402
-from g2gt.schedule import estimate_total_steps, lr_multiplier  # noqa: E402
-from g2gt.tasks.seq2seq import (  # noqa: E402
+from g2gt.core.schedule import estimate_total_steps, lr_multiplier  # noqa: E402
+from g2gt.seq2seq import (  # noqa: E402
     SUBWORD_LABEL, Seq2SeqTask, Seq2SeqTrainConfig, mt_scores, read_lines,
 )
-from g2gt.tokenizer import SubwordTokenizer  # noqa: E402
-from g2gt.train import TrainConfig, autocast_context, autocast_dtype  # noqa: E402
+from g2gt.seq2seq.subword import SubwordTokenizer  # noqa: E402
+from g2gt.core.train import TrainConfig, autocast_context, autocast_dtype  # noqa: E402
 
 
 class TorchTransformer(nn.Module):
@@ -103,7 +103,7 @@ class TorchTransformer(nn.Module):
 class System:
     """One model + optimiser + schedule + data stream, trained slice by slice.
 
-    The learning rate follows the Trainer's budget-fitted schedule (:func:`g2gt.schedule.lr_multiplier`),
+    The learning rate follows the Trainer's budget-fitted schedule (:func:`g2gt.core.schedule.lr_multiplier`),
     with the budget in CPU seconds: before update ``s`` the total is re-estimated as ``s * budget / cpu``."""
 
     def __init__(self, name: str, task: Seq2SeqTask, model: nn.Module, cfg: TrainConfig, seed: int,
@@ -164,7 +164,7 @@ class System:
 
 def build_arg_parser() -> argparse.ArgumentParser:
     """The benchmark's options; the recipe's defaults come from :class:`Seq2SeqTrainConfig` (one source)."""
-    data = Path(os.environ.get("G2GT_DATA", ROOT.parent / "shared" / "data")) / "multi30k"
+    data = Path(os.environ.get("G2GT_DATA", "data")) / "multi30k"
     rc = Seq2SeqTrainConfig()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=5.0, help="CPU minutes of training per system")
@@ -215,7 +215,7 @@ def main(argv=None) -> int:
 
     tgt_train, tgt_dev = read_lines(args.tgt_train), read_lines(args.tgt_dev)
     if graph:
-        from g2gt.io.conllu import read_conllu
+        from g2gt.ud.io.conllu import read_conllu
 
         src_train, src_dev = read_conllu(args.src_graphs, require_heads=True), read_conllu(args.dev_graphs,
                                                                                            require_heads=True)

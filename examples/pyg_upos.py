@@ -16,7 +16,7 @@ Linear``, trained with Adam on the train file and evaluated (token accuracy) on
 the dev file after every epoch.
 
 Data: ``--data DIR`` holding ``en_ewt-ud-train.conllu`` and ``en_ewt-ud-dev.conllu``
-(default ``$G2GT_DATA/ud-en-ewt`` or ``../shared/data/ud-en-ewt`` next to the repo);
+(default ``$G2GT_DATA/ud-en-ewt``);
 when they are missing, the shipped samples ``g2gt/data/ud-en-ewt/*.sample.conllu`` are used.
 
 Run::
@@ -42,7 +42,7 @@ from tqdm import tqdm
 
 from g2gt import LabelVocab, num_chain_labels
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.io.conllu import Sentence, read_conllu
+from g2gt.ud.io.conllu import Sentence, read_conllu
 from g2gt.nn import G2GConv
 from g2gt.nn.conv import edge_relative_positions
 
@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parents[1]
 def find_data(arg: str | None, sample: bool) -> tuple[Path, Path]:
     """Full EWT train/dev if available (and not ``--sample``), else the shipped samples."""
     if not sample:
-        root = Path(arg) if arg else Path(os.environ.get("G2GT_DATA", REPO.parent / "shared" / "data"))
+        root = Path(arg) if arg else Path(os.environ.get("G2GT_DATA", REPO / "data"))
         for d in (root, root / "ud-en-ewt"):
             tr, dv = d / "en_ewt-ud-train.conllu", d / "en_ewt-ud-dev.conllu"
             if tr.exists() and dv.exists():
@@ -144,7 +144,7 @@ def accuracy(model: nn.Module, loader: DataLoader) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Train a G2GConv UPOS tagger on UD English EWT graphs (PyG).")
     ap.add_argument("--data", default=None, help="folder with en_ewt-ud-{train,dev}.conllu "
-                    "(default: $G2GT_DATA[/ud-en-ewt] or ../shared/data/ud-en-ewt; shipped samples if absent)")
+                    "(default: $G2GT_DATA[/ud-en-ewt]; shipped samples if absent)")
     ap.add_argument("--sample", action="store_true", help="use the shipped 1200/300-sentence samples")
     ap.add_argument("--epochs", type=int, default=3, help="training epochs (default: %(default)s)")
     ap.add_argument("--batch-size", type=int, default=32, help="sentences per batch (default: %(default)s)")

@@ -5,7 +5,7 @@ Each source sequence is a *chain graph*: its tokens are the nodes and every
 ordered pair (i, j) carries the clipped relative distance clip(j - i, -k, k) as
 its label, which enters every attention score (the same mechanism a dependency
 graph uses in the parser). The decoder is causal with relative labels too.
-Training goes through :class:`g2gt.train.Trainer` with a small task class; the
+Training goes through :class:`g2gt.core.train.Trainer` with a small task class; the
 held-out metric is greedy exact match (the whole output sequence right).
 
 By default sinusoidal absolute positions are added to the embeddings as well,
@@ -32,17 +32,17 @@ import torch
 import torch.nn.functional as F
 
 from g2gt import BucketBatchSampler, chain_graph, collate, num_chain_labels
-from g2gt.batch import pad_sequences
-from g2gt.decode import greedy_search
+from g2gt.core.batch import pad_sequences
+from g2gt.seq2seq.search import greedy_search
 from g2gt.nn import G2GTConfig, G2GTransformer
-from g2gt.train import TrainConfig, Trainer
+from g2gt.core.train import TrainConfig, Trainer
 
 PAD, BOS, EOS = 0, 1, 2
 FIRST = 3  # first real symbol id
 
 
 class ReverseTask:
-    """Sequence reversal as a Trainer task (see the protocol in :mod:`g2gt.train`).
+    """Sequence reversal as a Trainer task (see the protocol in :mod:`g2gt.core.train`).
 
     Batches are ``(GraphBatch of sources, target inputs [B, m], target outputs [B, m])``
     built by :func:`g2gt.collate` from chain graphs, grouped by

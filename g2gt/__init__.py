@@ -6,20 +6,21 @@ graphs, parses are dependency graphs, and PyG users get a MessagePassing layer.
 """
 
 from ._lazy import lazy_exports
+from . import _aliases
 from typing import TYPE_CHECKING
 
 # Names re-exported lazily (PEP 562): ``import g2gt`` stays cheap (no torch) so the ``g2gt`` command's
 # --help and --version answer at once; the first use of a name imports its module.
 _EXPORTS = {
-    "BucketBatchSampler": "batch", "GraphBatch": "batch", "collate": "batch",
-    "ChainChannel": "graph", "EdgeChannel": "graph", "Graph": "graph", "LabelVocab": "graph",
-    "chain_graph": "graph", "edges_from_heads": "graph", "num_chain_labels": "graph",
-    "relative_position_labels": "graph",
+    "BucketBatchSampler": "core.batch", "GraphBatch": "core.batch", "collate": "core.batch",
+    "ChainChannel": "core.graph", "EdgeChannel": "core.graph", "Graph": "core.graph", "LabelVocab": "core.graph",
+    "chain_graph": "core.graph", "edges_from_heads": "core.graph", "num_chain_labels": "core.graph",
+    "relative_position_labels": "core.graph",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .batch import BucketBatchSampler, GraphBatch, collate
-    from .graph import (
+    from .core.batch import BucketBatchSampler, GraphBatch, collate
+    from .core.graph import (
         ChainChannel, EdgeChannel, Graph, LabelVocab, chain_graph, edges_from_heads, num_chain_labels,
         relative_position_labels,
     )
@@ -31,16 +32,17 @@ def load(model: str = "en_ewt", device: str = "cpu", dtype: str | None = "auto",
     ``model``: a shipped model's name (default ``"en_ewt"``: tokenizer, sentence splitter, tagger,
     lemmatizer, parser and enhanced-UD graphs for English, trained on UD English EWT), a model folder, a
     training folder or a checkpoint file. ``dtype``: the parser's inference precision, by default the
-    fastest one for ``device`` with the same accuracy (:func:`g2gt.parsing.fast_inference_dtype`: int8
+    fastest one for ``device`` with the same accuracy (:func:`g2gt.ud.parse.fast_inference_dtype`: int8
     dynamic quantization on most CPUs, bfloat16 on GPUs and AMX CPUs); ``"float32"`` or None for the
-    weights as trained. Returns a :class:`g2gt.parsing.Parser` (see :meth:`~g2gt.parsing.Parser.parse` for
+    weights as trained. Returns a :class:`g2gt.ud.parse.Parser` (see :meth:`~g2gt.ud.parse.Parser.parse` for
     what it takes: raw text, token lists or sentences)."""
-    from .parsing import Parser
+    from .ud.parse import Parser
 
     return Parser.load(model, device=device, dtype=dtype, **kwargs)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+_aliases.install()  # old module paths (g2gt.parsing, g2gt.graph ...) for one release
 
 
 __version__ = "0.1.0"

@@ -12,7 +12,7 @@ def lazy_exports(package: str, exports: dict[str, str], namespace: dict
     """``(__getattr__, __dir__)`` for package ``package`` whose ``exports`` map names to submodules (relative
     names); a loaded name is cached in the package's ``namespace`` (its ``globals()``).
 
-    >>> __getattr__, __dir__ = lazy_exports(__name__, {"Parser": "predictor"}, globals())  # doctest: +SKIP
+    >>> __getattr__, __dir__ = lazy_exports(__name__, {"Parser": "parser"}, globals())  # doctest: +SKIP
     """
 
     def __getattr__(name: str) -> object:

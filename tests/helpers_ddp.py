@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from g2gt import BucketBatchSampler, chain_graph, collate, num_chain_labels
-from g2gt.batch import pad_sequences
+from g2gt.core.batch import pad_sequences
 from g2gt.nn import G2GTConfig, G2GTransformer
 
 PAD, BOS, EOS = 0, 1, 2
@@ -101,7 +101,7 @@ def ddp_groups() -> list[list[int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from g2gt.train import TrainConfig, Trainer
+    from g2gt.core.train import TrainConfig, Trainer
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", help="where rank 0 writes the final model state_dict")

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from g2gt import BucketBatchSampler, EdgeChannel, Graph, GraphBatch, chain_graph, collate
-from g2gt.batch import compact_dtype, pad_sequences
+from g2gt.core.batch import compact_dtype, pad_sequences
 
 
 def _graphs(lengths, k=2, seed=0):

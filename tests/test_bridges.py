@@ -13,8 +13,8 @@ from stanza.models.common.doc import Document  # noqa: E402
 
 from g2gt import Graph  # noqa: E402
 from g2gt.data import EWT_SAMPLE_DEV  # noqa: E402
-from g2gt.io.conllu import read_conllu, to_conllu_string  # noqa: E402
-from g2gt.io.stanza import (  # noqa: E402
+from g2gt.ud.io.conllu import read_conllu, to_conllu_string  # noqa: E402
+from g2gt.ud.io.stanza import (  # noqa: E402
     apply_parse,
     document_from_graphs,
     document_from_sentences,
@@ -42,7 +42,7 @@ def doc(sentences):
 def _canonical(g: Graph) -> Graph:
     """Edges of each edge channel sorted by (source, target): networkx lists a node's
     out-edges together, so from_networkx returns the same edge set in another order."""
-    from g2gt.graph import EdgeChannel
+    from g2gt.core.graph import EdgeChannel
 
     out = g
     for name, ch in g.channels.items():
@@ -153,7 +153,7 @@ def test_tokenized_only_document_and_bad_graphs() -> None:
     assert graph_heads(g2, vocab) == ([2, 0], ["nsubj", "root"])
     with pytest.raises(ValueError, match="no edge channel"):
         graph_heads(g, vocab)
-    from g2gt.graph import EdgeChannel
+    from g2gt.core.graph import EdgeChannel
 
     cyc = g2.with_channel("deps", EdgeChannel(torch.tensor([[0, 1], [1, 0]]), torch.tensor([vocab["nsubj↑"]] * 2)))
     with pytest.raises(ValueError, match="tree"):

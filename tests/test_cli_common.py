@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import g2gt
-from g2gt.cli import build_parser, main, user_error_message
-from g2gt.commands.common import UsageError, add_dataclass_options
+from g2gt.cli.main import build_parser, main, user_error_message
+from g2gt.cli.common import UsageError, add_dataclass_options
 from g2gt.data import EWT_SAMPLE_DEV
 
 FIX = Path(__file__).resolve().parent / "fixtures"
@@ -92,12 +92,12 @@ def test_version(capsys):
 
 LAZY_SCRIPT = """
 import sys
-from g2gt.cli import main
+from g2gt.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-print(sorted(m for m in ("torch", "g2gt.graph", "g2gt.parsing.model", "sacrebleu", "stanza") if m in sys.modules))
+print(sorted(m for m in ("torch", "g2gt.core.graph", "g2gt.ud.parse.model", "sacrebleu", "stanza") if m in sys.modules))
 """
 
 
@@ -128,7 +128,7 @@ def test_help_shows_no_absolute_paths_of_this_machine(name, capsys):
 
 
 def test_seq2seq_options_come_from_the_config_dataclass():
-    from g2gt.tasks.seq2seq import Seq2SeqTrainConfig
+    from g2gt.seq2seq import Seq2SeqTrainConfig
 
     args, _ = build_parser().parse_known_args(COMMANDS["train seq2seq"])
     for f in dataclasses.fields(Seq2SeqTrainConfig):
@@ -141,9 +141,9 @@ def test_seq2seq_options_come_from_the_config_dataclass():
 
 
 def test_parser_options_come_from_the_config_dataclasses():
-    from g2gt.commands import parsing as cmd
-    from g2gt.parsing import ParserConfig
-    from g2gt.train_config import TrainConfig
+    from g2gt.cli import parsing as cmd
+    from g2gt.ud.parse import ParserConfig
+    from g2gt.core.config import TrainConfig
 
     args, _ = build_parser().parse_known_args(COMMANDS["train parser"])
     model = {f.name: f.default for f in dataclasses.fields(ParserConfig)}
@@ -159,7 +159,7 @@ def test_parser_options_come_from_the_config_dataclasses():
 
 
 def test_add_dataclass_options_types_defaults_and_help(capsys):
-    from g2gt.commands.common import CommandParser
+    from g2gt.cli.common import CommandParser
 
     @dataclasses.dataclass
     class Toy:
@@ -304,7 +304,7 @@ def test_stanza_tokenizer_without_its_model(tmp_path, capsys, monkeypatch):
 
 
 def test_error_messages_classify_exceptions():
-    from g2gt.checkpoint import TrainingFolderLocked
+    from g2gt.core.checkpoint import TrainingFolderLocked
 
     assert user_error_message(UsageError("bad")) == "bad"
     assert user_error_message(IsADirectoryError(21, "Is a directory", "x")) == "x: Is a directory"
@@ -345,7 +345,7 @@ def test_closed_stdout_in_a_shell_pipeline(tmp_path):
 
 # ---------------------------------------------------------------------------- bench
 def test_bench_runs_the_package_benchmark_not_the_current_folder(tmp_path, monkeypatch, capsys):
-    from g2gt.commands.bench import find_benchmark
+    from g2gt.cli.bench import find_benchmark
 
     fake = tmp_path / "benchmarks"
     fake.mkdir()

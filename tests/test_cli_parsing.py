@@ -7,11 +7,11 @@ import sys
 import pytest
 import torch
 
-from g2gt.cli import main
-from g2gt.commands.parsing import tree_text
+from g2gt.cli.main import main
+from g2gt.cli.parsing import tree_text
 from g2gt.data import EWT_SAMPLE_DEV as SAMPLE_DEV
 from g2gt.data import EWT_SAMPLE_TRAIN as SAMPLE_TRAIN
-from g2gt.io.conllu import check_tree, read_conllu, write_conllu
+from g2gt.ud.io.conllu import check_tree, read_conllu, write_conllu
 
 TINY_ARGS = ["--d-model", "32", "--layers", "1", "--heads", "2", "--ffn-dim", "64", "--max-steps", "3",
              "--eval-every", "0", "--batch-tokens", "1500", "--no-progress", "--threads", "1"]
@@ -44,7 +44,7 @@ def test_parse_file_validates_and_keeps_sentences(model_dir, tmp_path):
     assert [s.sent_id for s in gold] == [s.sent_id for s in pred]
     assert [s.forms for s in gold] == [s.forms for s in pred]
     assert all(check_tree(s.heads) is None for s in pred)
-    from g2gt.evaluate import validate_file
+    from g2gt.ud.evaluate import validate_file
 
     assert validate_file(out, lang="en", level=2) == []
 
@@ -125,7 +125,7 @@ def test_in_place_replaces_the_input_with_its_parse(model_dir, tmp_path, capsys)
 
 
 def test_batch_tokens_reaches_the_parser(model_dir, tmp_path, monkeypatch):
-    from g2gt.parsing import Parser
+    from g2gt.ud.parse import Parser
 
     seen = []
     original = Parser.parse
@@ -185,7 +185,7 @@ def test_demo_runs(tmp_path, capsys):
 
 def test_final_message_reads_every_run_of_the_folder(tmp_path):
     """After --resume the 'best dev' line must describe best.pt (all runs in log.jsonl), not this call's best."""
-    from g2gt.commands.parsing import _all_evaluations
+    from g2gt.cli.parsing import _all_evaluations
 
     log = tmp_path / "log.jsonl"
     log.write_text('{"kind": "eval", "step": 200, "las": 80.5}\n{"kind": "train", "step": 210, "loss": 1.0}\n'

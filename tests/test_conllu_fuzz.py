@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from g2gt.io import CoNLLUError, iter_conllu, parse_conllu_string, read_conllu, to_conllu_string, write_conllu
+from g2gt.ud.io import CoNLLUError, iter_conllu, parse_conllu_string, read_conllu, to_conllu_string, write_conllu
 
 
 def _settings(n: int) -> settings:

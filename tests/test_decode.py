@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from g2gt import chain_graph, collate, num_chain_labels
-from g2gt.decode import beam_search, greedy_search
+from g2gt.seq2seq.search import beam_search, greedy_search
 from g2gt.nn import G2GTConfig, G2GTransformer
 
 BOS, EOS = 1, 2

@@ -1,4 +1,4 @@
-"""Tests for g2gt.draw and `g2gt draw`."""
+"""Tests for g2gt.ud.draw and `g2gt draw`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from g2gt.cli import main
+from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV
-from g2gt.draw import draw_conllu, render_svg, tree_svg
-from g2gt.io import read_conllu, sentence_from_words
+from g2gt.ud.draw import draw_conllu, render_svg, tree_svg
+from g2gt.ud.io import read_conllu, sentence_from_words
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 SAMPLE = EWT_SAMPLE_DEV

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from g2gt.cli import main
+from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.enhanced.decode import deps_problems
-from g2gt.io.conllu import read_conllu, write_conllu
+from g2gt.ud.enhance.decode import deps_problems
+from g2gt.ud.io.conllu import read_conllu, write_conllu
 
 TINY = ["--d-model", "32", "--layers", "1", "--heads", "2", "--ffn-dim", "64", "--edge-dim", "32", "--label-dim",
         "16", "--char-filters", "16", "--max-steps", "3", "--eval-every", "0", "--batch-tokens", "800",
@@ -44,7 +44,7 @@ def test_enhance_changes_only_deps_and_writes_a_valid_file(files, tmp_path):
     _same_but_deps(src, out.read_bytes().decode("utf-8"))
     pred = read_conllu(out)
     assert all(deps_problems(s) == [] for s in pred)
-    from g2gt.evaluate import evaluate, validate_file
+    from g2gt.ud.evaluate import evaluate, validate_file
 
     assert validate_file(out, lang="en", level=2) == []
     assert 0.0 < evaluate(EWT_SAMPLE_DEV, out).scores["ELAS"].f1 <= 1.0
@@ -72,7 +72,7 @@ def test_copy_basic_baseline_scores_and_keeps_columns(tmp_path):
     out = tmp_path / "copy.conllu"
     assert main(["enhance", "--copy-basic", str(EWT_SAMPLE_DEV), "-o", str(out)]) == 0
     _same_but_deps(EWT_SAMPLE_DEV.read_text(encoding="utf-8"), out.read_text(encoding="utf-8"))
-    from g2gt.evaluate import evaluate
+    from g2gt.ud.evaluate import evaluate
 
     ev = evaluate(EWT_SAMPLE_DEV, out)
     assert 0.9 < ev.scores["ELAS"].f1 < 1.0  # case-marked labels are filled; extra edges are missing

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from g2gt.data import EWT_SAMPLE_TRAIN
-from g2gt.enhanced.data import (
+from g2gt.ud.enhance.data import (
     EnhancedVocab, check_input_tree, corrupt_tree, make_batch, make_example, sentence_edges,
 )
-from g2gt.io.conllu import CoNLLUError, check_tree, parse_conllu_string, read_conllu
+from g2gt.ud.io.conllu import CoNLLUError, check_tree, parse_conllu_string, read_conllu
 
 GOOD = [("The", "2:det"), ("dog", "3:nsubj"), ("barks", "0:root")]
 

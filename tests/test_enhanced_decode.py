@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from g2gt.data import EWT_SAMPLE_DEV
-from g2gt.enhanced.data import sentence_edges
-from g2gt.enhanced.decode import choose_labels, decode_edges, deps_problems, reachable
-from g2gt.io.conllu import parse_conllu_string, read_conllu
+from g2gt.ud.enhance.data import sentence_edges
+from g2gt.ud.enhance.decode import choose_labels, decode_edges, deps_problems, reachable
+from g2gt.ud.io.conllu import parse_conllu_string, read_conllu
 
 
 def _check(n: int, edges: list[tuple[int, int]], extra=()) -> None:

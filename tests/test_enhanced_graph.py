@@ -6,8 +6,8 @@ import pytest
 
 from g2gt import Graph
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.enhanced import edges_from_networkx, enhanced_graph, enhanced_networkx, sentence_edges
-from g2gt.io.conllu import read_conllu
+from g2gt.ud.enhance import edges_from_networkx, enhanced_graph, enhanced_networkx, sentence_edges
+from g2gt.ud.io.conllu import read_conllu
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.enhanced.data import sentence_edges, template_coverage
-from g2gt.enhanced.labels import (
+from g2gt.ud.enhance.data import sentence_edges, template_coverage
+from g2gt.ud.enhance.labels import (
     PLACEHOLDER, TreeView, fill_template, is_template, sentence_markers, template_label, valid_marker,
 )
-from g2gt.io.conllu import parse_conllu_string, read_conllu
+from g2gt.ud.io.conllu import parse_conllu_string, read_conllu
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.enhanced import Enhancer, EnhancedConfig, EnhancedModel, EnhancedVocab, deps_problems, train_enhanced
-from g2gt.enhanced.data import make_batch, make_example
-from g2gt.enhanced.model import NUM_PATHS, PATH_NAMES, PathBilinear, tree_channel, tree_paths
-from g2gt.enhanced.task import EnhancedTask, enhanced_scores
-from g2gt.io.conllu import read_conllu, to_conllu_string
-from g2gt.train import TrainConfig
+from g2gt.ud.enhance import Enhancer, EnhancedConfig, EnhancedModel, EnhancedVocab, deps_problems, train_enhanced
+from g2gt.ud.enhance.data import make_batch, make_example
+from g2gt.ud.enhance.model import NUM_PATHS, PATH_NAMES, PathBilinear, tree_channel, tree_paths
+from g2gt.ud.enhance.task import EnhancedTask, enhanced_scores
+from g2gt.ud.io.conllu import read_conllu, to_conllu_string
+from g2gt.core.train import TrainConfig
 
 TINY = dict(d_model=32, num_heads=2, num_layers=1, ffn_dim=64, edge_dim=32, label_dim=16, char_filters=16,
             dropout=0.0, head_dropout=0.0)
@@ -151,8 +151,8 @@ def test_trainer_checkpoint_loads_strictly_and_enhances_validly(data, tmp_path):
 
 def test_enhanced_scores_are_100_on_gold_and_lower_on_copies(data):
     _, dev, _ = data
-    from g2gt.enhanced.data import sentence_edges
-    from g2gt.enhanced.enhancer import basic_edges
+    from g2gt.ud.enhance.data import sentence_edges
+    from g2gt.ud.enhance.enhancer import basic_edges
 
     gold = [sentence_edges(s) for s in dev]
     assert enhanced_scores(dev, gold) == {"elas": 100.0, "eulas": 100.0, "uelas": 100.0}
@@ -161,8 +161,8 @@ def test_enhanced_scores_are_100_on_gold_and_lower_on_copies(data):
 
 
 def test_parser_trees_become_training_inputs(data, tmp_path):
-    from g2gt.enhanced.task import parser_trees
-    from g2gt.parsing import train_parser
+    from g2gt.ud.enhance.task import parser_trees
+    from g2gt.ud.parse import train_parser
 
     train, dev, vocab = data
     tc = TrainConfig(lr=2e-3, max_steps=2, eval_every=0, metric="las", metric_mode="max", progress=False,

@@ -1,4 +1,4 @@
-"""Tests for g2gt.evaluate (official CoNLL 2018 scorer wrapper + extras) and `g2gt evaluate`."""
+"""Tests for g2gt.ud.evaluate (official CoNLL 2018 scorer wrapper + extras) and `g2gt evaluate`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from g2gt.cli import main
+from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV as SAMPLE
-from g2gt.evaluate import EvaluationError, evaluate, validate_file
-from g2gt.io import CoNLLUError, read_conllu
+from g2gt.ud.evaluate import EvaluationError, evaluate, validate_file
+from g2gt.ud.io import CoNLLUError, read_conllu
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 GOLD, PRED = FIX / "eval_gold.conllu", FIX / "eval_pred.conllu"

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from g2gt import ChainChannel, EdgeChannel, Graph, LabelVocab, chain_graph, edges_from_heads, relative_position_labels
-from g2gt.graph import DOWN, UP, merge_label_sizes, num_chain_labels
+from g2gt.core.graph import DOWN, UP, merge_label_sizes, num_chain_labels
 
 
 def test_label_vocab_dependencies_and_save_load():

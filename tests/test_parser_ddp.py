@@ -30,8 +30,8 @@ TINY = dict(d_model=16, num_heads=2, num_layers=1, ffn_dim=32, arc_dim=16, label
 def _setup(mode: str):
     """``(model, task)``: a float64 tiny parser (seeded) and its task on 20 sample sentences."""
     from g2gt.data import EWT_SAMPLE_TRAIN as SAMPLE_TRAIN
-    from g2gt.io.conllu import read_conllu
-    from g2gt.parsing import ParserModel, ParserVocab, ParsingTask
+    from g2gt.ud.io.conllu import read_conllu
+    from g2gt.ud.parse import ParserModel, ParserVocab, ParsingTask
 
     sents = read_conllu(SAMPLE_TRAIN)[:24]
     train, dev = sents[:20], sents[20:]
@@ -46,7 +46,7 @@ def _setup(mode: str):
 
 def train(out_dir: str, steps: int, accum: int) -> None:
     """Train every mode for ``steps`` optimizer steps; rank 0 saves ``{out_dir}/{mode}.pt``."""
-    from g2gt.train import TrainConfig, Trainer
+    from g2gt.core.train import TrainConfig, Trainer
 
     torch.set_num_threads(1)
     for mode in MODES:

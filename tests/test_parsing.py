@@ -8,9 +8,9 @@ import torch
 
 from g2gt import _compat
 
-from g2gt.graph import LabelVocab, edges_from_heads
-from g2gt.io.conllu import check_tree, read_conllu, to_conllu_string
-from g2gt.parsing import (
+from g2gt.core.graph import LabelVocab, edges_from_heads
+from g2gt.ud.io.conllu import check_tree, read_conllu, to_conllu_string
+from g2gt.ud.parse import (
     Parser, ParserConfig, ParserModel, ParserVocab, ParsingTask, corrupt_graph, dependency_labels, make_batch,
     make_example,
 )
@@ -84,7 +84,7 @@ def test_every_parse_is_single_rooted_tree_even_untrained_and_long(train_sents, 
     # a sentence longer than any training sentence
     longest = max(len(s) for s in train_sents)
     words = " ".join(f"w{i}" for i in range(longest + 20))
-    from g2gt.io.conllu import sentence_from_words
+    from g2gt.ud.io.conllu import sentence_from_words
 
     sents = list(dev_sents[:40]) + [sentence_from_words(words.split())]
     for alg in ("mst", "eisner"):
@@ -117,7 +117,7 @@ def _uas(sents, out) -> float:
 
 
 def test_dtype_names():
-    from g2gt.parsing import fast_inference_dtype, inference_dtype
+    from g2gt.ud.parse import fast_inference_dtype, inference_dtype
 
     assert inference_dtype("bfloat16") is torch.bfloat16 and inference_dtype(None) is None
     assert inference_dtype(torch.float32) is torch.float32
@@ -202,8 +202,8 @@ def test_parse_preserves_order_count_and_columns(train_sents, dev_sents):
 
 
 def test_checkpoint_roundtrip_weights_only_strict(train_sents, dev_sents, tmp_path):
-    from g2gt.parsing import train_parser
-    from g2gt.train import TrainConfig
+    from g2gt.ud.parse import train_parser
+    from g2gt.core.train import TrainConfig
 
     tc = TrainConfig(lr=1e-3, warmup_steps=1, max_steps=2, eval_every=0, metric="las", metric_mode="max",
                      progress=False)

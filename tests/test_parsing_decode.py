@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.io import check_tree, read_conllu, sentence_from_words
-from g2gt.parsing import Parser, ParserConfig, ParserModel, ParserVocab, ParsingTask, attachment_scores
+from g2gt.ud.io import check_tree, read_conllu, sentence_from_words
+from g2gt.ud.parse import Parser, ParserConfig, ParserModel, ParserVocab, ParsingTask, attachment_scores
 
 TINY = dict(d_model=16, num_heads=2, num_layers=1, ffn_dim=32, arc_dim=16, label_dim=8, char_dim=8,
             char_filters=16, dropout=0.0, head_dropout=0.0)

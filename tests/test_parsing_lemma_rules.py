@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from g2gt.data import EWT_SAMPLE_TRAIN
-from g2gt.io import read_conllu
-from g2gt.parsing.lemma_rules import apply_rule, rule_applies, rule_for
+from g2gt.ud.io import read_conllu
+from g2gt.ud.parse.lemma_rules import apply_rule, rule_applies, rule_for
 
 
 def test_every_pair_of_the_sample_round_trips():

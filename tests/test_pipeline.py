@@ -13,18 +13,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import g2gt
-from g2gt.cli import main
+from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.enhanced import train_enhanced
-from g2gt.export import export_model
-from g2gt.evaluate import validate_file
-from g2gt.io.conllu import check_tree, parse_conllu_string, read_conllu, write_conllu
-from g2gt.io.text import paragraph_blocks
-from g2gt.models import DEFAULT_MODEL, PACKAGED_DIR, available_models, find_model
-from g2gt.parsing import Parser, ParserModel, ParserVocab
-from g2gt.segment import Segmenter, SegmenterConfig, SegmentDataConfig, text_from_sentences, train_segmenter
-from g2gt.segment.train import default_train_config
-from g2gt.train import TrainConfig
+from g2gt.ud.enhance import train_enhanced
+from g2gt.ud.models.export import export_model
+from g2gt.ud.evaluate import validate_file
+from g2gt.ud.io.conllu import check_tree, parse_conllu_string, read_conllu, write_conllu
+from g2gt.ud.tokenize.text import paragraph_blocks
+from g2gt.ud.models import DEFAULT_MODEL, PACKAGED_DIR, available_models, find_model
+from g2gt.ud.parse import Parser, ParserModel, ParserVocab
+from g2gt.ud.tokenize import Segmenter, SegmenterConfig, SegmentDataConfig, text_from_sentences, train_segmenter
+from g2gt.ud.tokenize.train import default_train_config
+from g2gt.core.train import TrainConfig
 
 PARSER_TINY = dict(d_model=16, num_heads=2, num_layers=1, ffn_dim=32, arc_dim=16, label_dim=8, char_dim=8,
                    char_filters=16, dropout=0.0, head_dropout=0.0)
@@ -228,9 +228,9 @@ def folder_parser(folder):
 
 @pytest.mark.skipif(DEFAULT_MODEL not in available_models(), reason="the default model is not in this checkout")
 def test_shipped_enhancer_changes_only_deps_on_ewt_dev(tmp_path):
-    from g2gt.data import EWT_DEV, shared_data
+    from g2gt.data import EWT_DEV, find_data
 
-    src = shared_data(EWT_DEV) or EWT_SAMPLE_DEV  # the whole EWT dev when ../shared is there
+    src = find_data(EWT_DEV) or EWT_SAMPLE_DEV  # the whole EWT dev when ../shared is there
     out = tmp_path / "enh.conllu"
     assert main(["enhance", "--model", DEFAULT_MODEL, str(src), "-o", str(out), "--threads", "1",
                  "--no-progress"]) == 0
@@ -247,7 +247,7 @@ def test_shipped_enhancer_changes_only_deps_on_ewt_dev(tmp_path):
 
 
 def test_part_checkpoint_resolves_model_and_training_folders(tmp_path):
-    from g2gt.models import part_checkpoint
+    from g2gt.ud.models import part_checkpoint
 
     folder = tmp_path / "model"
     folder.mkdir()

@@ -23,12 +23,12 @@ from hypothesis import given
 from test_cli_parsing import TINY_ARGS, model_dir  # noqa: F401 - the tiny trained parser (module-scoped fixture)
 from test_conllu_fuzz import _settings, conllu_file
 
-import g2gt.commands.parsing as parsing_cmd
-from g2gt.cli import main
+import g2gt.cli.parsing as parsing_cmd
+from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.io.conllu import check_tree, read_conllu, sentence_from_words
+from g2gt.ud.io.conllu import check_tree, read_conllu, sentence_from_words
 from g2gt.nn import GraphAttention
-from g2gt.parsing import Parser, length_batches
+from g2gt.ud.parse import Parser, length_batches
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
@@ -73,7 +73,7 @@ def test_parse_passes_duplicate_comment_keys_through_verbatim(model_dir, tmp_pat
 def test_train_cli_on_a_busy_folder_stops_at_once_naming_the_holder(tmp_path, capsys):
     out = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from g2gt.checkpoint import TrainingFolderLock as L; "
+        [sys.executable, "-c", "import sys; from g2gt.core.checkpoint import TrainingFolderLock as L; "
          f"l = L({str(out)!r}).acquire(); print('locked', flush=True); sys.stdin.read(); l.release()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV)
     try:

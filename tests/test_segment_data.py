@@ -10,13 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.io import parse_conllu_string, read_conllu
-from g2gt.segment.chars import CLASSES, GAPS, CharVocab, gap_types
-from g2gt.segment.config import SegmentDataConfig
-from g2gt.segment.data import STYLES, documents_from_sentences, render_document, render_stream, surface_tokens
-from g2gt.segment.infer import window_plan
-from g2gt.segment.metrics import SpanScorer, f1_percent
-from g2gt.segment.mwt import MWTLexicon, split_clitics
+from g2gt.ud.io import parse_conllu_string, read_conllu
+from g2gt.ud.tokenize.chars import CLASSES, GAPS, CharVocab, gap_types
+from g2gt.ud.tokenize.config import SegmentDataConfig
+from g2gt.ud.tokenize.data import STYLES, documents_from_sentences, render_document, render_stream, surface_tokens
+from g2gt.ud.tokenize.infer import window_plan
+from g2gt.ud.tokenize.metrics import SpanScorer, f1_percent
+from g2gt.ud.tokenize.mwt import MWTLexicon, split_clitics
 
 TWO_DOCS = """# newdoc id = d1
 # newpar id = p1

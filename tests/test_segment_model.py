@@ -10,14 +10,14 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from g2gt.data import EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, shared_data
-from g2gt.io import parse_conllu_string, read_conllu, to_conllu_string
-from g2gt.segment import (
+from g2gt.data import EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, find_data
+from g2gt.ud.io import parse_conllu_string, read_conllu, to_conllu_string
+from g2gt.ud.tokenize import (
     CharVocab, MWTLexicon, SegmentDataConfig, Segmenter, SegmenterConfig, SegmenterModel, documents_from_sentences,
     render_document, text_from_sentences, train_segmenter,
 )
-from g2gt.segment.data import STYLES
-from g2gt.segment.train import default_train_config, main, relearn_lexicon
+from g2gt.ud.tokenize.data import STYLES
+from g2gt.ud.tokenize.train import default_train_config, main, relearn_lexicon
 
 TINY = dict(d_model=32, num_layers=2, num_heads=2, ffn_dim=64, window=48, context=8)
 
@@ -142,9 +142,9 @@ def test_load_refuses_other_checkpoints(tmp_path):
 
 @pytest.mark.slow
 def test_ewt_dev_documents_round_trip(random_segmenter):
-    path = shared_data(EWT_DEV)
+    path = find_data(EWT_DEV)
     if path is None:
-        pytest.skip("UD English EWT dev is not available ($G2GT_DATA or ../shared/data)")
+        pytest.skip("UD English EWT dev is not available (set $G2GT_DATA to a data folder)")
     docs = documents_from_sentences(read_conllu(path))
     for style in STYLES:
         texts = [render_document(d, style, random.Random(i)).text for i, d in enumerate(docs)]

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g2gt.io import parse_conllu_string, to_conllu_string
-from g2gt.segment.chars import CharVocab
-from g2gt.segment.mwt import MWTLexicon
-from g2gt.segment.output import build_sentences, escape_spaces, text_from_sentences, unescape_spaces
-from g2gt.segment.spans import decode_spans
+from g2gt.ud.io import parse_conllu_string, to_conllu_string
+from g2gt.ud.tokenize.chars import CharVocab
+from g2gt.ud.tokenize.mwt import MWTLexicon
+from g2gt.ud.tokenize.output import build_sentences, escape_spaces, text_from_sentences, unescape_spaces
+from g2gt.ud.tokenize.spans import decode_spans
 
 VOCAB = CharVocab(list("abcdefghijklmnopqrstuvwxyz.,'"))
 LEX = MWTLexicon({"don't": ["do", "n't"]})

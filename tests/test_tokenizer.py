@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from g2gt.tokenizer import SPECIAL_TOKENS, SubwordTokenizer
+from g2gt.seq2seq.subword import SPECIAL_TOKENS, SubwordTokenizer
 
 FIX = Path(__file__).parent / "fixtures_mt"
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from g2gt.checkpoint import CheckpointError, TrainingFolderLocked
-from g2gt.schedule import NO_BUDGET_WARMUP_STEPS, estimate_total_steps, lr_multiplier
-from g2gt.train import (
+from g2gt.core.checkpoint import CheckpointError, TrainingFolderLocked
+from g2gt.core.schedule import NO_BUDGET_WARMUP_STEPS, estimate_total_steps, lr_multiplier
+from g2gt.core.train import (
     TrainConfig,
     Trainer,
     autocast_dtype,
@@ -232,7 +232,7 @@ def test_missing_metric_is_a_clear_error(tmp_path):
 def test_second_run_on_a_busy_folder_stops_naming_the_holder(tmp_path):
     out = tmp_path / "run"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from g2gt.checkpoint import TrainingFolderLock as L; "
+        [sys.executable, "-c", "import sys; from g2gt.core.checkpoint import TrainingFolderLock as L; "
          f"l = L({str(out)!r}).acquire(); print('locked', flush=True); sys.stdin.read(); l.release()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
     try:

@@ -1,4 +1,4 @@
-"""Tests for g2gt.trees: MST (Chu-Liu-Edmonds, single root) and Eisner decoding."""
+"""Tests for g2gt.ud.parse.trees: MST (Chu-Liu-Edmonds, single root) and Eisner decoding."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from g2gt.io import check_tree
-from g2gt.trees import batch_decode, eisner_decode, mst_decode, tree_score
+from g2gt.ud.io import check_tree
+from g2gt.ud.parse.trees import batch_decode, eisner_decode, mst_decode, tree_score
 
 
 def _reference_mst(S: np.ndarray) -> float:

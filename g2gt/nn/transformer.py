@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..graph import num_chain_labels, relative_position_labels
+from ..core.graph import num_chain_labels, relative_position_labels
 from .attention import GraphAttention, KVCache
 
 __all__ = [

@@ -1,0 +1,187 @@
+"""``g2gt train enhanced`` and ``g2gt enhance``: enhanced UD graphs (the DEPS column) from basic trees.
+
+Model options come from :class:`g2gt.ud.enhance.EnhancedConfig`, optimisation options from
+:class:`g2gt.core.config.TrainConfig` and task options from :func:`g2gt.ud.enhance.train_enhanced`'s keyword
+arguments; the CLI defaults that differ from those are declared once below (``*_CLI_DEFAULTS``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ..data import EWT_DEV, EWT_TRAIN
+from .common import (
+    UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime, check_folder_path,
+    check_input_path, check_output_path, data_file_arg, option_values, progress_enabled,
+)
+
+MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "max_distance", "edge_dim", "label_dim",
+                 "path_rank", "char_filters", "head_dropout", "label_weight")
+MODEL_FLAGS = {"num_layers": "--layers", "num_heads": "--heads"}
+MODEL_HELP = {
+    "d_model": "model width",
+    "num_layers": "encoder layers",
+    "num_heads": "attention heads",
+    "ffn_dim": "feed-forward width",
+    "dropout": "dropout in the encoder",
+    "max_distance": "clip distance of the relative-position labels",
+    "edge_dim": "width of the biaffine edge scorer",
+    "label_dim": "width of the biaffine label scorer",
+    "path_rank": "rank of the path-typed bilinear edge term (0 = off)",
+    "char_filters": "character CNN filters",
+    "head_dropout": "dropout before the edge / label scorers",
+    "label_weight": "weight of the label loss against the edge loss",
+}
+MODEL_CLI_DEFAULTS: dict = {}
+TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
+                 "eval_every", "seed", "amp")
+TRAIN_CLI_DEFAULTS = {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 250, "cooldown": 0.3}
+TASK_OPTIONS = ("corrupt_prob", "corrupt_max", "parser_prob", "min_freq", "word_dropout")
+TASK_HELP = {
+    "corrupt_prob": "fraction of training sentences whose input tree is corrupted (so the model copes with "
+                    "parser errors)",
+    "corrupt_max": "largest fraction of re-attached / relabelled words in a corrupted tree",
+    "parser_prob": "with --parser: fraction of training sentences whose input tree is the parser's prediction",
+    "min_freq": "minimum training frequency of a word embedding",
+    "word_dropout": "probability of replacing a word by <unk> in training",
+}
+TRAIN_BATCH_TOKENS = 1500
+EMPTY_NODES = ("Empty nodes (8.1) are KEPT, not predicted: the input's empty nodes stay as they are, and so do the "
+               "words' DEPS edges to them; an input without empty nodes gives an output without them.")
+
+
+def register(subparsers) -> None:
+    subparsers.add_parser("enhance", help="add enhanced UD graphs (DEPS) to parsed CoNLL-U",
+                          configure=_configure_enhance)
+
+
+def register_train(subparsers) -> None:
+    subparsers.add_parser("enhanced", help="train an enhanced-UD graph model (basic tree -> DEPS)",
+                          configure=_configure_train)
+
+
+# ---------------------------------------------------------------------------- train enhanced
+def _configure_train(p: argparse.ArgumentParser) -> None:
+    from ..ud.enhance import EnhancedConfig, train_enhanced
+    from ..core.config import AMP_MODES, TrainConfig
+
+    p.description = (
+        "Train a graph-to-graph model that adds the enhanced UD graph (DEPS) to a basic tree. The basic tree "
+        "enters every attention score as label channels (relative position, the tree's relations, and tree "
+        "paths: parent, sibling, grandparent ...); a biaffine scorer decides every (dependent, head) pair "
+        "independently (ROOT included) and a biaffine classifier labels each edge with a template: case-marked "
+        "relations are learnt as obl:<case>, conj:<case> ... and filled from the basic tree, so unseen "
+        "prepositions work. Input trees in training are gold, corrupted gold (--corrupt-prob) or a parser's "
+        "predictions (--parser), so that the model works on predicted trees. Model selection: labelled "
+        "enhanced-edge F1 on --dev with gold trees (official scores: g2gt evaluate, ELAS / EULAS). Writes "
+        "OUT/best.pt, last.pt, log.jsonl and config.json.")
+    p.epilog = (
+        "examples:\n"
+        "  g2gt train enhanced --out runs/enhanced --max-minutes 22 --threads 1\n"
+        "  g2gt train enhanced --out runs/enhanced --parser runs/parser --max-minutes 22\n"
+        "  g2gt train enhanced --out runs/enhanced --resume      # continue an interrupted run\n"
+        "Defaults for --train / --dev: $G2GT_DATA/" + EWT_TRAIN + " and $G2GT_DATA/" + EWT_DEV +
+        " ($G2GT_DATA: a data folder laid out as data/README.md of the g2gt repository says).")
+    data = p.add_argument_group("data")
+    data.add_argument("--train", metavar="FILE", help="training CoNLL-U with DEPS (default: UD EWT train)")
+    data.add_argument("--dev", metavar="FILE", help="development CoNLL-U with DEPS (default: UD EWT dev)")
+    data.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs)")
+    data.add_argument("--parser", metavar="MODEL", help="a g2gt parser model: its predicted trees of the training "
+                      "data become input trees (see --parser-prob)")
+    data.add_argument("--resume", action="store_true", help="continue from OUT/last.pt (same budget, same settings)")
+    add_dataclass_options(p.add_argument_group("model"), EnhancedConfig, MODEL_OPTIONS, defaults=MODEL_CLI_DEFAULTS,
+                          help=MODEL_HELP, flags=MODEL_FLAGS)
+    add_signature_options(p.add_argument_group("task"), train_enhanced, TASK_OPTIONS, help=TASK_HELP)
+    add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, TRAIN_OPTIONS,
+                          defaults=TRAIN_CLI_DEFAULTS, choices={"amp": AMP_MODES})
+    add_common_options(p, batch_tokens=TRAIN_BATCH_TOKENS)
+    p.set_defaults(func=run_train)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    device = apply_runtime(args)
+    from ..ud.enhance import train_enhanced
+    from ..ud.enhance.task import parser_trees
+    from ..ud.io.conllu import read_conllu
+    from ..core.config import TrainConfig
+
+    train_path = data_file_arg(args.train, EWT_TRAIN, "--train")
+    dev_path = data_file_arg(args.dev, EWT_DEV, "--dev")
+    check_folder_path(args.out, "--out")
+    if args.parser is not None and not Path(args.parser).exists():
+        raise UsageError(f"--parser {args.parser}: no such model folder or checkpoint")
+    t0 = time.time()
+    train = read_conllu(train_path, require_heads=True)
+    dev = read_conllu(dev_path, require_heads=True)
+    print(f"train: {train_path} ({len(train)} sentences), dev: {dev_path} ({len(dev)} sentences)", file=sys.stderr)
+    trees = None
+    if args.parser is not None:
+        trees = parser_trees(args.parser, train, device, progress=progress_enabled(args))
+        print(f"parsed the training data with {args.parser} ({time.time() - t0:.0f} s)", file=sys.stderr)
+    tc = TrainConfig(**option_values(args, TRAIN_OPTIONS), metric="elas", metric_mode="max", device=device,
+                     progress=progress_enabled(args))
+    enhancer, history = train_enhanced(
+        train, dev, args.out, option_values(args, MODEL_OPTIONS), tc, max_tokens=args.batch_tokens,
+        parser_trees=trees, resume=args.resume, **option_values(args, TASK_OPTIONS))
+    best = max(history, key=lambda h: h.get("elas", 0)) if history else {}
+    print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (internal, gold trees) ELAS {best.get('elas', 0):.2f} "
+          f"EULAS {best.get('eulas', 0):.2f} unlabelled {best.get('uelas', 0):.2f}; model in {args.out}",
+          file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- enhance
+def _configure_enhance(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Add the enhanced UD graph (DEPS column) to parsed CoNLL-U, e.g. the output of any parser (g2gt, Stanza, "
+        "UDPipe, SuPar). The basic tree (HEAD / DEPREL) is read and checked -- one single-rooted tree per "
+        "sentence, else an error naming FILE:LINE and no output file -- and never changed: every column but "
+        "DEPS, every comment and every multiword-token line is written back byte for byte. Each word gets at "
+        "least one enhanced head, every word is reachable from ROOT, DEPS is sorted by head then relation, "
+        "'root' comes exactly from head 0, and case-marked relations (obl:in, conj:and ...) are filled from the "
+        "basic tree. " + EMPTY_NODES + " --copy-basic needs no model: it copies the basic tree into DEPS "
+        "(with case-marked relations filled), the baseline.")
+    p.epilog = ("examples:\n"
+                "  g2gt enhance --model runs/enhanced parsed.conllu -o enhanced.conllu\n"
+                "  g2gt parse --model runs/parser dev.conllu | g2gt enhance --model runs/enhanced - > out.conllu\n"
+                "  g2gt enhance --copy-basic parsed.conllu -o baseline.conllu\n"
+                "  g2gt evaluate gold.conllu enhanced.conllu      # ELAS / EULAS")
+    p.add_argument("input", metavar="INPUT", help="parsed CoNLL-U (plain or .gz), '-' = stdin")
+    p.add_argument("-o", "--output", default="-", metavar="FILE", help="output CoNLL-U, '-' = stdout (default)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", metavar="DIR", help="a shipped model's name (en_ewt), a model folder (enhancer.pt), a folder written by "
+                          "'g2gt train enhanced' (best.pt) or a checkpoint")
+    src.add_argument("--copy-basic", action="store_true",
+                     help="no model: DEPS = the basic tree with case-marked relations filled (baseline)")
+    p.add_argument("--in-place", action="store_true", help="allow -o to be the input file (replaced at the end)")
+    add_common_options(p, batch_tokens=3000)
+    p.set_defaults(func=run_enhance)
+
+
+def run_enhance(args: argparse.Namespace) -> int:
+    check_input_path(args.input, "INPUT")
+    check_output_path(args.output, "-o", inputs=(args.input,), in_place=args.in_place)
+    device = apply_runtime(args)
+    from ..ud.enhance.data import check_input_tree
+    from ..ud.enhance.enhancer import Enhancer, copy_basic
+    from ..ud.io.conllu import read_conllu, write_conllu
+
+    sents = read_conllu(sys.stdin if args.input == "-" else args.input,
+                        **({"name": "<stdin>"} if args.input == "-" else {}))
+    for s in sents:  # every tree is checked before any work (and before any output exists)
+        check_input_tree(s)
+    t0 = time.time()
+    if args.copy_basic:
+        out = copy_basic(sents)
+    else:
+        enhancer = Enhancer.load(args.model, device)
+        out = enhancer.enhance(sents, max_tokens=args.batch_tokens or 3000, progress=progress_enabled(args))
+    write_conllu(out, sys.stdout if args.output == "-" else args.output)
+    nw = sum(len(s) for s in sents)
+    dt = time.time() - t0
+    print(f"enhanced {len(sents)} sentences, {nw} words in {dt:.2f}s ({nw / max(dt, 1e-9):.0f} words/s)",
+          file=sys.stderr)
+    return 0

@@ -1,0 +1,83 @@
+"""``g2gt models`` (the shipped models and their cards) and ``g2gt export-model`` (training folders ->
+one small model folder, the layout of :mod:`g2gt.ud.models`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .common import UsageError, add_common_options, check_folder_path
+
+EXPORT_EXAMPLE = ("  g2gt export-model --parser runs/en_ewt --segmenter runs/segmenter --enhancer runs/enhanced \\\n"
+                  "      --card card.json -o g2gt/models/en_ewt")
+
+
+def register(subparsers) -> None:
+    subparsers.add_parser("models", help="list the shipped models and their scores", configure=_configure_models)
+    subparsers.add_parser("export-model", help="pack trained parts into a small model folder (float16)",
+                          configure=_configure_export)
+
+
+def _configure_models(p: argparse.ArgumentParser) -> None:
+    p.description = ("List the models shipped inside the package (g2gt/models/NAME: no download needed), "
+                     "with their parts and measured scores. Use one with 'g2gt parse --model NAME' or "
+                     "g2gt.load(NAME); the default is en_ewt.")
+    p.add_argument("name", nargs="?", help="show this model's whole card (model.json)")
+    add_common_options(p)
+    p.set_defaults(func=run_models)
+
+
+def run_models(args: argparse.Namespace) -> int:
+    from ..ud.models import available_models, model_card
+
+    if args.name:
+        try:
+            card = model_card(args.name)
+        except FileNotFoundError as e:
+            raise UsageError(str(e)) from None
+        print(json.dumps(card, indent=2, ensure_ascii=False))
+        return 0
+    names = available_models()
+    if not names:
+        print("no shipped models in this installation")
+    for name in names:
+        card = model_card(name)
+        parts = ", ".join(card.get("parts", {})) or "?"
+        print(f"{name}\t{card.get('description', '')}\tparts: {parts}")
+    return 0
+
+
+def _configure_export(p: argparse.ArgumentParser) -> None:
+    p.description = ("Pack a trained parser (and optionally a segmenter and an enhanced-UD model) into one "
+                     "model folder: float16 weights, no optimizer state, a model.json card. 'g2gt parse "
+                     "--model FOLDER' and g2gt.load(FOLDER) then use all parts; a folder under g2gt/models/ "
+                     "ships with the package (at most 25 MB).")
+    p.epilog = "example:\n" + EXPORT_EXAMPLE
+    p.add_argument("--parser", required=True, metavar="DIR", help="parser training folder or checkpoint")
+    p.add_argument("--segmenter", metavar="DIR", help="segmenter training folder or checkpoint (raw text)")
+    p.add_argument("--enhancer", metavar="DIR", help="enhanced-UD training folder or checkpoint (DEPS)")
+    p.add_argument("--card", metavar="JSON", help="a JSON file of facts for model.json (description, "
+                   "training commands, scores)")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="the model folder to write")
+    p.add_argument("--max-mb", type=float, default=25.0, help="refuse larger models (default: 25)")
+    add_common_options(p)
+    p.set_defaults(func=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    check_folder_path(args.out, "-o")
+    card = {}
+    if args.card:
+        try:
+            with open(args.card, encoding="utf-8") as f:
+                card = json.load(f)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--card {args.card}:{e.lineno}: not valid JSON ({e.msg})") from None
+        if not isinstance(card, dict):
+            raise UsageError(f"--card {args.card}: expected a JSON object")
+    from ..ud.models.export import export_model
+
+    written = export_model(args.out, args.parser, args.segmenter, args.enhancer, card, max_mb=args.max_mb)
+    total = sum(p["bytes"] for p in written["parts"].values()) / 2**20
+    print(f"wrote {args.out}: {', '.join(written['parts'])} ({total:.1f} MB)")
+    return 0

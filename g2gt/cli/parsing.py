@@ -1,0 +1,437 @@
+"""``g2gt train parser``, ``g2gt parse``, ``g2gt demo`` and ``g2gt attention``.
+
+Model options come from :class:`g2gt.ud.parse.ParserConfig`, optimisation options from
+:class:`g2gt.core.config.TrainConfig` and task options from :func:`g2gt.ud.parse.train_parser`'s keyword
+arguments; the few CLI defaults that differ from those are declared once below (``*_CLI_DEFAULTS``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from itertools import islice
+from pathlib import Path
+
+from ..ud.models import DEFAULT_MODEL
+from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
+from .common import (
+    UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime,
+    check_folder_path, check_input_path, check_output_path, data_file_arg, non_negative_int, option_values,
+    progress_enabled,
+)
+
+# ---------------------------------------------------------------------------- options and CLI defaults
+MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "attention_dropout", "max_distance",
+                 "value_labels", "graph_channel", "arc_dim", "label_dim", "char_dim", "char_filters", "head_dropout")
+MODEL_FLAGS = {"num_layers": "--layers", "num_heads": "--heads"}
+MODEL_HELP = {
+    "d_model": "model width",
+    "num_layers": "encoder layers",
+    "num_heads": "attention heads",
+    "ffn_dim": "feed-forward width",
+    "dropout": "dropout in the encoder",
+    "attention_dropout": "dropout on attention probabilities",
+    "max_distance": "clip distance of the relative-position labels",
+    "value_labels": "label embeddings in attention values too (else keys only)",
+    "graph_channel": "the dependency-graph channel (--no-graph-channel: relative positions only, no refinement)",
+    "arc_dim": "width of the biaffine arc scorer",
+    "label_dim": "width of the biaffine label scorer",
+    "char_dim": "character embedding width",
+    "char_filters": "character CNN filters",
+    "head_dropout": "dropout before the arc / label / tag scorers",
+}
+# `g2gt train parser` trains the README's parser (d_model 256, 4 layers, 8 heads, FFN 512), smaller than
+# ParserConfig's library defaults; the learning rate and clipping are the ones it was tuned with.
+MODEL_CLI_DEFAULTS = {"num_layers": 4, "ffn_dim": 512, "dropout": 0.15}
+TRAIN_OPTIONS = ("lr", "weight_decay", "warmup", "warmup_steps", "schedule", "cooldown", "grad_clip", "accum_steps",
+                 "amp", "max_minutes", "max_steps", "epochs", "eval_every", "seed")
+TRAIN_CLI_DEFAULTS = {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 200}
+TASK_OPTIONS = ("refine_train", "refine_steps", "corrupt_max", "min_freq", "lowercase", "word_dropout", "tags")
+TASK_HELP = {
+    "refine_train": "refinement input graphs in training: the model's own first-pass predictions (self), "
+                    "corrupted gold graphs (corrupt), or no refinement training (none)",
+    "refine_steps": "refinement iterations after iteration 0 in dev evaluation, saved as the default of "
+                    "'g2gt parse'",
+    "corrupt_max": "largest fraction of corrupted heads / labels (refine_train corrupt)",
+    "min_freq": "minimum training frequency of a word embedding",
+    "lowercase": "lowercased word embeddings (--no-lowercase: case-sensitive)",
+    "word_dropout": "probability of replacing a word by <unk> in training",
+    "tags": "also train XPOS, UFeats and lemma heads where the training data has those columns",
+}
+TRAIN_BATCH_TOKENS = 1500
+# demo: a small, fast model for a few minutes on the shipped sample
+DEMO_MODEL = dict(d_model=128, num_layers=3, num_heads=4, ffn_dim=256, dropout=0.1, arc_dim=128, char_filters=128)
+DEMO_TRAIN = dict(lr=2e-3, grad_clip=5.0, eval_every=0)
+DEMO_BATCH_TOKENS = 1500
+PARSE_CHUNK = 2000  # sentences read, parsed and written at a time (memory does not grow with the input)
+
+DATA_EPILOG = ("Defaults for --train / --dev: $G2GT_DATA/" + EWT_TRAIN + " and $G2GT_DATA/" + EWT_DEV +
+               " ($G2GT_DATA: a data folder laid out as data/README.md of the g2gt repository says).")
+
+
+def register(subparsers) -> None:
+    subparsers.add_parser("parse", help="parse CoNLL-U or raw text with a trained parser", configure=_configure_parse)
+    subparsers.add_parser("demo", help="train a small parser for a few minutes on the shipped sample and show trees",
+                          configure=_configure_demo)
+    subparsers.add_parser("attention", help="plot attention heatmaps of a trained parser",
+                          configure=_configure_attention)
+
+
+def register_train(subparsers) -> None:
+    subparsers.add_parser("parser", help="train a graph-to-graph dependency parser on CoNLL-U",
+                          configure=_configure_train)
+
+
+# ---------------------------------------------------------------------------- train parser
+def _configure_train(p: argparse.ArgumentParser) -> None:
+    from ..ud.parse import ParserConfig, train_parser
+    from ..core.config import AMP_MODES, TrainConfig
+
+    p.description = (
+        "Train an RNGTr-style graph-to-graph Transformer dependency parser from scratch.\n"
+        "Words (+ a ROOT node) are graph nodes; attention sees the relative position and the\n"
+        "current dependency graph. Iteration 0 parses from the empty graph, later iterations\n"
+        "refine the previous tree. Writes OUT/best.pt, last.pt, log.jsonl and config.json.")
+    p.epilog = (
+        "examples:\n"
+        "  g2gt train parser --out runs/parser --max-minutes 40 --threads 1\n"
+        "  g2gt train parser --train train.conllu --dev dev.conllu --out runs/p --epochs 30\n"
+        "  g2gt train parser --out runs/p --resume          # continue an interrupted run\n" + DATA_EPILOG)
+    data = p.add_argument_group("data")
+    data.add_argument("--train", metavar="FILE", help="training CoNLL-U (default: UD EWT train, see below)")
+    data.add_argument("--dev", metavar="FILE", help="development CoNLL-U for model selection (default: UD EWT dev)")
+    data.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs)")
+    data.add_argument("--resume", action="store_true", help="continue from OUT/last.pt (same budget, same settings)")
+    add_dataclass_options(p.add_argument_group("model"), ParserConfig, MODEL_OPTIONS, defaults=MODEL_CLI_DEFAULTS,
+                          help=MODEL_HELP, flags=MODEL_FLAGS)
+    add_signature_options(p.add_argument_group("task"), train_parser, TASK_OPTIONS, help=TASK_HELP,
+                          choices={"refine_train": ("self", "corrupt", "none")})
+    # old spelling of --no-lowercase
+    p.add_argument("--cased", dest="lowercase", action="store_false", default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)
+    add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, TRAIN_OPTIONS,
+                          defaults=TRAIN_CLI_DEFAULTS, choices={"amp": AMP_MODES,
+                                                                "schedule": ("inverse_sqrt", "cosine", "constant")})
+    add_common_options(p, batch_tokens=TRAIN_BATCH_TOKENS)
+    p.set_defaults(func=run_train)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    device = apply_runtime(args)
+    from ..ud.io.conllu import read_conllu
+    from ..ud.parse import train_parser
+    from ..core.config import TrainConfig
+
+    train_path = data_file_arg(args.train, EWT_TRAIN, "--train")
+    dev_path = data_file_arg(args.dev, EWT_DEV, "--dev")
+    check_folder_path(args.out, "--out")
+    t0 = time.time()
+    train = read_conllu(train_path, require_heads=True)
+    dev = read_conllu(dev_path, require_heads=True)
+    print(f"train: {train_path} ({len(train)} sentences), dev: {dev_path} ({len(dev)} sentences)", file=sys.stderr)
+    tc = TrainConfig(**option_values(args, TRAIN_OPTIONS), metric="las", metric_mode="max", device=device,
+                     progress=progress_enabled(args))
+    _, history = train_parser(train, dev, args.out, option_values(args, MODEL_OPTIONS), tc,
+                              max_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
+    best = max(_all_evaluations(Path(args.out) / "log.jsonl") or history, key=lambda h: h.get("las", 0), default={})
+    print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (internal, step {best.get('step', '?')}, the "
+          f"one in best.pt) UAS {best.get('uas', 0):.2f} LAS {best.get('las', 0):.2f} UPOS {best.get('upos', 0):.2f}; "
+          f"model in {args.out}", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- parse
+def _all_evaluations(log: Path) -> list[dict]:
+    """Every dev evaluation in a training folder's ``log.jsonl`` (all runs, resumed ones included)."""
+    from ..core.checkpoint import read_log
+
+    return [e for e in read_log(log) if e.get("kind") == "eval" and "las" in e]
+
+
+def _configure_parse(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Parse text or sentences and write CoNLL-U. With no --model, the English model shipped in the\n"
+        "package (en_ewt: tokenizer, sentence splitter, tagger, lemmatizer, parser, enhanced UD) is used.\n"
+        "HEAD, DEPREL and UPOS (and XPOS, UFeats and LEMMA when the model has those heads) are predicted;\n"
+        "DEPS is predicted with --enhanced, else written _ (with the empty nodes) unless --keep deps;\n"
+        "every other column, comment and multiword token is kept. Each input sentence yields exactly one\n"
+        "single-rooted tree, in input order. The input is read, parsed and written in chunks, and a named\n"
+        "output file appears only when parsing succeeded (written to a temporary file, then renamed).")
+    p.epilog = (
+        "examples:\n"
+        "  g2gt parse --text 'He sat. Then he left.'                  # the shipped en_ewt model\n"
+        "  g2gt parse --raw story.txt -o story.conllu --enhanced      # a raw-text document, DEPS too\n"
+        "  echo 'The cat sat.' | g2gt parse --raw -\n"
+        "  g2gt parse dev.conllu -o pred.conllu --keep lemma,feats   # keep the input's LEMMA and FEATS\n"
+        "  g2gt parse --model runs/parser dev.conllu -o pred.conllu  # your own training folder\n"
+        "  g2gt parse --lines train.en.gz -o train.en.conllu   # one sentence a line, never split\n"
+        "  cat in.conllu | g2gt parse - --refine-steps 3\n"
+        "  g2gt parse other_parser.conllu --refine   # refine another parser's trees\n"
+        "--refine: the HEAD/DEPREL columns of the input are iteration 0's graph; they must form one\n"
+        "single-rooted tree per sentence, otherwise parsing stops with an error naming FILE:LINE\n"
+        "(no silent fallback). Relations unknown to the model enter the graph as unlabelled-like\n"
+        "edges of the first relation in the model's list.")
+    p.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR",
+                   help=f"a shipped model's name, a model or training folder, or a checkpoint file "
+                        f"(default: {DEFAULT_MODEL}, shipped in the package)")
+    p.add_argument("input", nargs="?", metavar="INPUT", help="CoNLL-U file (plain or .gz), or - for stdin")
+    p.add_argument("-o", "--output", metavar="FILE", help="output CoNLL-U (default: stdout)")
+    p.add_argument("--in-place", action="store_true", help="write the output over INPUT (needed when -o is INPUT)")
+    p.add_argument("--text", help="raw text to tokenize, split into sentences and parse instead of an input file")
+    p.add_argument("--raw", metavar="FILE", default=None,
+                   help="raw text file (plain or .gz) or - for stdin: a document, tokenized and split into "
+                        "sentences (paragraphs are blank-line separated; # newpar marks them)")
+    p.add_argument("--lines", metavar="FILE", default=None,
+                   help="raw text file (plain or .gz), one sentence per line: tokenized but never split, "
+                        "so line k becomes sentence k (sent_id = k), e.g. to parse the source side of a "
+                        "parallel corpus for 'g2gt train seq2seq --src-graphs'")
+    p.add_argument("--tokenizer", choices=["auto", "model", "rule", "stanza"], default="auto",
+                   help="raw-text tokenizer for --text / --raw: the model's learned tokenizer and sentence "
+                        "splitter (model), rule-based (rule), stanza (installed model only), or auto (default: "
+                        "the model's if it ships one, else stanza if installed, else rule). --lines uses rules "
+                        "or stanza (a line is never split)")
+    p.add_argument("--enhanced", action="store_true",
+                   help="also predict DEPS, the enhanced UD graph (needs a model with enhancer.pt, e.g. the "
+                        "shipped one); without it DEPS is written _ unless --keep deps")
+    p.add_argument("--keep", default="", metavar="COLS",
+                   help="comma-separated input columns to keep instead of predicting them: upos, xpos, feats, "
+                        "lemma, deps (deps: the input's enhanced graph and empty nodes are kept)")
+    p.add_argument("--refine", action="store_true",
+                   help="start from the input's HEAD/DEPREL graph instead of the empty graph")
+    p.add_argument("--refine-steps", type=non_negative_int, default=None, metavar="T",
+                   help="refinement iterations (default: the model's, usually 2; 0 = one pass)")
+    p.add_argument("--algorithm", choices=["mst", "eisner"], default="mst",
+                   help="tree decoder: Chu-Liu-Edmonds (non-projective, default) or Eisner (projective)")
+    p.add_argument("--keep-upos", action="store_true", help=argparse.SUPPRESS)  # old spelling of --keep upos
+    p.add_argument("--dtype", choices=["float32", "bfloat16", "int8", "auto"], default="auto",
+                   help="the parser's precision: bfloat16 is ~1.5x faster on CPUs with AMX and on GPUs; int8 "
+                        "(CPU only: int8 dynamic quantization of the linear layers) ~1.25x faster on other CPUs; "
+                        "both within 0.05 of float32's EWT dev scores in our measurements (see README). "
+                        "Default auto: bfloat16 where it is fast, else int8 on a CPU, else float32")
+    # old spelling of --batch-tokens (it already meant padded tokens here)
+    p.add_argument("--batch-size", dest="batch_tokens", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add_common_options(p)
+    p.set_defaults(func=run_parse)
+
+
+def _check_parse_args(args: argparse.Namespace) -> str:
+    """Check the input / output choice; returns the output ("-" = stdout)."""
+    given = [name for name, v in (("an input file", args.input), ("--text", args.text), ("--raw", args.raw),
+                                  ("--lines", args.lines)) if v is not None]
+    if len(given) > 1:
+        raise UsageError(f"give only one of: an input file, --text, --raw, --lines (got {' and '.join(given)})")
+    if not given:
+        raise UsageError("no input: give a CoNLL-U file, - for stdin, --text, --raw FILE or --lines FILE")
+    if args.refine and args.input is None:
+        raise UsageError("--refine needs CoNLL-U input with HEAD/DEPREL (not --text, --raw or --lines)")
+    check_input_path(args.input, "INPUT")
+    check_input_path(args.raw, "--raw")
+    check_input_path(args.lines, "--lines")
+    if args.in_place and (args.input in (None, "-")):
+        raise UsageError("--in-place needs an input file (not stdin, --text, --raw or --lines)")
+    keep = [c.strip().lower() for c in args.keep.split(",") if c.strip()] + (["upos"] if args.keep_upos else [])
+    from ..ud.parse.columns import check_keep
+
+    try:
+        args.keep = tuple(sorted(check_keep(keep)))
+    except ValueError as e:
+        raise UsageError(f"--keep: {e}") from None
+    if args.enhanced and "deps" in args.keep:
+        raise UsageError("--enhanced predicts DEPS; it cannot be combined with --keep deps")
+    output = args.output or (args.input if args.in_place else "-")
+    check_output_path(output, "-o", inputs=(args.input, args.raw, args.lines), in_place=args.in_place)
+    return output
+
+
+def _open_input(args: argparse.Namespace):
+    """Open and check the input before the model is loaded: an iterator of sentences for CoNLL-U and
+    --lines (streamed), the text for --text / --raw (segmented once the model is there)."""
+    if args.text is not None:
+        if not args.text.strip():
+            raise UsageError("--text contains no words")
+        return args.text
+    if args.raw is not None:
+        from ..ud.io import read_text
+
+        return read_text(args.raw)
+    if args.lines is not None:
+        from ..ud.io import iter_lines
+        from ..ud.tokenize.text import iter_line_sentences
+
+        tokenizer = "rule" if args.tokenizer == "model" else args.tokenizer
+        return iter_line_sentences(iter_lines(args.lines), args.lines, tokenizer)
+    from ..ud.io import iter_conllu
+
+    return iter_conllu(args.input)
+
+
+def _raw_sentences(parser, text: str, tokenizer: str):
+    """Sentences of a raw-text document: the model's learned segmenter (``tokenizer`` auto / model) one
+    block of paragraphs at a time, else the rule / stanza tokenizer of :mod:`g2gt.ud.tokenize.text`."""
+    from ..ud.tokenize.text import paragraph_blocks, text_to_sentences
+    from ..ud.tokenize import Segmenter
+
+    learned = parser.segmenter if isinstance(parser.segmenter, Segmenter) else None
+    if tokenizer == "model" and learned is None:
+        raise UsageError(f"--tokenizer model: the model {parser.source} has no learned tokenizer "
+                         "(segmenter.pt); use --tokenizer rule")
+    if learned is None or tokenizer in ("rule", "stanza"):
+        sents = text_to_sentences(text, tokenizer=tokenizer)
+        yield from sents
+        return
+    first_id = 1
+    for i, block in enumerate(paragraph_blocks(text)):
+        sents = learned.segment(block, sent_id_prefix="s", first_id=first_id)
+        if i and sents:
+            sents[0].tokens.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
+        first_id += len(sents)
+        yield from sents
+
+
+def _parse_chunks(parser, sentences, stats: dict, **kw):
+    """Parse ``sentences`` PARSE_CHUNK at a time (yields parsed sentences in order); counts into ``stats``."""
+    it = iter(sentences)
+    while chunk := list(islice(it, PARSE_CHUNK)):
+        stats["sentences"] += len(chunk)
+        stats["words"] += sum(len(s) for s in chunk)
+        yield from parser.parse(chunk, **kw)
+
+
+def run_parse(args: argparse.Namespace) -> int:
+    output = _check_parse_args(args)
+    device = apply_runtime(args)
+    source = _open_input(args)  # opens and checks the input before the model is loaded
+    from ..ud.io import write_conllu
+    from ..ud.parse import Parser
+
+    try:
+        parser = Parser.load(args.model, device, args.dtype)
+    except FileNotFoundError as e:
+        raise UsageError(f"--model {e}") from None
+    if args.enhanced and parser.enhancer is None:
+        raise UsageError(f"--enhanced: the model {args.model} has no enhanced-UD part (enhancer.pt); use a "
+                         "model folder that has one (e.g. the shipped en_ewt) or 'g2gt enhance --model M'")
+    sentences = _raw_sentences(parser, source, args.tokenizer) if isinstance(source, str) else source
+    kw = dict(refine_steps=args.refine_steps, algorithm=args.algorithm, use_input_graph=args.refine,
+              progress=progress_enabled(args), keep=args.keep, enhanced=args.enhanced)
+    if args.batch_tokens is not None:
+        kw["max_tokens"] = args.batch_tokens
+    stats = {"sentences": 0, "words": 0}
+    t0 = time.time()
+    write_conllu(_parse_chunks(parser, sentences, stats, **kw), output)
+    dt = time.time() - t0
+    print(f"parsed {stats['sentences']} sentences, {stats['words']} words in {dt:.2f}s "
+          f"({stats['words'] / max(dt, 1e-9):.0f} words/s)", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- demo
+def _configure_demo(p: argparse.ArgumentParser) -> None:
+    p.description = ("Train a small parser on the shipped sample of UD English EWT (1,200 sentences) for "
+                     "--minutes, parse a few sentences, print them as trees and score the dev sample (300 "
+                     "sentences) with the official scorer. " + EWT_ATTRIBUTION)
+    p.epilog = "example: g2gt demo --minutes 2"
+    p.add_argument("--minutes", type=float, default=2.0, help="training time (default: 2)")
+    p.add_argument("--out", default=None, metavar="DIR", help="training folder (default: a temporary one)")
+    p.add_argument("--text", default=None, help="extra raw text to parse")
+    add_common_options(p, batch_tokens=DEMO_BATCH_TOKENS)
+    p.set_defaults(func=run_demo)
+
+
+def tree_text(sentence) -> str:
+    """An indented text-art tree of a parsed sentence (children under their head)."""
+    forms, heads, rels, upos = sentence.forms, sentence.heads, sentence.deprels, sentence.upos
+    children: dict[int, list[int]] = {}
+    for i, h in enumerate(heads, start=1):
+        children.setdefault(int(h or 0), []).append(i)
+    lines: list[str] = []
+
+    def walk(node: int, prefix: str, last: bool, depth: int) -> None:
+        if depth > len(forms) + 1:
+            return
+        branch = "" if depth == 0 else ("└── " if last else "├── ")
+        lines.append(f"{prefix}{branch}{forms[node - 1]} ({rels[node - 1]}, {upos[node - 1]})")
+        kids = children.get(node, [])
+        for k, c in enumerate(kids):
+            walk(c, prefix + ("" if depth == 0 else ("    " if last else "│   ")), k == len(kids) - 1, depth + 1)
+
+    for r in children.get(0, []):
+        walk(r, "", True, 0)
+    return "\n".join(lines)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    device = apply_runtime(args)
+    import tempfile
+
+    from ..ud.evaluate import evaluate
+    from ..ud.io import read_conllu, write_conllu
+    from ..ud.tokenize.text import text_to_sentences
+    from ..ud.parse import train_parser
+    from ..core.config import TrainConfig
+
+    print(EWT_ATTRIBUTION)
+    for path in (EWT_SAMPLE_TRAIN, EWT_SAMPLE_DEV):
+        if not path.exists():
+            raise UsageError(f"shipped sample missing: {path} (reinstall g2gt)")
+    check_folder_path(args.out, "--out")
+    train = read_conllu(EWT_SAMPLE_TRAIN, require_heads=True)
+    dev = read_conllu(EWT_SAMPLE_DEV, require_heads=True)
+    out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="g2gt-demo-"))
+    print(f"training a small parser for {args.minutes:g} min on {len(train)} sample sentences -> {out_dir}")
+    tc = TrainConfig(**DEMO_TRAIN, max_minutes=args.minutes, metric="las", metric_mode="max", device=device,
+                     progress=progress_enabled(args))
+    # a 2-minute budget buys more from more updates than from refinement training or the tag heads
+    parser, _ = train_parser(train, dev[:100], out_dir, DEMO_MODEL, tc, refine_train="none", refine_steps=0,
+                             max_tokens=args.batch_tokens, tags=False)
+    text = args.text or "The dog chased the cat into the garden. I don't think it will rain tomorrow."
+    for s in parser.parse(text_to_sentences(text, tokenizer="rule"), progress=False):
+        print()
+        print("# text =", s.text)
+        print(tree_text(s))
+    pred_path = out_dir / "dev.pred.conllu"
+    write_conllu(parser.parse(dev, progress=False), pred_path)
+    ev = evaluate(EWT_SAMPLE_DEV, pred_path)
+    print(f"\ndev sample ({len(dev)} sentences, official CoNLL 2018 scorer): "
+          f"UAS {ev.uas:.2f}  LAS {ev.las:.2f}  UPOS {ev.upos:.2f}")
+    print(f"model: {out_dir}  (try: g2gt parse --model {out_dir} --text 'Your sentence.')")
+    return 0
+
+
+# ---------------------------------------------------------------------------- attention
+def _configure_attention(p: argparse.ArgumentParser) -> None:
+    p.description = "Plot every head of every layer (or one --layer) over the words of a sentence."
+    p.epilog = "example: g2gt attention --model runs/parser --text 'She reads books .' -o heads.png --layer 0"
+    p.add_argument("--model", required=True, metavar="DIR", help="training folder (best.pt) or checkpoint file")
+    p.add_argument("--text", required=True, help="one sentence of raw text")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="image file (png, pdf, svg)")
+    p.add_argument("--layer", type=non_negative_int, default=None, help="only this layer (0-based; default: all)")
+    p.add_argument("--refine-steps", type=non_negative_int, default=0, metavar="T",
+                   help="show the pass that sees the graph after this many passes (default: 0 = iteration 0)")
+    add_common_options(p, uses=("device", "threads", "debug"))
+    p.set_defaults(func=run_attention)
+
+
+def run_attention(args: argparse.Namespace) -> int:
+    check_output_path(args.output, "-o")
+    device = apply_runtime(args)
+    from ..ud.tokenize.text import text_to_sentences
+    from ..core.plot import plot_attention
+    from ..ud.parse import Parser
+
+    sents = text_to_sentences(args.text, tokenizer="rule")
+    if not sents:
+        raise UsageError("--text contains no words")
+    parser = Parser.load(args.model, device)
+    tokens, weights = parser.attention(sents[0], refine_steps=args.refine_steps)
+    if args.layer is not None:
+        if args.layer >= len(weights):
+            raise UsageError(f"--layer {args.layer}: the model has layers 0..{len(weights) - 1}")
+        layers = {args.layer: weights[args.layer]}
+    else:
+        layers = dict(enumerate(weights))
+    plot_attention(tokens, layers, args.output)
+    print(f"wrote {args.output} ({len(layers)} layer(s) x {next(iter(layers.values())).shape[0]} heads)",
+          file=sys.stderr)
+    return 0

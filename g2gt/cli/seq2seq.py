@@ -1,0 +1,232 @@
+"""``g2gt train seq2seq``, ``g2gt translate`` and ``g2gt evaluate-mt``.
+
+``train seq2seq`` options are the fields of :class:`g2gt.seq2seq.Seq2SeqTrainConfig` (defaults and help
+live there); the command reads the files and calls :func:`g2gt.seq2seq.train_seq2seq`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from itertools import islice
+
+from ..data import find_data
+from .common import (
+    UsageError, add_common_options, add_dataclass_options, apply_runtime, check_folder_path, check_input_path,
+    check_output_path, field_default, option_values, positive_int, progress_enabled,
+)
+
+DATA = "multi30k"
+PAIR = ("en", "de")
+COMMON_FIELDS = ("batch_tokens", "device", "progress")  # Seq2SeqTrainConfig fields set by the common options
+OLD_SPELLINGS = {"ffn_dim": ["--ffn"], "accum_steps": ["--accum"], "length_penalty": ["--lenpen"]}
+TRANSLATE_CHUNK = 2000  # lines read, translated and written at a time
+
+
+def register(subparsers) -> None:
+    subparsers.add_parser("translate", help="translate text with a trained seq2seq model", configure=_configure_translate)
+    subparsers.add_parser("evaluate-mt", help="sacreBLEU BLEU and chrF of a translation against a reference",
+                          configure=_configure_evaluate)
+
+
+def register_train(subparsers) -> None:
+    subparsers.add_parser("seq2seq", help="train a translation model (sequence or graph to sequence)",
+                          configure=_configure_train)
+
+
+# ---------------------------------------------------------------------------- train seq2seq
+def _train_fields() -> list[str]:
+    import dataclasses
+
+    from ..seq2seq import Seq2SeqTrainConfig
+
+    return [f.name for f in dataclasses.fields(Seq2SeqTrainConfig) if f.name not in COMMON_FIELDS]
+
+
+def _configure_train(p: argparse.ArgumentParser) -> None:
+    from ..seq2seq.config import SELECT_MODES, Seq2SeqTrainConfig
+
+    s, t = PAIR
+    p.description = (
+        "Train an encoder-decoder G2GTransformer on aligned text files (plain or .gz, one sentence a line). The "
+        "source is a chain graph with relative-position labels; with --src-graphs the encoder also reads the "
+        "source dependency parse as a second label channel. Subwords: byte-level BPE trained on the training "
+        "data and stored inside the checkpoint. Writes OUT/best.pt (lowest dev loss, or best greedy dev BLEU with "
+        "--select bleu), OUT/last.pt (resumable), "
+        "OUT/log.jsonl, OUT/config.json and, at the end, OUT/dev.hyp + OUT/final.json (whole dev set, beam "
+        "search). The defaults are the project's recipe (warmup and cooldown are fractions of the budget).")
+    p.epilog = (
+        "examples:\n"
+        "  g2gt train seq2seq --out runs/mt --max-minutes 40 --threads 1\n"
+        "  g2gt train seq2seq --out runs/mt --resume        # continue an interrupted run (same budget)\n"
+        f"Data defaults: Multi30k {s}->{t} from $G2GT_DATA/{DATA}/train.{s}.gz (and train.{t}.gz, val.{s}.gz, "
+        f"val.{t}.gz); $G2GT_DATA is a data folder laid out as data/README.md of the g2gt repository says.")
+    d = p.add_argument_group("data")
+    d.add_argument("--src-train", metavar="FILE", help=f"training source sentences (default: train.{s}.gz, see "
+                   "below; with --src-graphs only checked for its line count)")
+    d.add_argument("--tgt-train", metavar="FILE", help=f"training target sentences (default: train.{t}.gz)")
+    d.add_argument("--src-dev", metavar="FILE", help=f"dev source sentences (default: val.{s}.gz)")
+    d.add_argument("--tgt-dev", metavar="FILE", help=f"dev target sentences, the references (default: val.{t}.gz)")
+    d.add_argument("--src-graphs", metavar="FILE.conllu",
+                   help="parsed training source, one CoNLL-U sentence per target line: turns on the dependency "
+                   "channel (the source words then come from this file)")
+    d.add_argument("--src-dev-graphs", metavar="FILE.conllu", help="parsed dev source (with --src-graphs)")
+    d.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs)")
+    d.add_argument("--resume", action="store_true",
+                   help="continue from OUT/last.pt (tokenizers, data settings and model size come from it)")
+    add_dataclass_options(p, Seq2SeqTrainConfig, _train_fields(), aliases=OLD_SPELLINGS, grouped=True,
+                          choices={"positions": ("none", "sinusoidal", "learned"),
+                                   "schedule": ("inverse_sqrt", "cosine", "constant"),
+                                   "select": tuple(SELECT_MODES)})
+    add_common_options(p, batch_tokens=field_default(Seq2SeqTrainConfig, "batch_tokens"))
+    p.add_argument("--max-tokens", dest="batch_tokens", type=positive_int, default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)  # old spelling of --batch-tokens
+    p.set_defaults(func=run_train)
+
+
+def _default(value: str | None, name: str, flag: str) -> str:
+    if value is not None:
+        check_input_path(value, flag)
+        return value
+    path = find_data(f"{DATA}/{name}")
+    if path is None:
+        raise UsageError(f"{flag} not given and the default {DATA}/{name} was not found under $G2GT_DATA "
+                         f"(set G2GT_DATA to a data folder, see data/README.md, or pass {flag} FILE)")
+    return str(path)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    device = apply_runtime(args)
+    from ..seq2seq import Seq2SeqTrainConfig, read_training_data, train_seq2seq
+
+    s, t = PAIR
+    graph = args.src_graphs is not None or args.src_dev_graphs is not None
+    if graph and (args.src_graphs is None or args.src_dev_graphs is None):
+        raise UsageError("--src-graphs and --src-dev-graphs go together (the dev source must be parsed too)")
+    check_folder_path(args.out, "--out")
+    for flag, value in (("--src-graphs", args.src_graphs), ("--src-dev-graphs", args.src_dev_graphs)):
+        check_input_path(value, flag)
+    files = dict(
+        tgt_train=_default(args.tgt_train, f"train.{t}.gz", "--tgt-train"),
+        tgt_dev=_default(args.tgt_dev, f"val.{t}.gz", "--tgt-dev"),
+        src_train=args.src_train if graph else _default(args.src_train, f"train.{s}.gz", "--src-train"),
+        src_dev=args.src_dev if graph else _default(args.src_dev, f"val.{s}.gz", "--src-dev"),
+        src_graphs=args.src_graphs, src_dev_graphs=args.src_dev_graphs)
+    for flag, key in (("--src-train", "src_train"), ("--src-dev", "src_dev")):
+        check_input_path(files[key], flag)
+    src_train, tgt_train, src_dev, tgt_dev = read_training_data(**files)
+    config = Seq2SeqTrainConfig(**option_values(args, _train_fields()), batch_tokens=args.batch_tokens,
+                                device=device, progress=progress_enabled(args))
+    run = train_seq2seq(src_train, tgt_train, src_dev, tgt_dev, args.out, config, resume=args.resume)
+    if run.history:
+        print(f"last evaluation: {json.dumps(run.history[-1])}", file=sys.stderr)
+    if run.final is not None:
+        print(json.dumps(run.final), file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- translate
+def _configure_translate(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Translate one sentence per line. Writes exactly one line per input line, in order; an empty (or blank) "
+        "input line gives an empty output line. Graph-to-sequence models read --graphs FILE.conllu instead (one "
+        "output line per CoNLL-U sentence). The input is read, translated and written in chunks; a named output "
+        "file appears only when everything was translated.")
+    p.epilog = ("examples:\n"
+                "  g2gt translate --model runs/mt -i test.en -o test.hyp --beam 5\n"
+                "  echo 'A dog runs.' | g2gt translate --model runs/mt")
+    p.add_argument("--model", required=True, metavar="DIR", help="training folder (best.pt) or a checkpoint file")
+    p.add_argument("-i", "--input", default="-", metavar="FILE", help="input file (plain or .gz), '-' = stdin "
+                   "(default)")
+    p.add_argument("-o", "--output", default="-", metavar="FILE", help="output file, '-' = stdout (default)")
+    p.add_argument("--in-place", action="store_true", help="allow -o to be the input file (replaced at the end)")
+    p.add_argument("--graphs", default=None, metavar="FILE.conllu", help="parsed source for a graph-to-sequence model")
+    p.add_argument("--beam", type=positive_int, default=5, metavar="K", help="beam size (1 = greedy; default: 5)")
+    p.add_argument("--length-penalty", "--lenpen", type=float, default=None, metavar="X",
+                   help="length penalty: score / length ** X (default: the model's, saved at training)")
+    add_common_options(p)
+    p.set_defaults(func=run_translate)
+
+
+def _chunks(items, size: int):
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
+def _translations(task, model, source, graph: bool, kw: dict):
+    """Translated lines of ``source`` (lines, or CoNLL-U sentences in graph mode), chunk by chunk."""
+    for chunk in _chunks(source, TRANSLATE_CHUNK):
+        if graph:
+            yield from task.translate(model, chunk, **kw)
+            continue
+        keep = [i for i, line in enumerate(chunk) if line.strip()]
+        hyps = task.translate(model, [chunk[i] for i in keep], **kw)
+        out = [""] * len(chunk)
+        for i, h in zip(keep, hyps):
+            out[i] = h.replace("\n", " ").replace("\r", " ")
+        yield from out
+
+
+def run_translate(args: argparse.Namespace) -> int:
+    check_input_path(args.input, "-i")
+    check_input_path(args.graphs, "--graphs")
+    check_output_path(args.output, "-o", inputs=(args.input, args.graphs), in_place=args.in_place)
+    device = apply_runtime(args)
+    from ..ud.io import iter_conllu, iter_lines, open_output
+    from ..seq2seq import load_seq2seq
+
+    model, task = load_seq2seq(args.model, device)
+    graph = bool(task.settings.graph)
+    if graph and not args.graphs:
+        raise UsageError(f"{args.model} is a graph-to-sequence model: give the parsed source with --graphs FILE.conllu")
+    if not graph and args.graphs:
+        raise UsageError(f"{args.model} is a plain sequence model; --graphs is only for graph-to-sequence models")
+    source = iter_conllu(args.graphs, require_heads=True) if graph else iter_lines(args.input)
+    kw = dict(beam=args.beam, length_penalty=args.length_penalty, progress=progress_enabled(args))
+    if args.batch_tokens is not None:
+        kw["max_tokens"] = args.batch_tokens
+    with open_output(args.output) as f:
+        for line in _translations(task, model, source, graph, kw):
+            f.write(line + "\n")
+    return 0
+
+
+# ---------------------------------------------------------------------------- evaluate-mt
+def _configure_evaluate(p: argparse.ArgumentParser) -> None:
+    p.description = ("Corpus BLEU and chrF of detokenized hypotheses with sacreBLEU's metric objects (BLEU: 13a "
+                     "tokenization, cased), printed with sacreBLEU's signatures. Both files: one sentence per line, "
+                     "the same number of lines (plain or .gz).")
+    p.epilog = "example: g2gt evaluate-mt val.de.gz val.hyp --lowercase"
+    p.add_argument("ref", metavar="REF", help="reference file")
+    p.add_argument("hyp", metavar="HYP", help="hypothesis file")
+    p.add_argument("--lowercase", action="store_true", help="also report case-insensitive BLEU / chrF")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_common_options(p, uses=("debug",))
+    p.set_defaults(func=run_evaluate)
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    check_input_path(args.ref, "REF")
+    check_input_path(args.hyp, "HYP")
+    from ..ud.io import iter_lines
+    from ..seq2seq import check_aligned, mt_scores
+
+    refs, hyps = list(iter_lines(args.ref)), list(iter_lines(args.hyp))
+    check_aligned(len(refs), args.ref, len(hyps), args.hyp)
+    res = mt_scores(refs, hyps)
+    if args.lowercase:
+        low = mt_scores(refs, hyps, lowercase=True)
+        res.update(bleu_lowercase=low["bleu"], chrf_lowercase=low["chrf"],
+                   bleu_lowercase_signature=low["bleu_signature"], chrf_lowercase_signature=low["chrf_signature"])
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    print(f"BLEU  {res['bleu']:.2f}   {res['bleu_signature']}")
+    print(f"      {res['bleu_detail']}")
+    print(f"chrF  {res['chrf']:.2f}   {res['chrf_signature']}")
+    if args.lowercase:
+        print(f"BLEU (lowercased)  {res['bleu_lowercase']:.2f}   {res['bleu_lowercase_signature']}")
+        print(f"chrF (lowercased)  {res['chrf_lowercase']:.2f}   {res['chrf_lowercase_signature']}")
+    return 0

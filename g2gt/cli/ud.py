@@ -1,0 +1,95 @@
+"""``g2gt evaluate`` (official CoNLL 2018 UD scorer + extras) and ``g2gt draw`` (tree -> SVG)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .common import UsageError, add_common_options, check_input_path, check_output_path, positive_int
+
+
+def register(subparsers) -> None:
+    subparsers.add_parser("evaluate", help="score a parsed CoNLL-U file against gold (UAS, LAS, UPOS, MLAS, BLEX ...)",
+                          configure=_configure_evaluate)
+    subparsers.add_parser("draw", help="draw one sentence of a CoNLL-U file as an SVG dependency tree",
+                          configure=_configure_draw)
+
+
+def _configure_evaluate(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Score PRED against GOLD with the official CoNLL 2018 UD scorer (udtools.udeval, shipped with stanza): "
+        "Tokens, Sentences, Words, UPOS, XPOS, UFeats, AllTags, Lemmas, UAS, LAS, CLAS, MLAS, BLEX, and ELAS / "
+        "EULAS on the enhanced graphs (DEPS), as precision / recall / F1. Words are aligned on the underlying "
+        "text, so PRED may be tokenised differently, but both files must contain the same characters. LAS "
+        "ignores relation subtypes. --no-punct and --per-relation need PRED to have GOLD's words (gold "
+        "tokenisation).")
+    p.epilog = "example: g2gt evaluate en_ewt-ud-dev.conllu pred.conllu --no-punct --per-relation"
+    p.add_argument("gold", metavar="GOLD", help="gold CoNLL-U file")
+    p.add_argument("pred", metavar="PRED", help="predicted (system) CoNLL-U file")
+    p.add_argument("--no-punct", action="store_true",
+                   help="also print UAS/LAS without punctuation (words whose gold UPOS is PUNCT)")
+    p.add_argument("--per-relation", action="store_true",
+                   help="also print per-relation gold/predicted counts and head+label precision/recall/F1")
+    p.add_argument("--json", action="store_true",
+                   help="print every figure (counts and fractions in [0, 1]) as JSON instead of tables")
+    p.add_argument("--validate", action="store_true",
+                   help="also run the official UD validator (level 2) on PRED and list its errors")
+    add_common_options(p, uses=("debug",))
+    p.set_defaults(func=run_evaluate)
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from ..ud.evaluate import evaluate, validate_file
+
+    check_input_path(args.gold, "GOLD")
+    check_input_path(args.pred, "PRED")
+    result = evaluate(args.gold, args.pred)
+    if (args.no_punct or args.per_relation) and not result.same_words:
+        raise UsageError(f"--no-punct and --per-relation need {args.pred} to have exactly the words of {args.gold} "
+                         "(gold tokenisation); the official scores (without those options) work for any tokenisation")
+    problems = validate_file(args.pred) if args.validate else None
+    if args.json:
+        d = result.as_dict()
+        if problems is not None:
+            d["validation_errors"] = problems
+        print(json.dumps(d, indent=2))
+        return 0
+    print(result.table(no_punct=args.no_punct, per_relation=args.per_relation))
+    if problems is not None:
+        print(f"\nUD validator (level 2) on {args.pred}: {len(problems)} error(s)")
+        for p in problems[:50]:
+            print("  " + p)
+        if len(problems) > 50:
+            print(f"  ... {len(problems) - 50} more")
+    return 0
+
+
+def _configure_draw(p: argparse.ArgumentParser) -> None:
+    p.description = ("Write an SVG picture of one dependency tree: words left to right with UPOS beneath, an arc "
+                     "from each head to its dependent labelled with the relation, and a root arrow.")
+    p.epilog = "example: g2gt draw pred.conllu --sentence 3 -o tree.svg"
+    p.add_argument("input", metavar="INPUT.conllu", help="CoNLL-U file")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--sentence", type=positive_int, metavar="N", help="1-based sentence number (default: 1)")
+    group.add_argument("--sent-id", metavar="ID", help="pick the sentence by its '# sent_id'")
+    p.add_argument("-o", "--output", default="-", metavar="FILE.svg", help="output file ('-' = stdout, default)")
+    p.add_argument("--no-upos", action="store_true", help="do not print UPOS under the words")
+    add_common_options(p, uses=("debug",))
+    p.set_defaults(func=run_draw)
+
+
+def run_draw(args: argparse.Namespace) -> int:
+    check_input_path(args.input, "INPUT")
+    check_output_path(args.output, "-o", inputs=(args.input,))
+    from ..ud.draw import draw_conllu
+    from ..ud.io import open_output
+
+    svg = draw_conllu(args.input, sentence=args.sentence, sent_id=args.sent_id, show_upos=not args.no_upos)
+    if not svg:
+        raise UsageError(f"{args.input}: nothing to draw")
+    with open_output(args.output) as f:
+        f.write(svg)
+    if args.output != "-":
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,190 @@
+"""The one place where g2gt touches private torch APIs.
+
+Each probe is a small function with a safe fallback, so a torch upgrade that renames or
+changes a private API degrades to a slower public path here (with one warning) instead of
+breaking the library somewhere else. ``tests/test_compat.py`` has one test per probe.
+
+Probes:
+
+* :func:`cpu_flash_attention` -- ``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu``,
+  the fused CPU kernel behind ``F.scaled_dot_product_attention`` that also returns the
+  log-sum-exp of each score row (used by ``g2gt.nn.attention``'s hand-written backward).
+* :func:`amx_tile_supported` -- ``torch.cpu._is_amx_tile_supported`` (Intel AMX tiles, fast
+  bfloat16 matrix products; used to pick the inference dtype).
+* :func:`cpu_bf16_supported` -- ``torch.cpu._is_avx512_bf16_supported`` and the AMX probe (native
+  bfloat16 dot products; ``amp='auto'`` trains under bfloat16 autocast on such CPUs).
+* :func:`keep_freed_memory` -- not torch: glibc's ``mallopt`` (through ctypes), so that freed tensors'
+  memory is reused instead of being returned to the OS and faulted in again (the ``g2gt`` command and the
+  benchmarks call it; a library import never does).
+* :func:`int8_linear_quantizer` -- ``torch.ao.quantization.quantize_dynamic`` (deprecated by torch in
+  favour of torchao, still shipped): ``nn.Linear`` -> int8 weights with activations quantized on the fly,
+  the CPU inference mode ``dtype="int8"`` of :meth:`g2gt.ud.parse.Parser.load`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import os
+import sys
+import warnings
+from typing import Callable
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["amx_tile_supported", "cpu_bf16_supported", "cpu_flash_attention", "int8_linear_quantizer",
+           "keep_freed_memory"]
+
+FlashFn = Callable[[Tensor, Tensor, Tensor, Tensor, float], "tuple[Tensor, Tensor]"]
+
+_FLASH_CPU_OP = "_scaled_dot_product_flash_attention_for_cpu"
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_flash_attention() -> FlashFn | None:
+    """The fused CPU flash-attention kernel with its log-sum-exp, or None where it is missing or changed.
+
+    Returns ``flash(q, k, v, attn_mask, scale) -> (out, lse)`` with ``q [B, H, nq, d]``,
+    ``k, v [B, H, nk, d]``, ``attn_mask`` an additive float mask broadcastable to
+    ``[B, H, nq, nk]`` (``-inf`` = not allowed; same dtype as ``q``), and
+
+        S = scale * q k^T + attn_mask,   out = softmax(S) v   [B, H, nq, d],
+        lse = logsumexp(S, -1)           [B, H, nq]  (float32 for float16 / bfloat16 inputs)
+
+    No dropout, not causal. The private aten op is checked once per process against the
+    public ``F.scaled_dot_product_attention`` and ``torch.logsumexp`` on a tiny float64
+    case; if it is absent or disagrees (a torch upgrade changed it), this returns None and
+    warns once, and callers use their unfused path.
+    """
+    op = getattr(torch.ops.aten, _FLASH_CPU_OP, None)
+    if op is None:
+        return None
+
+    def flash(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor, scale: float) -> tuple[Tensor, Tensor]:
+        out, lse = op(q, k, v, 0.0, False, attn_mask=attn_mask, scale=scale)[:2]
+        return out, lse
+
+    try:
+        g = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(2, 2, n, 4, dtype=torch.float64, generator=g) for n in (3, 5, 5))
+        mask = torch.randn(2, 1, 3, 5, dtype=torch.float64, generator=g)
+        mask[0, 0, 1, 2] = float("-inf")
+        out, lse = flash(q, k, v, mask, 0.3)
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3)
+        ref_lse = torch.logsumexp(0.3 * q @ k.transpose(-1, -2) + mask, -1)
+        ok = (
+            out.shape == ref.shape and lse.shape == ref_lse.shape
+            and torch.allclose(out, ref, atol=1e-9) and torch.allclose(lse.double(), ref_lse, atol=1e-9)
+        )
+    except Exception as err:  # any failure means "do not use it"
+        ok, why = False, f"{type(err).__name__}: {err}"
+    else:
+        why = "its results differ from F.scaled_dot_product_attention"
+    if not ok:
+        warnings.warn(
+            f"g2gt: torch {torch.__version__}'s private op aten.{_FLASH_CPU_OP} is not usable ({why}); "
+            "GraphAttention uses its slower unfused CPU path",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    return flash
+
+
+def _cpu_probe(name: str) -> bool:
+    """``torch.cpu.<name>()`` as a bool; False where the private probe is missing or fails."""
+    probe = getattr(getattr(torch, "cpu", None), name, None)
+    if probe is None:
+        return False
+    try:
+        return bool(probe())
+    except Exception:  # unusual builds: report "not supported"
+        return False
+
+
+def amx_tile_supported() -> bool:
+    """Whether this CPU has Intel AMX tiles (fast bfloat16 matrix products).
+
+    Reads the private ``torch.cpu._is_amx_tile_supported`` (torch >= 2.3); False where it is
+    missing or fails. Never raises.
+    """
+    return _cpu_probe("_is_amx_tile_supported")
+
+
+def cpu_bf16_supported() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (AVX512-BF16 or AMX tiles), so that
+    bfloat16 autocast makes training faster rather than slower (emulated bfloat16 is slow).
+
+    Reads the private ``torch.cpu._is_avx512_bf16_supported`` and ``_is_amx_tile_supported``
+    (torch >= 2.3); False where they are missing or fail. Never raises.
+    """
+    return _cpu_probe("_is_avx512_bf16_supported") or amx_tile_supported()
+
+
+@functools.lru_cache(maxsize=None)
+def int8_linear_quantizer() -> Callable[[nn.Module], nn.Module] | None:
+    """``quantize(module) -> module``: a copy of ``module`` whose ``nn.Linear`` layers compute with int8
+    weights (per-tensor scale) and int8 activations quantized per call (torch's dynamic quantization,
+    fbgemm / x86 kernels): about 1.2-1.3x faster parser inference on one AVX2 core. CPU only; for inference.
+
+    Returns None where this torch lacks ``torch.ao.quantization.quantize_dynamic`` (torch deprecated it in
+    favour of torchao and may drop it), has no quantized engine, or where a tiny ``nn.Linear`` quantized
+    with it stops agreeing with float32 (tolerance: 5 % of the output scale). torch's deprecation warnings
+    are silenced inside the call: the probe, not the user, is responsible for the API.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from torch.ao.quantization import quantize_dynamic
+    except Exception:
+        return None
+    engines = [e for e in getattr(torch.backends.quantized, "supported_engines", []) if e != "none"]
+    if not engines:
+        return None
+
+    def quantize(module: nn.Module) -> nn.Module:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return quantize_dynamic(module, {nn.Linear}, dtype=torch.qint8)
+
+    try:
+        g = torch.Generator().manual_seed(0)
+        lin = nn.Linear(32, 16)
+        with torch.no_grad():
+            lin.weight.copy_(torch.randn(16, 32, generator=g) / 32**0.5)
+        x = torch.randn(4, 7, 32, generator=g)
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref, out = lin(x), quantize(lin)(x)
+        ok = out.shape == ref.shape and bool(((out - ref).abs().max() <= 0.05 * ref.abs().max()).item())
+    except Exception:  # any failure means "not usable here"
+        return None
+    return quantize if ok else None
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc <malloc.h>
+
+
+@functools.lru_cache(maxsize=None)
+def keep_freed_memory() -> bool:
+    """Make glibc's malloc keep freed memory for reuse: no ``mmap`` for large blocks (``M_MMAP_MAX = 0``) and
+    no trimming of the heap below 1 GiB of free space (``M_TRIM_THRESHOLD``), for this process.
+
+    Tensors of a few MB and more are otherwise ``mmap``-ed at each allocation and unmapped when freed, so
+    every batch pays page faults again: on the 2-core VM we measure on, one thread, 1.08-1.12x more parser
+    words/s (interleaved in one process) and a fresh ``[2046, 8000]`` float add 40 -> 13 ms. Peak memory is
+    unchanged; the process keeps its peak until it exits. Returns True when applied; False off glibc Linux,
+    when ``mallopt`` is missing or refuses, or when the environment sets ``G2GT_KEEP_FREED_MEMORY=0``. Called
+    once per process by the ``g2gt`` command and the benchmarks, never on import.
+    """
+    if os.environ.get("G2GT_KEEP_FREED_MEMORY", "1") == "0" or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt): keep the default allocator
+        return False

@@ -1,0 +1,98 @@
+"""Training settings as dataclasses, importable without torch (the CLI builds its options from them).
+
+* :class:`TrainConfig`: the :class:`g2gt.core.train.Trainer`'s settings;
+* :func:`option`: a dataclass field whose metadata carries its help text and option group;
+* :func:`dataclass_from_dict`: one way to rebuild any config dataclass from JSON-like data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+__all__ = ["AMP_HELP", "AMP_MODES", "TrainConfig", "dataclass_from_dict", "option"]
+
+T = TypeVar("T")
+
+#: values of ``amp`` (see :func:`g2gt.core.train.autocast_dtype`) and their one-line help
+AMP_MODES = ("auto", "bf16", "fp16", "none")
+AMP_HELP = "autocast: auto (bf16/fp16 on CUDA, bf16 on CPUs with native bf16, else off), bf16, fp16 or none"
+
+
+def option(default: Any, help: str, group: str | None = None) -> Any:
+    """``dataclasses.field(default=...)`` with ``metadata={"help": help, "group": group}``: the CLI turns
+    field ``x_y`` into ``--x-y`` with this help text, in this option group."""
+    return dataclasses.field(default=default, metadata={"help": help, "group": group})
+
+
+def dataclass_from_dict(cls: type[T], d: dict, strict: bool = False) -> T:
+    """``cls(**d)`` for a dataclass, from JSON-like data (a checkpoint, a config file).
+
+    Keys that are not fields of ``cls`` are ignored (configs written by other versions still load), or
+    rejected with ``strict=True``; lists become tuples for tuple fields (JSON has no tuples).
+    """
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(d) - set(fields))
+    if strict and unknown:
+        raise ValueError(f"unknown {cls.__name__} field(s) {unknown}; expected some of {sorted(fields)}")
+    kw = {}
+    for k, v in d.items():
+        if k in fields:
+            f = fields[k]
+            if isinstance(v, list) and (isinstance(f.default, tuple) or str(f.type).startswith("tuple")):
+                v = tuple(v)
+            kw[k] = v
+    return cls(**kw)
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation and bookkeeping settings of the :class:`g2gt.core.train.Trainer` (saved inside checkpoints).
+
+    The budget is ``max_steps`` updates and / or ``max_minutes`` of training time, both counted over the
+    whole run (a resumed run continues the same budget). Warmup and cooldown are fractions of the budget
+    unless ``warmup_steps`` is set; the formulas are in :func:`g2gt.core.schedule.lr_multiplier`.
+
+    To chain an interrupted run, resume it with the *same* budget: the schedule then continues exactly.
+    Resuming a finished run with a *larger* budget re-fits the schedule to it: the learning rate jumps back
+    up from ~0 to the curve's value at the new fraction and cools down again (a warm restart). On the
+    shipped parser this did not pay: 120 -> 145 minutes ended at dev LAS 84.80 against 84.91, and ``best.pt``
+    kept the earlier model. Plan the full budget from the start.
+    """
+
+    lr: float = option(5e-4, "peak learning rate (AdamW)", "optimisation")
+    betas: tuple[float, float] = option((0.9, 0.98), "AdamW betas", "optimisation")
+    weight_decay: float = option(0.01, "AdamW weight decay (not on biases, norms, embeddings)", "optimisation")
+    warmup: float = option(0.05, "warmup as a fraction of the budget (max_minutes / max_steps)", "optimisation")
+    warmup_steps: int | None = option(None, "warmup in updates; wins over warmup (default: use the fraction)",
+                                      "optimisation")
+    schedule: str = option("inverse_sqrt", "after warmup: inverse_sqrt, cosine or constant", "optimisation")
+    cooldown: float = option(0.2, "final fraction of the budget over which the learning rate decays linearly to ~0 "
+                             "(0 = off)", "optimisation")
+    max_steps: int = option(0, "update budget of the run (0 = none)", "budget")
+    epochs: int = option(1000, "at most this many passes over the training data", "budget")
+    max_minutes: float = option(0.0, "training-time budget of the run in minutes, resumes included (0 = none)",
+                                "budget")
+    grad_clip: float = option(1.0, "clip the gradient norm to this (0 = off)", "optimisation")
+    accum_steps: int = option(1, "batches accumulated per update", "optimisation")
+    amp: str = option("auto", AMP_HELP, "runtime")
+    eval_every: int = option(1000, "updates between evaluations (0 = at the end of each epoch)", "evaluation")
+    save_every: int = option(0, "updates between resumable checkpoints (0 = at every evaluation)", "evaluation")
+    log_every: int = option(10, "updates between log.jsonl training lines (lr, loss, tokens/s)", "evaluation")
+    metric: str = option("loss", "evaluation metric that selects best.pt", "evaluation")
+    metric_mode: str = option("min", "min or max: which values of metric are better", "evaluation")
+    seed: int = option(1, "random seed", "optimisation")
+    device: str = option("auto", "auto, cpu, cuda, cuda:1 ...", "runtime")
+    progress: bool = option(True, "progress bar", "runtime")
+    find_unused_parameters: bool = option(False, "DDP: set when some parameters get no gradient in a step",
+                                          "runtime")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainConfig:
+        return dataclass_from_dict(cls, d)

@@ -1,0 +1,521 @@
+"""One Trainer for every task.
+
+A *task* tells the Trainer how to batch its data, compute a loss and evaluate;
+the Trainer owns everything else: AdamW, a learning-rate schedule that fits the
+budget (:mod:`g2gt.core.schedule`), gradient clipping, accumulation, autocast on CUDA
+(bf16, or fp16 with a GradScaler) and on CPUs with native bf16, a step and / or wall-clock budget, tqdm
+progress, periodic evaluation with best-checkpoint keeping, a locked training
+folder with atomic checkpoints and exact resume (:mod:`g2gt.core.checkpoint`), and
+multi-process training with ``DistributedDataParallel`` under ``torchrun`` (gloo
+on CPU, nccl on GPU) through the very same code path.
+
+The task protocol (duck-typed)::
+
+    class MyTask:
+        def train_batches(self, epoch, rank, world_size, skip=0) -> Iterable[batch]
+            # deterministic in (epoch, rank, world_size); skip the first `skip` batches
+        def num_tokens(self, batch) -> int            # what the loss is normalised by
+        def loss(self, model, batch) -> Tensor         # SUM of the per-token losses
+        def evaluate(self, model) -> dict[str, float]  # must contain config.metric
+        def checkpoint_extra(self) -> dict             # vocabularies etc. (weights_only-safe)
+
+Each optimizer step normalises by the tokens of all its micro-batches on all
+ranks, so one process with ``accum_steps = k`` and ``k`` processes with
+``accum_steps = 1`` take the same step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from ._compat import cpu_bf16_supported  # the private-torch-API probes live in g2gt.core._compat
+from .checkpoint import (
+    TrainingFolderLock, TrainingFolderLocked, load_checkpoint, remove_stale_temporaries, save_atomic, truncate_log,
+)
+from .schedule import estimate_total_steps, lr_multiplier, make_schedule, warmup_length
+from .config import AMP_MODES, TrainConfig, dataclass_from_dict
+
+__all__ = [
+    "TrainConfig", "Trainer", "save_atomic", "load_checkpoint", "make_schedule", "autocast_dtype", "autocast_context",
+    "move_to_device",
+    "dataclass_from_dict", "set_threads",
+]
+
+
+def set_threads(n: int | None) -> None:
+    """Use ``n`` CPU threads in torch (intra-op) and in the ``tokenizers`` library; ``None`` / 0 = defaults."""
+    if not n:
+        return
+    if n < 0:
+        raise ValueError(f"threads must be >= 1 (or 0 / None for the default), got {n}")
+    torch.set_num_threads(n)
+    os.environ["RAYON_NUM_THREADS"] = str(n)  # read by tokenizers when its thread pool starts
+
+
+def autocast_dtype(device: torch.device, amp: str) -> torch.dtype | None:
+    """The autocast dtype for ``amp`` on ``device`` (``None``: off).
+
+    * ``'auto'``: on CUDA bf16 when the GPU supports it, else fp16; on a CPU with native bfloat16
+      matrix products (AVX512-BF16 or AMX, :func:`g2gt.core._compat.cpu_bf16_supported`) bf16, which
+      trains about 1.5x faster there (``benchmarks/amp.py``); otherwise off;
+    * ``'bf16'``: bf16 on CUDA and on any CPU (emulated, slow, where the CPU lacks bfloat16 instructions);
+    * ``'fp16'``: fp16 on CUDA (with a GradScaler), off elsewhere; ``'none'``: off. Off on MPS.
+    """
+    if amp not in AMP_MODES:
+        raise ValueError(f"amp must be 'auto', 'bf16', 'fp16' or 'none', got {amp!r}")
+    if amp == "none":
+        return None
+    if device.type == "cpu":
+        use = amp == "bf16" or (amp == "auto" and cpu_bf16_supported())
+        return torch.bfloat16 if use else None
+    if device.type != "cuda":
+        return None
+    if amp == "auto":
+        amp = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}[amp]
+
+
+def autocast_context(device_type: str, dtype: torch.dtype | None):
+    """A fresh ``torch.autocast(device_type, dtype)`` context, or a no-op one when ``dtype`` is None."""
+    return contextlib.nullcontext() if dtype is None else torch.autocast(device_type, dtype=dtype)
+
+
+def move_to_device(batch: Any, device: torch.device) -> Any:
+    """Move a batch to ``device``: anything with ``.to()``, and tensors inside tuples / lists / dicts."""
+    if hasattr(batch, "to") and not isinstance(batch, type):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: move_to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        moved = [move_to_device(v, device) for v in batch]
+        return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)
+    return batch
+
+
+def _rng_state() -> dict:
+    """This process's RNG states (torch CPU, CUDA when present, Python ``random``)."""
+    py = random.getstate()
+    state = {"torch": torch.get_rng_state(), "python": list(py[1]), "python_pos": py[2]}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"].cpu())
+    random.setstate((3, tuple(state["python"]), state["python_pos"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+
+
+class Trainer:
+    """Train ``model`` on ``task`` according to ``config``; checkpoints go to ``out_dir``.
+
+    Files in ``out_dir``: ``last.pt`` (everything needed to resume), ``best.pt`` (model weights + configs +
+    task extras of the best evaluation), ``log.jsonl`` and, while :meth:`fit` runs, ``.lock``. ``log.jsonl``
+    holds one JSON line every ``log_every`` updates (``"kind": "train"``: ``step``, ``lr`` used by that
+    update, mean ``loss`` per token since the previous line, ``tokens_per_s``, ``elapsed_s`` of training,
+    ``total_steps`` = the budget in updates, estimated for a wall-clock budget) and one per evaluation
+    (``"kind": "eval"``: the metrics, ``train_loss`` since the previous evaluation, ``lr``, ``step``).
+
+    Exact resume: ``Trainer(...).fit(resume=True)`` after an interrupted run gives bit-identical parameters
+    to an uninterrupted one (same config, same number of processes; a step budget): the checkpoint holds
+    model, optimizer, grad scaler, every rank's RNG states, the data position ``(epoch, batches_done)`` and
+    the schedule's state (training time used, budget estimate). Evaluation runs under a forked RNG so it
+    never changes the training random stream. On resume, ``log.jsonl`` lines after the checkpoint's step and
+    temporary files of a killed checkpoint write are removed.
+
+    One run per folder: :meth:`fit` holds ``out_dir``'s :class:`g2gt.core.checkpoint.TrainingFolderLock`; a second
+    run on the same folder fails at once with :class:`g2gt.core.checkpoint.TrainingFolderLocked` naming the holder.
+
+    Under ``torchrun`` (``WORLD_SIZE > 1``) the model is wrapped in ``DistributedDataParallel`` (gloo on
+    CPU, nccl on CUDA); only rank 0 evaluates and writes files. Rank ``r`` seeds its RNG with ``seed + r``.
+    ``clock``: seconds for the wall-clock budget (tests pass a fake one).
+    """
+
+    def __init__(self, model: nn.Module, task, config: TrainConfig, out_dir: str | os.PathLike,
+                 model_config: dict | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        if config.accum_steps < 1:
+            raise ValueError(f"accum_steps must be >= 1, got {config.accum_steps}")
+        if config.max_minutes < 0 or config.max_steps < 0:
+            raise ValueError("max_minutes and max_steps must be >= 0 (0 = no such budget)")
+        if config.schedule == "cosine" and config.max_minutes:
+            warmup_length(config, 1)  # validated; the total is estimated while training
+        else:
+            make_schedule(config)  # raises at once on a bad schedule / warmup
+        self.cfg = config
+        self.task = task
+        self.out_dir = Path(out_dir)
+        self.clock = clock
+        self.model_config = model_config or (
+            model.config.to_dict() if hasattr(getattr(model, "config", None), "to_dict") else {})
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        if config.device == "auto":
+            if torch.cuda.is_available():
+                self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+                torch.cuda.set_device(self.device)
+            else:
+                self.device = torch.device("cpu")
+        else:
+            self.device = torch.device(config.device)
+        if self.world_size > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
+        self.model = model.to(self.device)
+        self.ddp = None
+        if self.world_size > 1:
+            self.ddp = nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                find_unused_parameters=config.find_unused_parameters)
+        decay, no_decay = [], []
+        for name, p in self.model.named_parameters():
+            if p.requires_grad:
+                (no_decay if p.dim() < 2 or "label_" in name or "embed" in name else decay).append(p)
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=config.lr, betas=config.betas)
+        self.amp_dtype = autocast_dtype(self.device, config.amp)
+        self.scaler = torch.amp.GradScaler(self.device.type) if self.amp_dtype == torch.float16 else None
+        self.step = 0
+        self.epoch = 0
+        self.batches_done = 0  # of this rank's batches in the current epoch
+        self.best: float | None = None
+        self.history: list[dict] = []
+        self.lr = 0.0  # the learning rate of the latest update
+        self.total_steps: float | None = float(config.max_steps) if config.max_steps else None
+        self._elapsed_before = 0.0  # training seconds of earlier fit() calls (restored on resume)
+        self._fit_start: float | None = None
+        self._last_eval_step: int | None = None
+        self._train_loss, self._train_tokens = 0.0, 0  # since the last evaluation
+        self._log_loss, self._log_tokens, self._log_t0 = 0.0, 0, 0.0  # since the last log line
+
+    @property
+    def autocast(self):
+        """A fresh autocast context (a no-op when :func:`autocast_dtype` is None)."""
+        return autocast_context(self.device.type, self.amp_dtype)
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    # --------------------------------------------------------------- time and schedule
+    def elapsed(self) -> float:
+        """Training seconds of the whole run so far (earlier segments included), agreed across ranks."""
+        t = self._elapsed_before
+        if self._fit_start is not None:
+            t += self.clock() - self._fit_start
+        if self.world_size > 1:
+            box = torch.tensor(float(t), device=self.device)
+            dist.all_reduce(box, op=dist.ReduceOp.MAX)
+            t = float(box)
+        return t
+
+    def _set_lr(self) -> None:
+        """Set the lr of update ``step + 1``: ``lr * lr_multiplier(step + 1, T)`` with ``T`` = ``max_steps`` and /
+        or the estimate ``(step + 1) * budget / elapsed`` of a wall-clock budget (this update nearly done)."""
+        cfg = self.cfg
+        total = float(cfg.max_steps) if cfg.max_steps else None
+        if cfg.max_minutes:
+            est = estimate_total_steps(self.step + 1, self.elapsed(), cfg.max_minutes * 60)
+            total = est if total is None else min(total, est)
+        self.total_steps = total
+        self.lr = cfg.lr * lr_multiplier(cfg, self.step + 1, total)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+
+    def _should_stop(self) -> bool:
+        cfg = self.cfg
+        stop = bool(cfg.max_steps and self.step >= cfg.max_steps)
+        if cfg.max_minutes:  # agreed across ranks: every rank stops at the same step
+            stop = stop or self.elapsed() >= cfg.max_minutes * 60
+        return stop
+
+    # --------------------------------------------------------------- checkpoints
+    def _all_rng_states(self) -> list[dict]:
+        """RNG states of every rank, in rank order (a collective under DDP)."""
+        mine = _rng_state()
+        if self.world_size == 1:
+            return [mine]
+        box: list[Any] = [None] * self.world_size
+        dist.all_gather_object(box, mine)
+        return box
+
+    def _extra(self) -> dict:
+        return self.task.checkpoint_extra() if hasattr(self.task, "checkpoint_extra") else {}
+
+    def state_dict(self, rng: list[dict] | None = None, elapsed: float | None = None) -> dict:
+        """Everything :meth:`resume` needs (loadable with ``weights_only=True``)."""
+        rng = rng or [_rng_state()]
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": {"elapsed_s": self.elapsed() if elapsed is None else elapsed,
+                         "total_steps": self.total_steps, "lr": self.lr},
+            "scaler": self.scaler.state_dict() if self.scaler else {},
+            "rng": rng[0],
+            "rng_per_rank": rng,
+            "step": self.step,
+            "epoch": self.epoch,
+            "batches_done": self.batches_done,
+            "best": self.best,
+            "last_eval_step": self._last_eval_step,
+            "train_config": self.cfg.to_dict(),
+            "model_config": self.model_config,
+            "task": self._extra(),
+            "world_size": self.world_size,
+        }
+
+    def save(self, name: str = "last.pt") -> None:
+        """Write a resumable checkpoint (atomically, rank 0 only). Call it on every rank under DDP."""
+        rng = self._all_rng_states()
+        elapsed = self.elapsed()
+        if self.is_main:
+            save_atomic(self.state_dict(rng, elapsed), self.out_dir / name)
+
+    def save_best(self) -> None:
+        if self.is_main:
+            save_atomic({"model": self.model.state_dict(), "model_config": self.model_config,
+                         "train_config": self.cfg.to_dict(), "task": self._extra(), "step": self.step,
+                         "best": self.best}, self.out_dir / "best.pt")
+
+    def resume(self, path: str | os.PathLike | None = None) -> bool:
+        """Restore from ``path`` (default ``out_dir/last.pt``); False when there is none."""
+        path = Path(path) if path else self.out_dir / "last.pt"
+        if not path.exists():
+            return False
+        state = load_checkpoint(path, self.device)
+        if state.get("world_size", 1) != self.world_size:
+            raise RuntimeError(
+                f"{path} was written by {state.get('world_size')} process(es); resume with the same number "
+                f"(got {self.world_size})")
+        saved = state.get("train_config") or {}
+        selection = (self.cfg.metric, self.cfg.metric_mode)
+        if "metric" in saved and (saved["metric"], saved.get("metric_mode")) != selection:
+            raise ValueError(
+                f"{path} keeps best.pt by {saved.get('metric')} ({saved.get('metric_mode')}); resume with the same "
+                f"selection metric (got {self.cfg.metric} ({self.cfg.metric_mode}))")
+        self.model.load_state_dict(state["model"], strict=True)
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.scaler and state["scaler"]:
+            self.scaler.load_state_dict(state["scaler"])
+        per_rank = state.get("rng_per_rank") or [state["rng"]]
+        _set_rng_state(per_rank[self.rank] if self.rank < len(per_rank) else per_rank[0])
+        self.step, self.epoch, self.batches_done = state["step"], state["epoch"], state["batches_done"]
+        self.best = state["best"]
+        self._last_eval_step = state.get("last_eval_step")
+        sched = state.get("schedule") or {}
+        self._elapsed_before = float(sched.get("elapsed_s", 0.0))
+        self.total_steps = sched.get("total_steps", self.total_steps)
+        self.lr = float(sched.get("lr", 0.0))
+        return True
+
+    # --------------------------------------------------------------- logging
+    def _log(self, entry: dict) -> None:
+        if self.is_main:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            with open(self.out_dir / "log.jsonl", "a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
+
+    def _log_train(self) -> dict:
+        now = self.clock()
+        entry = {"kind": "train", "step": self.step, "epoch": self.epoch, "lr": self.lr,
+                 "loss": self._log_loss / max(self._log_tokens, 1),
+                 "tokens_per_s": self._log_tokens * self.world_size / max(now - self._log_t0, 1e-9),
+                 "elapsed_s": round(self._elapsed_before + now - (self._fit_start or now), 3),
+                 "total_steps": None if self.total_steps is None else round(self.total_steps)}
+        self._log(entry)
+        self._log_loss, self._log_tokens, self._log_t0 = 0.0, 0, now
+        return entry
+
+    # --------------------------------------------------------------- training
+    def _better(self, value: float) -> bool:
+        if self.best is None:
+            return True
+        return value > self.best if self.cfg.metric_mode == "max" else value < self.best
+
+    def evaluate(self) -> dict:
+        """Run ``task.evaluate`` on rank 0 (eval mode, no grad, autocast, forked RNG); log it, keep
+        ``best.pt``. Call it on every rank under DDP."""
+        model = self.model
+        was = model.training
+        metrics: dict = {}
+        if self.is_main:
+            model.eval()
+            py_state = random.getstate()
+            devices = [self.device] if self.device.type == "cuda" else []
+            try:
+                with torch.random.fork_rng(devices=devices), torch.no_grad(), self.autocast:
+                    metrics = dict(self.task.evaluate(model))
+            finally:
+                random.setstate(py_state)
+                model.train(was)
+            metrics = {k: float(v) for k, v in metrics.items()}
+            value = metrics.get(self.cfg.metric)
+            if value is None:
+                raise KeyError(
+                    f"task.evaluate() returned {sorted(metrics)}; TrainConfig.metric={self.cfg.metric!r} "
+                    "is not among them")
+            metrics.update(kind="eval", step=self.step, epoch=self.epoch, lr=self.lr)
+            if self._train_tokens:
+                metrics["train_loss"] = self._train_loss / self._train_tokens
+            self.history.append(metrics)
+            if self._better(value):
+                self.best = value
+                self.save_best()
+            self._log(metrics)
+        self._train_loss, self._train_tokens = 0.0, 0
+        self._last_eval_step = self.step
+        if self.world_size > 1:
+            box = [self.best]
+            dist.broadcast_object_list(box, 0)
+            self.best = box[0]
+        return metrics
+
+    def _micro_step(self, batches: list, run_model) -> tuple[float, int]:
+        """Forward/backward ``batches`` as one optimizer step; returns (summed loss, local tokens).
+
+        The loss is normalised by the tokens of all micro-batches on all ranks, so
+        ``k`` ranks x ``accum_steps=1`` == 1 rank x ``accum_steps=k`` on the same batches.
+        """
+        n_local = sum(int(self.task.num_tokens(b)) for b in batches)
+        n_total = torch.tensor(float(n_local), device=self.device)
+        if self.world_size > 1:
+            dist.all_reduce(n_total)
+        denom = max(float(n_total), 1.0) / self.world_size  # DDP averages gradients over ranks
+        total = 0.0
+        for i, b in enumerate(batches):
+            sync = self.ddp is None or i == len(batches) - 1
+            with contextlib.nullcontext() if sync else self.ddp.no_sync():
+                with self.autocast:
+                    loss_sum = self.task.loss(run_model, b)
+                loss = loss_sum.float() / denom
+                (self.scaler.scale(loss) if self.scaler else loss).backward()
+            total += float(loss_sum.detach())
+        if self.scaler:
+            self.scaler.unscale_(self.optimizer)
+        if self.cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        self._set_lr()
+        if self.scaler:
+            self.scaler.step(self.optimizer)  # skipped (and the scale lowered) on inf / NaN gradients
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        return total, n_local
+
+    def _prepare_folder(self, resumed: bool) -> None:
+        """Rank 0, holding the lock: remove temporaries of a killed write; make ``log.jsonl`` end at the
+        resumed step (or start it afresh)."""
+        for p in remove_stale_temporaries(self.out_dir):
+            print(f"g2gt: removed {p.name}, left by a checkpoint write that was interrupted", file=sys.stderr)
+        log = self.out_dir / "log.jsonl"
+        if resumed:
+            truncate_log(log, self.step)
+        elif log.exists():
+            log.unlink()  # a new run in this folder: its checkpoints are being replaced too
+
+    def _lock(self) -> TrainingFolderLock | None:
+        """Rank 0 takes the folder lock; every rank fails together when it is held elsewhere."""
+        lock, error = None, None
+        if self.is_main:
+            try:
+                lock = TrainingFolderLock(self.out_dir).acquire()
+            except TrainingFolderLocked as e:
+                error = str(e)
+        if self.world_size > 1:
+            box = [error]
+            dist.broadcast_object_list(box, 0)
+            error = box[0]
+        if error:
+            raise TrainingFolderLocked(error)
+        return lock
+
+    def fit(self, resume: bool = False) -> list[dict]:
+        """Train until the budget (``max_steps`` / ``max_minutes``) or ``epochs`` run out; returns the
+        evaluation history. With ``resume=True`` training continues from ``out_dir/last.pt`` when it exists
+        (a fresh start otherwise). A final evaluation and ``last.pt`` are always written."""
+        lock = self._lock()
+        try:
+            resumed = bool(resume and self.resume())
+            if not resumed:
+                torch.manual_seed(self.cfg.seed + self.rank)
+                random.seed(self.cfg.seed + self.rank)
+            if self.is_main:
+                self._prepare_folder(resumed)
+            return self._fit()
+        finally:
+            if self._fit_start is not None:  # a later fit() on this Trainer continues the same budget
+                self._elapsed_before += self.clock() - self._fit_start
+                self._fit_start = None
+            if lock is not None:
+                lock.release()
+
+    def _fit(self) -> list[dict]:
+        cfg = self.cfg
+        run_model = self.ddp if self.ddp is not None else self.model
+        self.model.train()
+        self._fit_start = self._log_t0 = self.clock()
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=cfg.max_steps or None, initial=self.step, disable=not (cfg.progress and self.is_main),
+                   desc="train", dynamic_ncols=True)
+        stop = self._should_stop()
+        while self.epoch < cfg.epochs and not stop:
+            it = iter(self.task.train_batches(self.epoch, self.rank, self.world_size, skip=self.batches_done))
+            while True:
+                group = []
+                for _ in range(cfg.accum_steps):
+                    try:
+                        group.append(next(it))
+                    except StopIteration:
+                        break
+                if len(group) < cfg.accum_steps:
+                    break  # drop an incomplete accumulation group (same on every rank)
+                group = [move_to_device(b, self.device) for b in group]
+                loss_sum, ntok = self._micro_step(group, run_model)
+                self.batches_done += len(group)
+                self._train_loss += loss_sum
+                self._train_tokens += ntok
+                self._log_loss += loss_sum
+                self._log_tokens += ntok
+                if self.step % max(1, cfg.log_every) == 0:
+                    entry = self._log_train()
+                    bar.set_postfix(loss=f"{entry['loss']:.3f}", tok_s=f"{entry['tokens_per_s']:.0f}",
+                                    lr=f"{self.lr:.2e}", ep=self.epoch)
+                if self.total_steps and not cfg.max_steps:
+                    bar.total = max(round(self.total_steps), self.step)
+                bar.update(1)
+                if cfg.eval_every and self.step % cfg.eval_every == 0:
+                    self.evaluate()
+                    if not cfg.save_every:
+                        self.save()
+                if cfg.save_every and self.step % cfg.save_every == 0:
+                    self.save()
+                stop = self._should_stop()
+                if stop:
+                    break
+            if not stop:
+                self.epoch += 1
+                self.batches_done = 0
+                if not cfg.eval_every:
+                    self.evaluate()
+                    self.save()
+        bar.close()
+        if self._last_eval_step != self.step:
+            self.evaluate()
+        self.save()
+        return self.history

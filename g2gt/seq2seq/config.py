@@ -1,0 +1,144 @@
+"""The settings of translation models and of their training, importable without torch.
+
+* :class:`Seq2SeqSettings`: data and decoding settings of one model (saved inside its checkpoint);
+* :class:`Seq2SeqTrainConfig`: the training recipe (:func:`g2gt.seq2seq.train_seq2seq`), whose defaults
+  are the ones measured on Multi30k En->De on one CPU thread: d_model 256, 3+3 layers, 4 heads, FFN 1024,
+  dropout 0.1, label smoothing 0.1, joint byte-level BPE with 8k merges, relative chain labels clipped at 16,
+  batches of 2,048 padded tokens, AdamW at lr 1e-3. Warmup and cooldown are fractions of the budget
+  (:mod:`g2gt.core.schedule`), so one recipe serves 10 minutes and 3 hours. ``g2gt train seq2seq`` and
+  ``benchmarks/seq2seq.py`` take their defaults from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..core.config import AMP_HELP, TrainConfig, dataclass_from_dict, option
+
+__all__ = ["Seq2SeqSettings", "Seq2SeqTrainConfig", "SELECT_MODES"]
+
+#: The dev metrics that can select ``best.pt`` and whether lower or higher is better.
+SELECT_MODES = {"dev_loss": "min", "bleu": "max"}
+
+
+@dataclass
+class Seq2SeqSettings:
+    """Data and decoding settings of a seq2seq model (saved inside its checkpoint).
+
+    ``max_distance``: clip distance ``k`` of the source chain labels (0 = no chain
+    channel, e.g. absolute positions only). ``graph``: the encoder also gets the
+    source dependency channel. ``max_src_len`` / ``max_tgt_len``: subwords kept per
+    sentence (longer ones are truncated, with a warning counting them; the target
+    limit includes EOS). ``max_len_a`` / ``max_len_b``: decoding stops after
+    ``a * source_len + b`` tokens.
+    """
+
+    max_distance: int = 16
+    graph: bool = False
+    joint_vocab: bool = True
+    max_src_len: int = 256
+    max_tgt_len: int = 256
+    label_smoothing: float = 0.1
+    max_tokens: int = 2048
+    eval_sentences: int = 0  # 0 = the whole dev set
+    eval_beam: int = 1
+    length_penalty: float = 1.0
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Seq2SeqSettings:
+        return dataclass_from_dict(cls, d)
+
+
+@dataclass
+class Seq2SeqTrainConfig:
+    """Everything :func:`train_seq2seq` needs besides the data; the defaults are the project's recipe.
+
+    Field metadata ``{"help", "group"}`` documents each field; ``g2gt train seq2seq`` builds its options
+    from these fields (``--d-model`` for ``d_model`` ...), so the CLI and Python share one set of defaults.
+    """
+
+    # subwords
+    bpe_vocab: int = option(8000, "BPE vocabulary size (per side when not joint)", "subwords")
+    joint_vocab: bool = option(True, "one BPE vocabulary for both sides, with shared embeddings", "subwords")
+    max_len: int = option(256, "subwords kept per sentence (longer ones are truncated, with a warning that counts "
+                        "them)", "subwords")
+    # model
+    d_model: int = option(256, "model width", "model")
+    layers: int = option(3, "encoder and decoder layers (each)", "model")
+    encoder_layers: int | None = option(None, "encoder layers (default: layers)", "model")
+    decoder_layers: int | None = option(None, "decoder layers (default: layers)", "model")
+    heads: int = option(4, "attention heads", "model")
+    ffn_dim: int = option(1024, "feed-forward width", "model")
+    dropout: float = option(0.1, "dropout", "model")
+    attention_dropout: float = option(0.0, "dropout on attention probabilities", "model")
+    positions: str = option("none", "absolute position embeddings: none (relative labels only), sinusoidal or "
+                          "learned", "model")
+    max_distance: int = option(16, "clip distance k of the relative-position labels (encoder chain channel and "
+                             "decoder); 0 = none (use with positions=sinusoidal)", "model")
+    value_labels: bool = option(False, "also add label embeddings to the attention values (keys only is faster)",
+                              "model")
+    # optimisation
+    lr: float = option(1e-3, "peak learning rate (AdamW)", "optimisation")
+    warmup: float = option(0.1, "warmup as a fraction of the budget (max_minutes / max_steps)", "optimisation")
+    warmup_steps: int | None = option(None, "warmup in updates; wins over warmup", "optimisation")
+    schedule: str = option("inverse_sqrt", "after warmup: inverse_sqrt, cosine or constant", "optimisation")
+    cooldown: float = option(0.2, "final fraction of the budget over which the learning rate decays linearly to ~0",
+                           "optimisation")
+    weight_decay: float = option(0.01, "AdamW weight decay", "optimisation")
+    label_smoothing: float = option(0.1, "label smoothing of the cross entropy", "optimisation")
+    batch_tokens: int = option(2048, "padded tokens per batch", "optimisation")
+    accum_steps: int = option(1, "batches accumulated per update", "optimisation")
+    max_minutes: float = option(0.0, "training-time budget of the run in minutes (0 = none)", "optimisation")
+    max_steps: int = option(0, "update budget of the run (0 = none)", "optimisation")
+    epochs: int = option(1000, "at most this many passes over the training data", "optimisation")
+    seed: int = option(1, "random seed (initialisation, data order, dropout)", "optimisation")
+    # evaluation
+    eval_every: int = option(400, "updates between dev evaluations (dev loss and greedy BLEU; keeps best.pt)",
+                             "evaluation")
+    select: str = option("dev_loss", "what selects best.pt: dev_loss (lowest loss on the whole dev set, as "
+                         "fairseq does by default) or bleu (highest greedy BLEU on the first eval_sentences)",
+                         "evaluation")
+    eval_sentences: int = option(300, "dev sentences translated at each evaluation (0 = all)", "evaluation")
+    final_beam: int = option(5, "beam size of the final translation of the whole dev set (0 = skip)", "evaluation")
+    length_penalty: float = option(1.0, "length penalty exponent of beam search", "evaluation")
+    # runtime
+    device: str = option("auto", "auto, cpu, cuda, cuda:1 ...", "runtime")
+    amp: str = option("auto", AMP_HELP, "runtime")
+    progress: bool = option(True, "progress bars and a data summary on stderr", "runtime")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Seq2SeqTrainConfig:
+        return dataclass_from_dict(cls, d)
+
+    def train_config(self) -> TrainConfig:
+        """The :class:`g2gt.core.config.TrainConfig` of this recipe (``select`` chooses ``best.pt``)."""
+        if self.select not in SELECT_MODES:
+            raise ValueError(f"select must be one of {sorted(SELECT_MODES)}, got {self.select!r}")
+        return TrainConfig(
+            lr=self.lr, weight_decay=self.weight_decay, warmup=self.warmup, warmup_steps=self.warmup_steps,
+            schedule=self.schedule, cooldown=self.cooldown, max_steps=self.max_steps, epochs=self.epochs,
+            max_minutes=self.max_minutes, accum_steps=self.accum_steps, eval_every=self.eval_every, metric=self.select,
+            metric_mode=SELECT_MODES[self.select], seed=self.seed, device=self.device, amp=self.amp, progress=self.progress)
+
+    def settings(self, graph: bool = False) -> Seq2SeqSettings:
+        """The data / decoding :class:`Seq2SeqSettings` of this recipe."""
+        return Seq2SeqSettings(
+            max_distance=self.max_distance, graph=graph, joint_vocab=self.joint_vocab, max_src_len=self.max_len,
+            max_tgt_len=self.max_len, label_smoothing=self.label_smoothing, max_tokens=self.batch_tokens,
+            eval_sentences=self.eval_sentences, length_penalty=self.length_penalty)
+
+    def model_kwargs(self) -> dict:
+        """Keyword arguments of :meth:`Seq2SeqTask.model_config` for this recipe's model size."""
+        return dict(d_model=self.d_model, num_heads=self.heads, num_encoder_layers=self.encoder_layers or self.layers,
+                    num_decoder_layers=self.decoder_layers or self.layers, ffn_dim=self.ffn_dim, dropout=self.dropout,
+                    attention_dropout=self.attention_dropout, decoder_max_distance=self.max_distance,
+                    value_labels=self.value_labels, positions=self.positions,
+                    max_positions=max(1024, self.max_len + 2))

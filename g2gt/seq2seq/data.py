@@ -1,0 +1,117 @@
+"""Aligned text files for translation: one sentence a line, plain or ``.gz``, UTF-8.
+
+Every reader checks what it can before any training starts: invalid UTF-8 is reported as ``FILE:LINE``,
+parallel files whose line counts differ raise :class:`MisalignedError` naming both files and counts.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+from typing import IO
+
+__all__ = ["MisalignedError", "check_aligned", "read_lines", "read_parallel", "read_training_data"]
+
+
+class MisalignedError(ValueError):
+    """Parallel files whose line counts differ."""
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, expected a text file")
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def read_lines(path: str | os.PathLike | IO, name: str | None = None) -> list[str]:
+    """All lines of a plain or ``.gz`` UTF-8 file (or an open stream) without their
+    line ends (``\\n`` / ``\\r\\n``). A UTF-8 byte-order mark at the start is dropped.
+
+    Raises ``ValueError("FILE:LINE: not valid UTF-8 ...")`` naming the offending line, and
+    ``ValueError("FILE: not a gzip file")`` for a ``.gz`` name that is not (complete) gzip.
+    """
+    if hasattr(path, "read"):
+        f, close = path, False
+        name = name or getattr(path, "name", "<stream>")
+        f = getattr(f, "buffer", f)  # text streams (stdin): read their bytes
+    else:
+        f, close, name = _open_binary(Path(path)), True, name or str(path)
+    out: list[str] = []
+    try:
+        for lineno, raw in enumerate(f, 1):
+            if isinstance(raw, str):
+                out.append(raw.rstrip("\r\n"))
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{name}:{lineno}: not valid UTF-8 ({e.reason} at byte {e.start} of the line)") from None
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            out.append(line.rstrip("\r\n"))
+    except gzip.BadGzipFile as e:
+        raise ValueError(f"{name}: not a gzip file ({e})") from None
+    except EOFError:
+        raise ValueError(f"{name}: the gzip file is truncated") from None
+    finally:
+        if close:
+            f.close()
+    return out
+
+
+def check_aligned(n_src: int, src_name: str, n_tgt: int, tgt_name: str) -> None:
+    """Raise :class:`MisalignedError` unless both sides have the same number of sentences."""
+    if n_src != n_tgt:
+        raise MisalignedError(
+            f"parallel files are misaligned: {src_name} has {n_src} lines but {tgt_name} has {n_tgt} lines "
+            "(expected one sentence per line, the same number of lines in both)"
+        )
+
+
+def read_parallel(src: str | os.PathLike, tgt: str | os.PathLike) -> tuple[list[str], list[str]]:
+    """Read two aligned files (one sentence a line); fail if their line counts differ."""
+    s, t = read_lines(src), read_lines(tgt)
+    check_aligned(len(s), str(src), len(t), str(tgt))
+    return s, t
+
+
+def read_training_data(
+    tgt_train: str | os.PathLike, tgt_dev: str | os.PathLike, src_train: str | os.PathLike | None = None,
+    src_dev: str | os.PathLike | None = None, src_graphs: str | os.PathLike | None = None,
+    src_dev_graphs: str | os.PathLike | None = None,
+) -> tuple[list, list[str], list, list[str]]:
+    """Read and check the files of a translation run -> ``(src_train, tgt_train, src_dev, tgt_dev)``.
+
+    Sequence to sequence: ``src_train`` / ``src_dev`` are text files and the sources come back as strings.
+    Graph to sequence: ``src_graphs`` / ``src_dev_graphs`` are CoNLL-U files with one parsed sentence per
+    target line, and the sources come back as :class:`g2gt.ud.io.conllu.Sentence` objects; text files given
+    too are only checked for their line counts. Every count is checked before anything is returned.
+    """
+    tgt_tr, tgt_dv = read_lines(tgt_train), read_lines(tgt_dev)
+    if (src_graphs is None) != (src_dev_graphs is None):
+        raise ValueError("source parses need both src_graphs (training) and src_dev_graphs (dev), or neither")
+    if src_graphs is not None:
+        from ..ud.io.conllu import read_conllu
+
+        src_tr = read_conllu(src_graphs, require_heads=True)
+        src_dv = read_conllu(src_dev_graphs, require_heads=True)
+        check_aligned(len(src_tr), str(src_graphs), len(tgt_tr), str(tgt_train))
+        check_aligned(len(src_dv), str(src_dev_graphs), len(tgt_dv), str(tgt_dev))
+        for plain, parsed, graphs in ((src_train, src_tr, src_graphs), (src_dev, src_dv, src_dev_graphs)):
+            if plain is not None:
+                check_aligned(len(read_lines(plain)), str(plain), len(parsed), str(graphs))
+    else:
+        if src_train is None or src_dev is None:
+            raise ValueError("give the source files (src_train and src_dev), or parsed sources (src_graphs and "
+                             "src_dev_graphs)")
+        src_tr, src_dv = read_lines(src_train), read_lines(src_dev)
+        check_aligned(len(src_tr), str(src_train), len(tgt_tr), str(tgt_train))
+        check_aligned(len(src_dv), str(src_dev), len(tgt_dv), str(tgt_dev))
+    if not tgt_tr:
+        raise ValueError(f"{tgt_train}: no training sentences")
+    if not tgt_dv:
+        raise ValueError(f"{tgt_dev}: no dev sentences")
+    return src_tr, tgt_tr, src_dv, tgt_dv

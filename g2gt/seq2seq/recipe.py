@@ -1,0 +1,163 @@
+"""Training a translation model: :func:`train_seq2seq` runs the recipe of a
+:class:`~g2gt.seq2seq.config.Seq2SeqTrainConfig` on sentence pairs, for Python users and
+``g2gt train seq2seq`` alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..core.checkpoint import TrainingFolderLock, load_checkpoint
+from ..core.graph import LabelVocab
+from ..nn.transformer import G2GTConfig, G2GTransformer
+from .subword import SubwordTokenizer
+from ..core.train import Trainer
+from .config import Seq2SeqTrainConfig
+from .data import check_aligned
+from .metrics import mt_scores
+from .task import SUBWORD_LABEL, Seq2SeqTask, load_seq2seq
+
+__all__ = ["Seq2SeqRun", "final_evaluation", "train_seq2seq"]
+
+
+@dataclass
+class Seq2SeqRun:
+    """What :func:`train_seq2seq` returns: the best model (``best.pt``) with its task, the evaluation
+    history, the final beam-search scores on the whole dev set (``None`` when skipped) and the updates."""
+
+    model: G2GTransformer
+    task: Seq2SeqTask
+    history: list[dict]
+    final: dict | None
+    steps: int
+
+
+def _is_graph(sources: Sequence) -> bool:
+    return bool(len(sources)) and not isinstance(sources[0], str)
+
+
+def _new_task(src_train: Sequence, tgt_train: Sequence[str], graph: bool, cfg: Seq2SeqTrainConfig) -> Seq2SeqTask:
+    """Train the BPE tokenizer(s) and, with source parses, the dependency label vocabulary."""
+    src_text = [" ".join(s.forms) for s in src_train] if graph else list(src_train)
+    if cfg.joint_vocab:
+        src_tok = tgt_tok = SubwordTokenizer.train(src_text + list(tgt_train), cfg.bpe_vocab)
+    else:
+        src_tok = SubwordTokenizer.train(src_text, cfg.bpe_vocab)
+        tgt_tok = SubwordTokenizer.train(tgt_train, cfg.bpe_vocab)
+    rel_vocab = None
+    if graph:
+        rel_vocab = LabelVocab.for_dependencies(sorted({r for s in src_train for r in s.deprels if r is not None}))
+        rel_vocab.add(SUBWORD_LABEL)
+    return Seq2SeqTask(src_tok, tgt_tok, cfg.settings(graph), rel_vocab=rel_vocab, seed=cfg.seed)
+
+
+def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequence, tgt_dev: Sequence[str],
+                  out_dir: str | os.PathLike, config: Seq2SeqTrainConfig | None = None,
+                  resume: bool = False) -> Seq2SeqRun:
+    """Train a translation model with :class:`g2gt.core.train.Trainer`; return the best one.
+
+    ``src_*``: source sentences as strings, or :class:`g2gt.ud.io.conllu.Sentence` objects (one parse per
+    target line) for graph to sequence (see :func:`read_training_data`); ``tgt_*``: target sentences.
+    ``out_dir`` receives ``best.pt`` (selected by ``config.select``), ``last.pt`` (resumable), ``log.jsonl``,
+    ``config.json`` and, with ``final_beam > 0``, ``dev.hyp`` + ``final.json`` (whole dev set, beam search).
+    The folder is locked for the whole call. With ``resume=True`` and an ``out_dir/last.pt``, the tokenizers,
+    data settings and model size come from the checkpoint (``batch_tokens``, ``eval_sentences`` and
+    ``length_penalty`` from ``config``), and the budget is the run's total.
+    """
+    cfg = config or Seq2SeqTrainConfig()
+    graph = _is_graph(src_train)
+    if graph != _is_graph(src_dev) and len(src_dev):
+        raise ValueError("training and dev sources must both be text or both be parsed sentences")
+    check_aligned(len(src_train), "training sources", len(tgt_train), "training targets")
+    check_aligned(len(src_dev), "dev sources", len(tgt_dev), "dev targets")
+    if not len(tgt_train) or not len(tgt_dev):
+        raise ValueError(f"need training and dev sentences (got {len(tgt_train)} and {len(tgt_dev)})")
+    out = Path(out_dir)
+    main = int(os.environ.get("RANK", "0")) == 0
+    with TrainingFolderLock(out) if main else nullcontext():
+        t0 = time.time()
+        last = out / "last.pt"
+        if resume and last.exists():
+            ck = load_checkpoint(last)
+            task = Seq2SeqTask.from_checkpoint_extra(ck.get("task", {}))
+            if task.settings.graph != graph:
+                raise ValueError(f"{last} was trained {'with' if task.settings.graph else 'without'} source parses; "
+                                 "resume it with the same kind of source")
+            task.settings.max_tokens, task.settings.eval_sentences = cfg.batch_tokens, cfg.eval_sentences
+            task.settings.length_penalty, task.seed = cfg.length_penalty, cfg.seed
+            model_config = G2GTConfig(**ck["model_config"])
+            if cfg.progress:
+                print(f"resuming {last} at update {ck['step']}: tokenizers, data settings and model size come from "
+                      "the checkpoint", file=sys.stderr)
+        else:
+            task = _new_task(src_train, tgt_train, graph, cfg)
+            model_config = task.model_config(**cfg.model_kwargs())
+        task.train = task.encode_pairs(src_train, tgt_train, "train")
+        task.dev = task.encode_pairs(src_dev, tgt_dev, "dev")
+        torch.manual_seed(cfg.seed)
+        model = G2GTransformer(model_config)
+        info = {"recipe": cfg.to_dict(), "settings": task.settings.to_dict(), "model_config": model_config.to_dict(),
+                "parameters": sum(p.numel() for p in model.parameters()),
+                "data": {"train_pairs": len(task.train), "dev_pairs": len(task.dev),
+                         "train_source_subwords": sum(map(len, task.train.src)),
+                         "train_target_subwords": sum(map(len, task.train.tgt)) + len(task.train.tgt),
+                         "vocab": task.src_tok.vocab_size,
+                         "target_vocab": None if task.tgt_tok is task.src_tok else task.tgt_tok.vocab_size,
+                         "channels": task.channels, "prepare_seconds": round(time.time() - t0, 1)}}
+        if cfg.progress and main:
+            d = info["data"]
+            print(f"data: {d['train_pairs']} train / {d['dev_pairs']} dev pairs, {d['train_source_subwords']} source / "
+                  f"{d['train_target_subwords']} target subwords (vocab {d['vocab']}), prepared in "
+                  f"{d['prepare_seconds']:.0f}s; model: {info['parameters'] / 1e6:.2f}M parameters, channels "
+                  f"{task.channels}", file=sys.stderr)
+        trainer = Trainer(model, task, cfg.train_config(), out)
+        info["autocast"] = str(trainer.amp_dtype).removeprefix("torch.") if trainer.amp_dtype else "off"
+        if main:
+            _write_json(out / "config.json", info)
+        t_train = time.time()
+        history = trainer.fit(resume=resume)
+        final = None
+        if main:
+            info.update(train_seconds_this_call=round(time.time() - t_train, 1), steps=trainer.step,
+                        best_dev={cfg.select: trainer.best})
+            _write_json(out / "config.json", info)
+            if cfg.final_beam > 0:
+                final = final_evaluation(out, src_dev, tgt_dev, cfg.final_beam, cfg.length_penalty, trainer.device,
+                                         progress=cfg.progress)
+            model, task = load_seq2seq(out, trainer.device)  # the best checkpoint
+    return Seq2SeqRun(model, task, history, final, trainer.step)
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def final_evaluation(out_dir: str | os.PathLike, src_dev: Sequence, tgt_dev: Sequence[str], beam: int = 5,
+                     length_penalty: float = 1.0, device: str | torch.device = "cpu", progress: bool = False) -> dict:
+    """Translate the whole dev set with ``out_dir``'s best checkpoint; write ``dev.hyp`` and ``final.json``.
+
+    Returns the :func:`mt_scores` of the cased output (``bleu``, ``chrf``, signatures), plus
+    ``bleu_lowercase`` / ``chrf_lowercase``, ``beam``, ``length_penalty`` and ``translate_seconds``.
+    """
+    out = Path(out_dir)
+    model, task = load_seq2seq(out, device)
+    t = time.time()
+    hyps = task.translate(model, src_dev, beam=beam, length_penalty=length_penalty, batch_size=32, progress=progress)
+    secs = time.time() - t
+    (out / "dev.hyp").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    cased, lower = mt_scores(tgt_dev, hyps), mt_scores(tgt_dev, hyps, lowercase=True)
+    final = {**cased, "bleu_lowercase": lower["bleu"], "chrf_lowercase": lower["chrf"], "beam": beam,
+             "length_penalty": length_penalty, "translate_seconds": round(secs, 1)}
+    _write_json(out / "final.json", final)
+    return final

@@ -1,0 +1,36 @@
+"""Enhanced Universal Dependencies: the basic tree in, the enhanced graph (DEPS) out.
+
+* :mod:`~g2gt.ud.enhance.labels`: case-marked labels as templates (``obl:<case>``) filled from the basic tree;
+* :mod:`~g2gt.ud.enhance.data`: DEPS -> targets (checked, ``file:line`` errors), vocabulary, noisy input trees,
+  batches;
+* :mod:`~g2gt.ud.enhance.model`: :class:`EnhancedConfig` / :class:`EnhancedModel`, a graph-to-graph Transformer
+  whose attention sees the basic tree, with Dozat & Manning (2018) edge and label scorers;
+* :mod:`~g2gt.ud.enhance.decode`: decoding with the UD validator's guarantees (a head for every word, all reachable
+  from ROOT, no self loops, ``root`` exactly from 0) and :func:`deps_problems` to check them;
+* :mod:`~g2gt.ud.enhance.task`: the Trainer task and :func:`train_enhanced`;
+* :mod:`~g2gt.ud.enhance.enhancer`: ``Enhancer.load(model_dir).enhance(sentences)``;
+* :mod:`~g2gt.ud.enhance.graph`: the enhanced graph as a :class:`g2gt.Graph` channel, networkx and PyG.
+
+Example::
+
+    from g2gt.ud.io import read_conllu, write_conllu
+    from g2gt.ud.enhance import Enhancer
+
+    enhancer = Enhancer.load("runs/enhanced")
+    write_conllu(enhancer.enhance(read_conllu("parsed.conllu")), "enhanced.conllu")
+"""
+
+from .data import EnhancedVocab, sentence_edges, template_coverage
+from .decode import decode_edges, deps_problems
+from .enhancer import Enhancer, load_enhancer
+from .graph import edges_from_networkx, enhanced_channel, enhanced_graph, enhanced_networkx
+from .labels import fill_template, sentence_markers, template_label
+from .model import EnhancedConfig, EnhancedModel
+from .task import EnhancedTask, enhanced_scores, train_enhanced
+
+__all__ = [
+    "Enhancer", "load_enhancer", "EnhancedConfig", "EnhancedModel", "EnhancedVocab", "EnhancedTask",
+    "train_enhanced", "enhanced_scores", "sentence_edges", "template_coverage", "template_label", "fill_template",
+    "sentence_markers", "decode_edges", "deps_problems", "enhanced_channel", "enhanced_graph", "enhanced_networkx",
+    "edges_from_networkx",
+]

@@ -1,0 +1,225 @@
+"""``Enhancer.load(model_dir).enhance(sentences)``: add the enhanced graph (DEPS) to parsed sentences.
+
+The input's basic tree (HEAD / DEPREL, from any parser or gold) is checked -- one single-rooted tree per
+sentence, else :class:`g2gt.ud.io.CoNLLUError` naming ``FILE:LINE`` -- and never changed: the output sentences
+are copies whose DEPS column of the words is replaced, every other column and line being kept byte for byte
+when written with :func:`g2gt.ud.io.write_conllu`.
+
+Empty nodes are **kept, not predicted**: the input's empty nodes stay as they are (their own DEPS
+included), and so do the words' DEPS edges to them; every word also gets the predicted edges between
+words. An input without empty nodes gives an output without them. ``goeswith`` dependents get exactly
+their basic edge, as the UD validator requires.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from ..io.conllu import CoNLLUError
+from .data import EnhancedVocab, check_input_tree, deps_sort_key, make_batch, make_example, sentence_edges
+from .decode import choose_labels, decode_edges
+from .labels import MARKED_RELATIONS, PLACEHOLDER, TreeView, fill_template, sentence_markers
+from .model import EnhancedConfig, EnhancedModel
+
+__all__ = ["Enhancer", "load_enhancer", "copy_basic", "basic_edges"]
+
+Edge = tuple[int, int | str, str]  # (dependent word, head word or empty node "8.1", relation)
+
+
+def _empty_ids(sent) -> list[str]:
+    return ["".join(str(x) for x in t["id"]) for t in sent.tokens if isinstance(t["id"], tuple) and t["id"][1] == "."]
+
+
+def _kept_edges(sent) -> list[Edge]:
+    """The input's DEPS edges from words to empty nodes (kept as they are); none without empty nodes."""
+    if not _empty_ids(sent):
+        return []
+    try:
+        return [(d, h, lab) for d, h, lab in sentence_edges(sent, required=False) if isinstance(h, str)]
+    except CoNLLUError:
+        return []
+
+
+def _conllu_head(h: int | str):
+    if isinstance(h, int):
+        return h
+    a, _, b = h.partition(".")
+    return (int(a), ".", int(b))
+
+
+def _set_deps(sent, edges: Sequence[Edge]):
+    """A copy of ``sent`` whose words' DEPS are ``edges`` (sorted by head, then relation)."""
+    c = sent.copy()
+    words = c.words
+    per: list[list[tuple[str, int | str]]] = [[] for _ in words]
+    for d, h, lab in edges:
+        per[d - 1].append((lab, h))
+    for tok, deps in zip(words, per):
+        deps.sort(key=lambda x: (deps_sort_key(x[1]), x[0]))
+        tok["deps"] = [(lab, _conllu_head(h)) for lab, h in deps]
+    return c
+
+
+def basic_edges(sent) -> list[Edge]:
+    """The baseline enhanced graph: the basic tree itself, with a case-marked relation (``obl`` ->
+    ``obl:in``) wherever the relation has no subtype and the dependent has a marker
+    (:func:`g2gt.ud.enhance.labels.sentence_markers`), plus the input's edges to empty nodes."""
+    check_input_tree(sent)
+    markers = sentence_markers(TreeView.of(sent))
+    out: list[Edge] = []
+    for d, (h, r) in enumerate(zip(sent.heads, sent.deprels), 1):
+        lab = fill_template(f"{r}:{PLACEHOLDER}", d, markers) if r in MARKED_RELATIONS else r
+        out.append((d, int(h), lab))
+    return sorted(out + _kept_edges(sent), key=lambda e: (e[0], deps_sort_key(e[1]), e[2]))
+
+
+def copy_basic(sentences: Sequence) -> list:
+    """Copies of ``sentences`` whose DEPS is :func:`basic_edges` (the copy-the-tree baseline)."""
+    return [_set_deps(s, basic_edges(s)) for s in sentences]
+
+
+class Enhancer:
+    """A trained enhanced-graph model (see the module docstring).
+
+    ``threshold``: edge logit above which a pair is an edge (0 = probability 0.5).
+    """
+
+    def __init__(self, model: EnhancedModel, vocab: EnhancedVocab, threshold: float = 0.0) -> None:
+        self.model = model
+        self.vocab = vocab
+        self.threshold = threshold
+        if "root" not in vocab.label_index:
+            raise ValueError("the label vocabulary has no 'root' label")
+        self.root_label = vocab.label_index["root"]
+
+    @classmethod
+    def load(cls, model_dir: str | Path, device: str | torch.device = "cpu",
+             dtype: torch.dtype | str | None = None) -> "Enhancer":
+        """Load a shipped model's enhanced-UD part by name (``"en_ewt"``), a model folder's ``enhancer.pt``, or
+        ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhanced`` (or that file),
+        with ``weights_only=True`` and ``strict=True``. ``dtype``: e.g. ``"bfloat16"`` to cast the weights."""
+        from ...core.checkpoint import load_checkpoint
+        from ..models import part_checkpoint
+
+        path = part_checkpoint(model_dir, "enhancer")
+        ck = load_checkpoint(path, device)
+        extra = ck.get("task", {})
+        if extra.get("kind") != "enhanced" or "vocab" not in extra:
+            raise ValueError(f"{path}: not an enhanced-graph checkpoint (train one with 'g2gt train enhanced')")
+        model = EnhancedModel(EnhancedConfig.from_dict(ck["model_config"]))
+        model.load_state_dict(ck["model"], strict=True)
+        if isinstance(dtype, str):
+            dt = getattr(torch, dtype, None)
+            if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
+                raise ValueError(f"dtype must be a floating torch dtype such as float32 or bfloat16, got {dtype!r}")
+            dtype = dt
+        model.to(device=device, dtype=dtype).eval()
+        return cls(model, EnhancedVocab.from_dict(extra["vocab"]), float(extra.get("threshold", 0.0)))
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def _batches(self, lengths: list[int], max_tokens: int) -> list[list[int]]:
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        out, cur, longest = [], [], 0
+        for i in order:
+            if cur and max(longest, lengths[i]) * (len(cur) + 1) > max_tokens:
+                out.append(cur)
+                cur, longest = [], 0
+            cur.append(i)
+            longest = max(longest, lengths[i])
+        if cur:
+            out.append(cur)
+        return out
+
+    def predict(self, sentences: Sequence, max_tokens: int = 3000, progress: bool = False,
+                check: bool = True) -> list[list[Edge]]:
+        """The enhanced edges ``(d, h, relation)`` of every sentence, in input order (sorted by dependent,
+        then head); heads are words (0 = ROOT) or, for edges kept from the input, empty-node ids.
+        ``check``: verify each basic tree first (:class:`CoNLLUError` with ``FILE:LINE`` otherwise)."""
+        if check:
+            for s in sentences:
+                check_input_tree(s)
+        model, vocab = self.model, self.vocab
+        was = model.training
+        model.eval()
+        examples = [make_example(s, vocab, targets=False) for s in sentences]
+        results: list[list[Edge]] = [[] for _ in sentences]
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(sentences), desc="enhance", unit="sent", leave=False)
+        dev = self.device
+        with torch.inference_mode():
+            for idx in self._batches([len(ex.words) for ex in examples], max_tokens):
+                batch = make_batch([examples[i] for i in idx], idx, vocab).to(dev)
+                labels, tree, path = model.pair_labels(batch.heads, batch.rels, batch.padding_mask)
+                h = model.encode(batch.words, batch.char_ids, batch.word_types, batch.upos, batch.rels,
+                                 batch.padding_mask, labels)
+                scores = model.edge_scores(h, tree, path, batch.padding_mask).float().cpu()
+                eb, ed, eh, fixed_out = [], [], [], {}
+                for b, i in enumerate(idx):
+                    edges, fixed = self._structure(sentences[i], scores[b])
+                    fixed_out[b] = fixed
+                    for d, hd in edges:
+                        eb.append(b)
+                        ed.append(d)
+                        eh.append(hd)
+                tb, td, th = (torch.tensor(x, dtype=torch.long, device=dev) for x in (eb, ed, eh))
+                ls = model.label_scores(model.label.project(h), tree, path, tb, td, th)
+                lab = choose_labels(ls, eh, self.root_label)
+                per: dict[int, list[tuple[int, int, int]]] = {}
+                for b, d, hd, k in zip(eb, ed, eh, lab):
+                    per.setdefault(b, []).append((d, hd, k))
+                for b, i in enumerate(idx):
+                    s = sentences[i]
+                    markers = sentence_markers(TreeView.of(s))
+                    out: list[Edge] = [(d, hd, fill_template(vocab.labels[k], d, markers)) for d, hd, k in per.get(b, [])]
+                    out += fixed_out[b] + _kept_edges(s)
+                    results[i] = sorted(out, key=lambda e: (e[0], deps_sort_key(e[1]), e[2]))
+                if bar is not None:
+                    bar.update(len(idx))
+        if bar is not None:
+            bar.close()
+        model.train(was)
+        return results
+
+    def _structure(self, sent, scores: torch.Tensor) -> tuple[list[tuple[int, int]], list[Edge]]:
+        """Decoded word-to-word edges of one sentence, and the fixed (``goeswith``) edges with labels."""
+        n = len(sent)
+        heads = [int(h) for h in sent.heads]
+        fixed = [(i, heads[i - 1], r) for i, r in enumerate(sent.deprels, 1) if r == "goeswith"]
+        extra: list[tuple[int, int]] = [(d, h) for d, h, _ in fixed]
+        empties = _empty_ids(sent)
+        if empties:
+            index = {e: n + 1 + k for k, e in enumerate(empties)}
+            for d, h, _ in _kept_edges(sent):
+                extra.append((d, index[h]))
+            for t in sent.tokens:
+                tid = t["id"]
+                if isinstance(tid, tuple) and tid[1] == "." and isinstance(t["deps"], list):
+                    me = index["".join(str(x) for x in tid)]
+                    for _, h in t["deps"]:
+                        hid = "".join(str(x) for x in h) if isinstance(h, tuple) else h
+                        if isinstance(hid, int) and 0 <= hid <= n:
+                            extra.append((me, hid))
+                        elif hid in index:
+                            extra.append((me, index[hid]))
+        edges = decode_edges(scores[: n + 1, : n + 1], self.threshold, extra, [d for d, _, _ in fixed])
+        return edges, fixed
+
+    def enhance(self, sentences: Sequence, max_tokens: int = 3000, progress: bool = False) -> list:
+        """Copies of ``sentences`` with the words' DEPS replaced by the predicted enhanced graph (sorted by
+        head, then relation); nothing else changes (see the module docstring)."""
+        preds = self.predict(sentences, max_tokens, progress)
+        return [_set_deps(s, edges) for s, edges in zip(sentences, preds)]
+
+
+def load_enhancer(model_dir: str | Path, device: str | torch.device = "cpu") -> Enhancer:
+    """Shorthand for :meth:`Enhancer.load`."""
+    return Enhancer.load(model_dir, device)

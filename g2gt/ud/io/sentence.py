@@ -1,0 +1,474 @@
+"""One CoNLL-U sentence (:class:`Sentence`): its lines as read, and views over its syntactic words.
+
+A sentence read from a file keeps the original text of every line (comments, token lines,
+the blank lines after it), so :meth:`Sentence.serialize` gives back the input byte for byte;
+a column of a token line is regenerated only when its parsed value was changed, a comment
+line only when its key's value was changed (``sentence.metadata[key] = ...``).  Comments
+keep their order, and a key that occurs twice (``# sent_id = a``, ``# sent_id = b``) keeps
+both lines (``metadata`` holds the last value, as the ``conllu`` library does).
+
+Sentences built from words (:func:`sentence_from_words`, :func:`sentence_from_tokens`) have
+no original lines and are serialised from their tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from conllu.models import Metadata, Token, TokenList
+from conllu.parser import DEFAULT_FIELDS, parse_comment_line, serialize_field
+
+from ...core.graph import ChainChannel, Graph, LabelVocab, edges_from_heads
+
+__all__ = ["Sentence", "sentence_from_words", "sentence_from_tokens", "check_tree", "FIELDS", "parse_columns"]
+
+FIELDS: tuple[str, ...] = tuple(DEFAULT_FIELDS)
+_INT_RE = re.compile(r"[1-9][0-9]*\Z")
+_RANGE_RE = re.compile(r"([1-9][0-9]*)-([1-9][0-9]*)\Z")
+_EMPTY_RE = re.compile(r"(0|[1-9][0-9]*)\.([1-9][0-9]*)\Z")
+_ANY_HEAD_RE = re.compile(r"(?:0|-?[1-9][0-9]*)\Z")
+_DEP = r"(?:0|[1-9][0-9]*|[1-9][0-9]*-[1-9][0-9]*|[0-9]+\.[1-9][0-9]*)(?::[^\d:_\-|][^:|]*)+"
+_DEPS_RE = re.compile(rf"{_DEP}(?:\|{_DEP})*\Z")  # HEAD:DEPREL pairs, as the conllu library reads them
+
+
+# --------------------------------------------------------------------------- columns
+def _parse_id(value: str) -> int | tuple[int, str, int]:
+    if _INT_RE.match(value):
+        return int(value)
+    m = _RANGE_RE.match(value) or _EMPTY_RE.match(value)
+    if not m:
+        raise ValueError(f"ID {value!r} is not an integer, a range N-M or an empty node N.M")
+    return (int(m.group(1)), "-" if "-" in value else ".", int(m.group(2)))
+
+
+def _parse_dict(value: str) -> dict[str, str | None] | None:
+    """FEATS / MISC: ``_`` -> None; ``A=1|B|C=x=y`` -> ``{"A": "1", "B": "", "C": "x=y"}``."""
+    if value == "_":
+        return None
+    out: dict[str, str | None] = {}
+    for part in value.split("|"):
+        key, eq, val = part.partition("=")
+        if key in ("", "_"):
+            continue
+        out[key] = (None if val in ("", "_") else val) if eq else ""
+    return out
+
+
+def _parse_deps(value: str) -> list[tuple[str, int | tuple[int, str, int]]] | str | None:
+    """DEPS: ``_`` -> None; ``4:nsubj|6:nmod:poss`` -> ``[("nsubj", 4), ("nmod:poss", 6)]`` (the ``conllu``
+    library's form); anything else stays a string."""
+    if value == "_":
+        return None
+    if not _DEPS_RE.match(value):
+        return value
+    out: list[tuple[str, int | tuple[int, str, int]]] = []
+    for part in value.split("|"):
+        head, rel = part.split(":", 1)
+        if "-" in head:
+            a, b = head.split("-")
+            if int(b) < int(a):
+                raise ValueError(f"DEPS {value!r}: range {head} ends before it starts")
+            out.append((rel, (int(a), "-", int(b))))
+        elif "." in head:
+            a, b = head.split(".")
+            out.append((rel, (int(a), ".", int(b))))
+        else:
+            out.append((rel, int(head)))
+    return out
+
+
+def parse_columns(cols: Sequence[str]) -> Token:
+    """The 10 validated columns of a token line -> :class:`conllu.models.Token` (the ``conllu``
+    library's value types: ``_`` is None except in FORM, LEMMA, UPOS and DEPREL).
+
+    Raises:
+        ValueError: naming the column whose value cannot be parsed.
+    """
+    idv, form, lemma, upos, xpos, feats, head, deprel, deps, misc = cols
+    if head == "_":
+        h = None
+    elif _ANY_HEAD_RE.match(head):
+        h = int(head)
+    else:
+        raise ValueError(f"HEAD {head!r} is not an integer (expected 0..n or '_')")
+    return Token(id=_parse_id(idv), form=form, lemma=lemma, upos=upos, xpos=None if xpos == "_" else xpos,
+                 feats=_parse_dict(feats), head=h, deprel=deprel, deps=_parse_deps(deps), misc=_parse_dict(misc))
+
+
+def _column(tok: Token, name: str) -> str:
+    """One regenerated column: ``_`` for an empty value; a value a reader would split or reject
+    (tab, newline, whitespace at either end) is an error, not a broken file."""
+    text = serialize_field(tok.get(name))
+    if text == "":
+        return "_"
+    if text != text.strip() or "\t" in text or "\n" in text:
+        raise ValueError(f"cannot write {name.upper()} {text!r} of token {serialize_field(tok.get('id'))}: a CoNLL-U "
+                         "column cannot hold a tab, a newline or whitespace at either end")
+    return text
+
+
+def _serialize_token(tok: Token, raw: str | None) -> str:
+    """One token line; columns whose parsed value still equals the original are copied verbatim."""
+    if raw is None:
+        return "\t".join(_column(tok, name) for name in FIELDS)
+    cr = raw.endswith("\r")
+    raw_cols = (raw[:-1] if cr else raw).split("\t")
+    orig = parse_columns(raw_cols)
+    if all(orig[name] == tok.get(name) for name in FIELDS):
+        return raw
+    out = [rc if orig[name] == tok.get(name) else _column(tok, name) for name, rc in zip(FIELDS, raw_cols, strict=True)]
+    return "\t".join(out) + ("\r" if cr else "")
+
+
+def _comment(key: str, value: Any) -> str:
+    return f"# {key} = {value}" if value else f"# {key}"
+
+
+def comment_pairs(raw: str) -> list[tuple[str, Any]]:
+    """The ``(key, value)`` pairs a comment line defines (none for a free comment)."""
+    return parse_comment_line(raw.rstrip("\r"))
+
+
+# --------------------------------------------------------------------------- Sentence
+@dataclass
+class Sentence:
+    """One CoNLL-U sentence: every line as read, plus views over the syntactic words.
+
+    Args:
+        tokens: the :class:`conllu.TokenList` (MWT ranges, empty nodes, all columns;
+            comments in ``tokens.metadata``, the last value of each key).
+        path: source file name, used in error messages.
+        line: 1-based line number of the sentence's first line in ``path``.
+
+    The private fields keep the original line text so that :func:`write_conllu`
+    reproduces the input byte for byte; a :class:`Sentence` built by hand leaves
+    them empty and is serialised from ``tokens``.
+    """
+
+    tokens: TokenList
+    path: str = "<string>"
+    line: int = 0
+    _raw_tokens: list[str] | None = field(default=None, repr=False, compare=False)
+    _raw_comments: list[str] | None = field(default=None, repr=False, compare=False)
+    _token_lines: list[int] | None = field(default=None, repr=False, compare=False)
+    _trailer: list[str] | None = field(default=None, repr=False, compare=False)
+    _word_idx: list[int] | None = field(default=None, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def word_indices(self) -> list[int]:
+        """Positions in ``tokens`` of the syntactic words (integer ids), in order."""
+        if self._word_idx is None or len(self._word_idx) > len(self.tokens):
+            self._word_idx = [k for k, t in enumerate(self.tokens) if isinstance(t["id"], int)]
+        return self._word_idx
+
+    @property
+    def words(self) -> list[Token]:
+        """The syntactic-word tokens (integer ids), in order."""
+        toks = self.tokens
+        return [toks[k] for k in self.word_indices]
+
+    @property
+    def forms(self) -> list[str]:
+        return [t["form"] for t in self.words]
+
+    @property
+    def lemmas(self) -> list[str]:
+        return [t["lemma"] for t in self.words]
+
+    @property
+    def upos(self) -> list[str]:
+        """UPOS of each word, ``"_"`` where missing."""
+        return [t["upos"] if t["upos"] else "_" for t in self.words]
+
+    @property
+    def xpos(self) -> list[str | None]:
+        return [t["xpos"] for t in self.words]
+
+    @property
+    def heads(self) -> list[int | None]:
+        """1-based head of each word (0 = root), ``None`` where the HEAD column is ``_``."""
+        return [t["head"] for t in self.words]
+
+    @property
+    def deprels(self) -> list[str | None]:
+        """DEPREL of each word, ``None`` where the column is ``_``."""
+        return [None if t["deprel"] in (None, "_") else t["deprel"] for t in self.words]
+
+    @property
+    def space_after(self) -> list[bool]:
+        """Whether each word is followed by a space (``SpaceAfter=No`` in MISC, on the word or
+        on the multiword token that ends at it)."""
+        mwt_end: dict[int, bool] = {}
+        for t in self.tokens:
+            tid = t["id"]
+            if isinstance(tid, tuple) and tid[1] == "-":
+                mwt_end[tid[2]] = _space_after(t)
+        return [mwt_end.get(t["id"], True) and _space_after(t) for t in self.words]
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.tokens.metadata
+
+    @property
+    def text(self) -> str | None:
+        """The ``# text = ...`` comment, if any."""
+        return self.tokens.metadata.get("text")
+
+    @property
+    def sent_id(self) -> str | None:
+        """The ``# sent_id = ...`` comment, if any."""
+        return self.tokens.metadata.get("sent_id")
+
+    @property
+    def comments(self) -> list[str]:
+        """The comment lines as they will be written (verbatim unless a value was changed)."""
+        return [c.rstrip("\r") for c in self._comment_lines()]
+
+    @property
+    def has_heads(self) -> bool:
+        """True when every word has an integer HEAD."""
+        return all(h is not None for h in self.heads)
+
+    def __len__(self) -> int:
+        """Number of syntactic words."""
+        return len(self.word_indices)
+
+    def word_line(self, i: int) -> int:
+        """File line number of word ``i`` (0-based word index), for error messages."""
+        return self.token_line(self.word_indices[i])
+
+    def token_line(self, k: int) -> int:
+        """File line number of ``tokens[k]``."""
+        if self._token_lines is not None and k < len(self._token_lines):
+            return self._token_lines[k]
+        return self.line
+
+    def __repr__(self) -> str:
+        return f"Sentence(sent_id={self.sent_id!r}, words={len(self)}, path={self.path!r}, line={self.line})"
+
+    # ------------------------------------------------------------------ edits
+    def copy(self) -> "Sentence":
+        """A deep copy (tokens, metadata and the original line text)."""
+        toks = TokenList([_copy_token(t) for t in self.tokens], Metadata(_copy_value(dict(self.tokens.metadata))),
+                         default_fields=FIELDS)
+
+        def dup(x: list | None) -> list | None:
+            return None if x is None else list(x)
+
+        return Sentence(toks, self.path, self.line, dup(self._raw_tokens), dup(self._raw_comments),
+                        dup(self._token_lines), dup(self._trailer), dup(self._word_idx))
+
+    def with_parse(self, heads: Sequence[int], deprels: Sequence[str], upos: Sequence[str] | None = None) -> "Sentence":
+        """A deep copy with HEAD / DEPREL (and UPOS if given) replaced on the integer-id words.
+
+        Everything else (multiword-token lines, empty nodes, comments, FEATS, DEPS,
+        MISC ...) is untouched, and :func:`write_conllu` regenerates only the changed
+        columns of the changed lines.
+
+        Raises:
+            ValueError: if a list's length differs from the number of words or a head
+                is outside ``0 .. len(self)``.
+        """
+        n = len(self)
+        if len(heads) != n or len(deprels) != n or (upos is not None and len(upos) != n):
+            raise ValueError(
+                f"{self.path}:{self.line}: sentence {self.sent_id or ''} has {n} words but got "
+                f"{len(heads)} heads, {len(deprels)} deprels" + ("" if upos is None else f", {len(upos)} upos")
+            )
+        out = self.copy()
+        for i, k in enumerate(out.word_indices):
+            h = int(heads[i])
+            if not 0 <= h <= n:
+                raise ValueError(f"{self.path}:{self.word_line(i)}: head {h} of word {i + 1} is outside 0..{n}")
+            tok = out.tokens[k]
+            tok["head"] = h
+            tok["deprel"] = str(deprels[i]) if deprels[i] is not None else "_"
+            if upos is not None:
+                tok["upos"] = str(upos[i])
+        return out
+
+    # ------------------------------------------------------------------ graphs
+    def to_graph(self, rel_vocab: LabelVocab | None = None, max_distance: int = 8,
+                 graph_channel: bool = True) -> Graph:
+        """The sentence as a :class:`g2gt.Graph`.
+
+        ``tokens`` = word forms; ``node_features = {"upos": [...]}``; channels
+        ``"position"`` (:class:`ChainChannel` with clip distance ``max_distance``) and,
+        when ``graph_channel`` and every word has a head, ``"deps"``: an
+        :class:`EdgeChannel` built by :func:`g2gt.core.graph.edges_from_heads` (word -> head
+        labelled ``rel↑``, head -> word ``rel↓``; ids from ``rel_vocab``, by default a
+        :meth:`LabelVocab.for_dependencies` of this sentence's relations).
+        ``meta`` holds ``sent_id``, ``text``, ``path`` and ``line``.
+        """
+        channels: dict[str, Any] = {"position": ChainChannel(max_distance)}
+        heads = self.heads
+        if graph_channel and heads and all(h is not None for h in heads):
+            rels = [r if r is not None else "_" for r in self.deprels]
+            vocab = rel_vocab if rel_vocab is not None else LabelVocab.for_dependencies(sorted(set(rels)))
+            channels["deps"] = edges_from_heads([int(h) for h in heads], rels, vocab)  # type: ignore[arg-type]
+        meta = {"sent_id": self.sent_id, "text": self.text, "path": self.path, "line": self.line}
+        return Graph(self.forms, channels, {"upos": self.upos}, meta)
+
+    # ------------------------------------------------------------------ output
+    def serialize(self) -> str:
+        """CoNLL-U text of this sentence: comment lines, token lines, then the blank line(s)
+        that followed it in the input (one blank line if none did)."""
+        lines = self._comment_lines()
+        raw = self._raw_tokens
+        for k, tok in enumerate(self.tokens):
+            lines.append(_serialize_token(tok, raw[k] if raw is not None and k < len(raw) else None))
+        trailer = self._trailer if self._trailer else [""]
+        return "\n".join(lines) + "\n" + "\n".join(trailer) + "\n"
+
+    def _comment_lines(self) -> list[str]:
+        """Comment lines in order: verbatim, except the line that gave a key its current value
+        when that value was changed (regenerated) or the key was deleted (dropped, with all
+        its earlier duplicates); keys that were added come last."""
+        meta = self.tokens.metadata
+        if self._raw_comments is None:
+            return [_comment(k, v) for k, v in meta.items()]
+        parsed = [comment_pairs(r) for r in self._raw_comments]
+        last = {key: i for i, pairs in enumerate(parsed) for key, _ in pairs}
+        out: list[str] = []
+        for i, (raw, pairs) in enumerate(zip(self._raw_comments, parsed, strict=True)):
+            same = True
+            new: list[str] = []
+            for key, value in pairs:
+                if key not in meta:
+                    same = False  # deleted key: drop its lines
+                elif last[key] == i and meta[key] != value:
+                    same = False
+                    new.append(_comment(key, meta[key]))
+                else:
+                    new.append(_comment(key, value))
+            if same:
+                out.append(raw)
+            else:
+                out.extend(line + ("\r" if raw.endswith("\r") else "") for line in new)
+        out.extend(_comment(k, v) for k, v in meta.items() if k not in last)
+        return out
+
+
+def _space_after(tok: Token) -> bool:
+    misc = tok.get("misc")
+    return not (isinstance(misc, dict) and misc.get("SpaceAfter") == "No")
+
+
+def _copy_value(v: Any) -> Any:
+    if isinstance(v, dict):
+        return type(v)((k, _copy_value(x)) for k, x in v.items())
+    if isinstance(v, list):
+        return [_copy_value(x) for x in v]
+    return v  # str, int, None, tuples of immutables
+
+
+def _copy_token(tok: Token) -> Token:
+    return Token((k, _copy_value(v)) for k, v in tok.items())
+
+
+# --------------------------------------------------------------------------- building
+def _check_word(w: str, what: str) -> None:
+    if not w or w != w.strip() or "\t" in w or "\n" in w:
+        raise ValueError(f"{what} {w!r} is empty, has a tab/newline or leading/trailing whitespace "
+                         "(a CoNLL-U column cannot hold it)")
+
+
+def _word_token(k: int, form: str, space: bool) -> Token:
+    return Token(id=k, form=form, lemma="_", upos="_", xpos=None, feats=None, head=None, deprel="_", deps=None,
+                 misc=None if space else {"SpaceAfter": "No"})
+
+
+def _meta(sent_id: str | None, text: str) -> Metadata:
+    meta = Metadata()
+    if sent_id is not None:
+        meta["sent_id"] = sent_id
+    meta["text"] = text
+    return meta
+
+
+def sentence_from_words(words: Sequence[str], text: str | None = None, sent_id: str | None = None,
+                        space_after: Sequence[bool] | None = None) -> Sentence:
+    """A sentence with forms only (no parse) for raw text to be parsed.
+
+    Every column but ID, FORM and MISC is ``_``; MISC gets ``SpaceAfter=No`` where
+    ``space_after[i]`` is False.  ``# sent_id`` / ``# text`` comments are added when given
+    (``text`` defaults to the words joined according to ``space_after``).
+    """
+    if space_after is not None and len(space_after) != len(words):
+        raise ValueError(f"space_after has {len(space_after)} entries for {len(words)} words")
+    if not words:
+        raise ValueError("a sentence needs at least one word")
+    sa = list(space_after) if space_after is not None else [True] * len(words)
+    for i, w in enumerate(words):
+        _check_word(w, f"word {i + 1}")
+    toks = [_word_token(i + 1, w, s) for i, (w, s) in enumerate(zip(words, sa, strict=True))]
+    if text is None:
+        text = "".join(w + (" " if s else "") for w, s in zip(words, sa, strict=True)).rstrip(" ")
+    return Sentence(TokenList(toks, _meta(sent_id, text), default_fields=FIELDS), "<text>", 0)
+
+
+def sentence_from_tokens(tokens: Sequence[tuple[str, Sequence[str], bool]], text: str | None = None,
+                         sent_id: str | None = None) -> Sentence:
+    """Like :func:`sentence_from_words` for surface tokens that may hold several
+    syntactic words: each item is ``(surface, words, space_after)``; a token with more
+    than one word becomes a multiword-token line ``a-b`` (carrying ``SpaceAfter=No``)
+    followed by its word lines, as UD English EWT writes ``don't`` -> ``do n't``."""
+    if not tokens:
+        raise ValueError("a sentence needs at least one token")
+    toks: list[Token] = []
+    k = 0
+    for surface, words, space in tokens:
+        words = list(words) or [surface]
+        for w in [surface, *words]:
+            _check_word(w, f"token {surface!r}: word")
+        if len(words) > 1:
+            toks.append(Token(id=(k + 1, "-", k + len(words)), form=surface, lemma="_", upos="_", xpos=None,
+                              feats=None, head=None, deprel="_", deps=None,
+                              misc=None if space else {"SpaceAfter": "No"}))
+            toks.extend(_word_token(k + 1 + j, w, True) for j, w in enumerate(words))
+            k += len(words)
+        else:
+            k += 1
+            toks.append(_word_token(k, words[0], space))
+    if text is None:
+        text = "".join(s + (" " if sp else "") for s, _, sp in tokens).rstrip(" ")
+    return Sentence(TokenList(toks, _meta(sent_id, text), default_fields=FIELDS), "<text>", 0)
+
+
+def check_tree(heads: Sequence[int]) -> str | None:
+    """``None`` if ``heads`` (1-based heads of words 1..n, 0 = root) form a tree with
+    exactly one root; otherwise the reason, e.g. ``"cycle 3->5->3"``, ``"no root"``,
+    ``"several roots: words 2, 5"`` or ``"head 9 of word 4 is outside 0..7"``."""
+    n = len(heads)
+    if n == 0:
+        return "no words"
+    for i, h in enumerate(heads):
+        if h is None:
+            return f"word {i + 1} has no head"
+        if not 0 <= int(h) <= n:
+            return f"head {h} of word {i + 1} is outside 0..{n}"
+        if int(h) == i + 1:
+            return f"word {i + 1} is its own head"
+    roots = [i + 1 for i, h in enumerate(heads) if int(h) == 0]
+    state = [0] * (n + 1)  # 0 unseen, 1 on the current path, 2 done (reaches the root)
+    state[0] = 2
+    for start in range(1, n + 1):
+        path = []
+        v = start
+        while state[v] == 0:
+            state[v] = 1
+            path.append(v)
+            v = int(heads[v - 1])
+        if state[v] == 1:
+            cyc = path[path.index(v):]
+            return "cycle " + "->".join(str(x) for x in cyc + [v])
+        for u in path:
+            state[u] = 2
+    if not roots:
+        return "no root"
+    if len(roots) > 1:
+        return "several roots: words " + ", ".join(map(str, roots))
+    return None

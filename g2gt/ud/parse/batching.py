@@ -1,0 +1,182 @@
+"""Sentences as padded tensors for the parser: examples, batches, length batching, dependency-channel
+labels and corrupted graphs for refinement training.
+
+A sentence of ``n`` words becomes ``n + 1`` nodes, node 0 being ``<root>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from ...core.batch import GraphBatch, collate
+from ...core.graph import ChainChannel, Graph
+from .vocab import ROOT, ParserVocab, sentence_feats
+
+__all__ = ["Example", "make_example", "ParseBatch", "make_batch", "length_batches", "dependency_labels",
+           "corrupt_graph", "TAG_HEADS"]
+
+TAG_HEADS = ("xpos", "feats", "lemma")  # the optional word-level heads, in this order everywhere
+
+
+@dataclass
+class Example:
+    """One sentence as ids (node 0 = ROOT)."""
+
+    forms: list[str]  # with "<root>" first
+    words: list[int]
+    upos: list[int]
+    heads: list[int]  # -1 where the HEAD column is empty; ROOT: 0
+    rels: list[int]
+    tags: dict[str, list[int]] = field(default_factory=dict)  # golds of the heads of TAG_HEADS the vocab has
+
+
+def make_example(sent, vocab: ParserVocab) -> Example:
+    """``sent``: an object with ``forms``, ``upos``, ``heads``, ``deprels`` (and ``xpos``, ``words``,
+    ``lemmas`` for the heads the vocabulary has), e.g. :class:`g2gt.ud.io.Sentence`."""
+    forms = [ROOT] + list(sent.forms)
+    words = [2] + [vocab.word_id(f) for f in sent.forms]
+    upos = [0] + [vocab.upos_index.get(u, 0) for u in sent.upos]
+    heads = [0] + [(-1 if h is None else int(h)) for h in sent.heads]
+    rels = [0] + [vocab.rel_index.get(r, 0) if r is not None else 0 for r in sent.deprels]
+    tags = {}
+    if vocab.xpos:
+        tags["xpos"] = [0] + [vocab.xpos_index.get(x or "_", 0) for x in sent.xpos]
+    if vocab.feats:
+        tags["feats"] = [0] + [vocab.feats_index.get(f, 0) for f in sentence_feats(sent)]
+    if vocab.lemma_rules:
+        tags["lemma"] = [0] + [vocab.lemma_id(f, lem) for f, lem in zip(sent.forms, sent.lemmas)]
+    return Example(forms, words, upos, heads, rels, tags)
+
+
+@dataclass
+class ParseBatch:
+    """A padded batch of sentences (node 0 = ROOT).
+
+    ``graph``: :class:`g2gt.GraphBatch` from :func:`g2gt.collate` — ``tokens [B, n]``
+    word ids, ``labels [B, 1, n, n]`` the position channel, ``padding_mask [B, n]``,
+    ``node_features`` ``upos`` / ``head`` / ``rel`` / ``has_head`` and the tag heads' golds (``[B, n]``).
+    ``char_ids [U, m]`` / ``word_types [B, n]``: characters of the batch's unique word types and
+    each node's row in ``char_ids``. ``index``: the examples' positions in the caller's list.
+    """
+
+    graph: GraphBatch
+    char_ids: Tensor
+    word_types: Tensor
+    index: list[int]
+    corrupt_seed: int = 0
+
+    def to(self, device, non_blocking: bool = False) -> "ParseBatch":
+        nb = non_blocking
+        return ParseBatch(self.graph.to(device, non_blocking=nb), self.char_ids.to(device, non_blocking=nb),
+                          self.word_types.to(device, non_blocking=nb), self.index, self.corrupt_seed)
+
+    @property
+    def words_mask(self) -> Tensor:
+        """``[B, n]`` True on real words (not ROOT, not padding)."""
+        m = ~self.graph.padding_mask
+        m[:, 0] = False
+        return m
+
+    @property
+    def lengths(self) -> Tensor:
+        """``[B]`` number of words of each sentence (ROOT not counted)."""
+        return (~self.graph.padding_mask).sum(-1) - 1
+
+    @property
+    def position(self) -> Tensor:
+        """``[B, n, n]`` the position channel's labels (long)."""
+        return self.graph.labels[:, 0].long()
+
+    @property
+    def num_words(self) -> int:
+        return int((~self.graph.padding_mask).sum()) - len(self.index)
+
+
+def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: ParserVocab, max_distance: int,
+               corrupt_seed: int = 0) -> ParseBatch:
+    """Collate examples with :func:`g2gt.collate` (position channel) plus unique-word characters."""
+    graphs = [
+        Graph(ex.words, {"position": ChainChannel(max_distance)},
+              {"upos": ex.upos, "head": [max(h, 0) for h in ex.heads], "rel": ex.rels,
+               "has_head": [int(h >= 0) for h in ex.heads], **ex.tags})
+        for ex in examples
+    ]
+    gb = collate(graphs)
+    types: dict[str, int] = {}
+    n = gb.tokens.shape[1]
+    rows = []
+    for ex in examples:
+        row = [types.setdefault(f, len(types)) for f in ex.forms]
+        rows.append(row + [0] * (n - len(row)))
+    wt = torch.tensor(rows, dtype=torch.long).view(len(examples), n)
+    chars = [[2] if f == ROOT else vocab.char_ids(f) for f in types]  # dicts keep insertion order = type id
+    m = max(map(len, chars))
+    char_ids = torch.tensor([c + [0] * (m - len(c)) for c in chars], dtype=torch.long).view(len(chars), m)
+    return ParseBatch(gb, char_ids, wt, list(index), corrupt_seed)
+
+
+def length_batches(lengths: Sequence[int], max_tokens: int, max_pairs: int | None = None) -> list[list[int]]:
+    """Indices of ``lengths`` sorted by length (stable) and cut into batches of at most ``max_tokens``
+    padded nodes (``longest * count``) and at most ``max_pairs`` padded node pairs (``longest**2 * count``,
+    default ``256 * max_tokens``): attention and arc scores grow with the pairs, so long sentences get
+    batches of their own (as in Stanza) while sentences up to 256 nodes are cut by ``max_tokens`` alone.
+    An item longer than ``max_tokens`` gets a batch of its own."""
+    max_pairs = 256 * max_tokens if max_pairs is None else max_pairs
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    out: list[list[int]] = []
+    cur: list[int] = []
+    longest = 0
+    for i in order:
+        n = lengths[i]
+        m = max(longest, n)
+        if cur and (m * (len(cur) + 1) > max_tokens or m * m * (len(cur) + 1) > max_pairs):
+            out.append(cur)
+            cur, longest = [], 0
+        cur.append(i)
+        longest = max(longest, n)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def dependency_labels(heads: Tensor, rels: Tensor, valid: Tensor, dtype: torch.dtype = torch.long) -> Tensor:
+    """Dense dependency-channel labels ``[B, n, n]`` (``dtype``, long by default) from a graph over ``n`` nodes.
+
+    ``heads [B, n]`` is each node's head index (node 0 = ROOT; ignored where
+    ``valid [B, n]`` is False), ``rels [B, n]`` the relation index ``r``. The pair
+    (dependent ``i``, head ``h``) gets ``1 + 2r`` (``rel↑``) and (``h``, ``i``) gets
+    ``2 + 2r`` (``rel↓``); all other pairs 0. Inference passes a compact ``dtype``
+    (:func:`g2gt.core.batch.compact_dtype` of ``2 + 2 * max r``): ``n * n`` bytes instead of ``8 n * n``.
+    """
+    B, n = heads.shape
+    out = torch.zeros(B, n, n, dtype=dtype, device=heads.device)
+    b, i = valid.nonzero(as_tuple=True)
+    if b.numel():
+        h = heads[b, i].clamp(0, n - 1)
+        r = rels[b, i]
+        out[b, h, i] = (2 + 2 * r).to(dtype)
+        out[b, i, h] = (1 + 2 * r).to(dtype)
+    return out
+
+
+def corrupt_graph(heads: Tensor, rels: Tensor, words_mask: Tensor, num_rels: int, max_rate: float,
+                  generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+    """Replace a random fraction (per sentence uniform in ``[0, max_rate]``) of the heads and,
+    independently, of the relations by random ones (never a self loop). ``[B, n]`` in, ``[B, n]`` out;
+    the random numbers are drawn on the CPU from ``generator`` (same result on every device)."""
+    B, n = heads.shape
+    dev = heads.device
+    rate = torch.rand(B, 1, generator=generator) * max_rate
+    lengths = (words_mask.sum(-1) + 1).clamp(min=2)  # nodes incl. ROOT
+    u = torch.rand(B, n, generator=generator)
+    rand_head = (torch.rand(B, n, generator=generator) * lengths[:, None].cpu()).long()
+    h_new = torch.where(u < rate, rand_head, heads.cpu())
+    ar = torch.arange(n)[None]
+    h_new = torch.where(h_new == ar, heads.cpu(), h_new)  # no self loops
+    r_new = torch.where(torch.rand(B, n, generator=generator) < rate,
+                        torch.randint(0, num_rels, (B, n), generator=generator), rels.cpu())
+    return h_new.to(dev), r_new.to(dev)

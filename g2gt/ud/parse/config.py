@@ -1,0 +1,51 @@
+"""Hyper-parameters of the parser model, importable without torch (``g2gt train parser --help`` builds its
+model options from these fields)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ...core.config import dataclass_from_dict
+
+__all__ = ["ParserConfig"]
+
+
+@dataclass
+class ParserConfig:
+    """Hyper-parameters of :class:`g2gt.ud.parse.ParserModel`, saved in checkpoints as ``model_config``.
+
+    The vocabulary sizes come first (from :class:`g2gt.ud.parse.ParserVocab`); a size of 0 means the
+    model has no such head (XPOS, UFeats, lemma rules). The field names are the checkpoint format:
+    renaming one breaks loading of existing models.
+    """
+
+    num_words: int
+    num_chars: int
+    num_upos: int
+    num_rels: int
+    num_xpos: int = 0  # 0 = no XPOS head (likewise UFeats and lemma rules)
+    num_feats: int = 0
+    num_lemma_rules: int = 0
+    d_model: int = 256
+    num_heads: int = 8
+    num_layers: int = 6
+    ffn_dim: int = 1024
+    dropout: float = 0.2
+    attention_dropout: float = 0.0
+    max_distance: int = 8  # clip distance of the relative-position channel
+    value_labels: bool = True  # label embeddings in attention values too (else keys only)
+    graph_channel: bool = True  # the dependency-graph channel (False: positions only, no refinement)
+    arc_dim: int = 256
+    label_dim: int = 64
+    char_dim: int = 64
+    char_filters: int = 192
+    head_dropout: float = 0.25  # dropout before the arc / relation / tag scorers
+    activation: str = "gelu"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ParserConfig":
+        """From :meth:`to_dict` output (unknown keys, e.g. of a newer version, are ignored)."""
+        return dataclass_from_dict(cls, d)

@@ -1,0 +1,173 @@
+"""Sentences in, parses out: THE inference path of the parser, used by dev evaluation during training
+(:class:`g2gt.ud.parse.ParsingTask`), by :class:`g2gt.ud.parse.Parser` and by ``benchmarks/parse_speed.py``.
+
+:func:`decode_sentences` cuts the sentences into length-sorted batches of at most ``max_tokens`` padded
+nodes, runs :meth:`ParserModel.decode` on each and turns its ids into strings
+(:class:`SentenceParse`, in input order, inside a :class:`ParseResult`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from torch import Tensor
+
+from .batching import length_batches, make_batch, make_example
+from .lemma_rules import apply_rule, rule_applies
+from .model import ParserModel
+from .vocab import ParserVocab
+
+__all__ = ["Tree", "SentenceParse", "ParseResult", "decode_sentences", "check_input_trees", "LEMMA_TOPK"]
+
+LEMMA_TOPK = 5  # lemma rules tried per word, best first, until one applies to the form
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One iteration's output for one sentence: 1-based heads (0 = root), relations, UPOS."""
+
+    heads: list[int]
+    deprels: list[str]
+    upos: list[str]
+
+
+@dataclass
+class SentenceParse:
+    """The parser's prediction for one sentence of ``n`` words (lists of length ``n``).
+
+    ``xpos`` / ``feats`` / ``lemmas`` are None when the model has no such head; ``feats`` are whole
+    FEATS strings (``"_"`` = none). ``passes``: encoder passes run for this sentence (1 + the
+    refinement passes it needed before reaching a fixed point). ``iterations``: with
+    ``record_iterations``, the :class:`Tree` after every iteration (iteration 0 first; after a fixed
+    point the tree repeats), else None.
+    """
+
+    heads: list[int]
+    deprels: list[str]
+    upos: list[str]
+    xpos: list[str] | None = None
+    feats: list[str] | None = None
+    lemmas: list[str] | None = None
+    passes: int = 0
+    iterations: list[Tree] | None = None
+
+
+@dataclass
+class ParseResult(Sequence[SentenceParse]):
+    """The :class:`SentenceParse` of each input sentence, in input order (a sequence of them)."""
+
+    sentences: list[SentenceParse]
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self.sentences[i]
+
+    def __iter__(self) -> Iterator[SentenceParse]:
+        return iter(self.sentences)
+
+    @property
+    def passes(self) -> int:
+        """Encoder passes run over all sentences (a sentence-level count: one pass of a batch of 8 = 8)."""
+        return sum(s.passes for s in self.sentences)
+
+    def iteration(self, k: int) -> list[Tree]:
+        """Every sentence's :class:`Tree` after iteration ``k`` (needs ``record_iterations=True``)."""
+        if any(s.iterations is None for s in self.sentences):
+            raise ValueError("iterations were not recorded: decode with record_iterations=True")
+        return [s.iterations[min(k, len(s.iterations) - 1)] for s in self.sentences]  # type: ignore[index]
+
+
+def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence, max_distance: int,
+                     refine_steps: int = 2, algorithm: str = "mst", use_input_graph: bool = False,
+                     max_tokens: int = 3000, progress: bool = False,
+                     record_iterations: bool = False) -> ParseResult:
+    """Parse ``sentences`` (objects with ``forms``, e.g. :class:`g2gt.ud.io.Sentence`) with ``model``.
+
+    ``refine_steps``: refinement passes after iteration 0 (a sentence stops early at a fixed point).
+    ``use_input_graph``: the sentences' own HEAD / DEPREL columns are iteration 0's graph; they must
+    form one single-rooted tree per sentence, else a :class:`ValueError` naming ``file:line``.
+    ``max_tokens``: padded nodes per batch. Every output is exactly one single-rooted tree.
+    """
+    if algorithm not in ("mst", "eisner"):
+        raise ValueError(f"algorithm must be 'mst' or 'eisner', got {algorithm!r}")
+    if use_input_graph:
+        check_input_trees(sentences)
+    examples = [make_example(s, vocab) for s in sentences]
+    root_rel = vocab.rel_index.get("root", 0)
+    device = next(model.parameters()).device
+    out: list[SentenceParse | None] = [None] * len(examples)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(examples), desc="parse", unit="sent", leave=False)
+    for idx in length_batches([len(ex.words) for ex in examples], max_tokens):
+        batch = make_batch([examples[i] for i in idx], idx, vocab, max_distance).to(device)
+        res = model.decode(batch, refine_steps, root_rel, algorithm, use_input_graph, LEMMA_TOPK,
+                           record_history=record_iterations)
+        lengths = batch.lengths.tolist()
+        cols = _to_lists(res.heads, res.rels, res.upos)
+        tags = {name: t.tolist() for name, t in res.tags.items()}
+        hist = [_to_lists(*step) for step in res.history]
+        passes = res.passes.tolist()
+        for b, i in enumerate(idx):
+            n = lengths[b]
+            h, r, u = (c[b][1 : n + 1] for c in cols)
+            sp = SentenceParse(h, [vocab.rels[k] for k in r], [vocab.upos[k] for k in u], passes=passes[b])
+            _set_tags(sp, {name: t[b][1 : n + 1] for name, t in tags.items()}, examples[i].forms[1 : n + 1], vocab)
+            if record_iterations:
+                sp.iterations = [Tree(hh[b][1 : n + 1], [vocab.rels[k] for k in rr[b][1 : n + 1]],
+                                      [vocab.upos[k] for k in uu[b][1 : n + 1]]) for hh, rr, uu in hist]
+            out[i] = sp
+        if bar is not None:
+            bar.update(len(idx))
+    if bar is not None:
+        bar.close()
+    return ParseResult(out)  # type: ignore[arg-type]
+
+
+def _to_lists(*tensors: Tensor) -> list[list[list[int]]]:
+    return [t.tolist() for t in tensors]
+
+
+def _set_tags(sp: SentenceParse, top: dict[str, list[list[int]]], forms: list[str], vocab: ParserVocab) -> None:
+    """XPOS / FEATS / LEMMA strings of one sentence from the heads' best classes (``[n][k]``)."""
+    if "xpos" in top:
+        sp.xpos = [vocab.xpos[c[0]] for c in top["xpos"]]
+    if "feats" in top:
+        sp.feats = [vocab.feats[c[0]] for c in top["feats"]]
+    if "lemma" in top:
+        lemmas = []
+        for form, cands in zip(forms, top["lemma"]):
+            rule = next((vocab.lemma_rules[k] for k in cands if k and rule_applies(form, vocab.lemma_rules[k])), None)
+            lemmas.append(form.lower() if rule is None else apply_rule(form, rule))
+        sp.lemmas = lemmas
+
+
+def check_input_trees(sentences: Sequence) -> None:
+    """Every sentence's HEAD column must be a single-rooted tree (for ``use_input_graph``);
+    ``ValueError("FILE:LINE: ...")`` otherwise."""
+    from ..io.conllu import check_tree
+
+    for s in sentences:
+        heads = s.heads
+        if any(h is None for h in heads):
+            bad = next(k for k, h in enumerate(heads) if h is None)
+            raise ValueError(f"{_where(s, bad)}: --refine needs a HEAD for every word, found '_' "
+                             "(expected an integer head 0..n)")
+        why = check_tree([int(h) for h in heads])
+        if why is not None:
+            raise ValueError(f"{_where(s)}: the input graph of --refine is not a single-rooted tree: "
+                             f"{why} (expected exactly one word with HEAD 0 and no cycles)")
+
+
+def _where(sent, word: int | None = None) -> str:
+    """``FILE:LINE`` of a sentence (or of its word ``word``, 0-based) for error messages."""
+    path = getattr(sent, "path", "<input>")
+    line = getattr(sent, "line", 0)
+    if word is not None and hasattr(sent, "word_line"):
+        line = sent.word_line(word)
+    return f"{path}:{line}"

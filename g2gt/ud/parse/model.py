@@ -1,0 +1,318 @@
+r"""The graph-to-graph Transformer dependency parser (RNGTr-style iterative refinement).
+
+A sentence of ``n`` words becomes a graph of ``n + 1`` nodes: a ``<root>`` node at position 0 and the
+words. Every node pair carries labels that enter the attention scores (:class:`g2gt.nn.GraphAttention`):
+
+* channel 0, ``position``: the clipped relative distance ``clip(j - i, -k, k)``;
+* channel 1, ``deps``: the *current* dependency graph — ``rel↑`` on (dependent, head) and ``rel↓`` on
+  (head, dependent), ROOT's edges included (:func:`g2gt.ud.parse.batching.dependency_labels`).
+
+Node input: ``e_i = LayerNorm(E_word[lower(w_i)] + CharCNN(w_i))``. Heads on the encoder states ``h``:
+biaffine arcs ``[B, n, n]`` (row = dependent, column = head), biaffine relations at a chosen head,
+UPOS and the optional XPOS / UFeats / lemma-rule taggers (:class:`g2gt.nn.heads.Tagger`).
+
+Iteration 0 parses from the empty graph (channel 1 all zeros); its tree is fed back as channel 1 and
+the sentence is parsed again, ``T`` times. A sentence whose output graph equals its input graph has
+reached a fixed point (the model is deterministic at inference) and is not encoded again
+(:meth:`ParserModel.decode`).
+
+Training (:meth:`ParserModel.forward`, one call per step so ``DistributedDataParallel`` works): a
+pass from the empty graph plus, optionally, a pass from a refinement graph — the first pass's own
+argmax prediction (``"self"``, RNGTr) or a given graph such as a corrupted gold tree (``"graph"``).
+
+The parameter names (``word_embed``, ``char_encoder``, ``embed_norm``, ``encoder``, ``arc``, ``rel``,
+``tagger``, ``taggers.{xpos,feats,lemma}``) are the checkpoint format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ...core.batch import compact_dtype
+from ...core.graph import num_chain_labels
+from ...nn.heads import BiaffineArcScorer, BiaffineLabelScorer, CharCNNWordEncoder, Tagger
+from ...nn.transformer import GraphEncoder
+from .trees import batch_decode
+from .batching import TAG_HEADS, ParseBatch, dependency_labels
+from .config import ParserConfig
+
+__all__ = ["ParserModel", "ParserConfig", "DecodedBatch"]
+
+
+@dataclass
+class DecodedBatch:
+    """What :meth:`ParserModel.decode` returns for a batch of ``B`` sentences over ``n`` nodes (long
+    tensors on the model's device; node 0 = ROOT and padding hold 0).
+
+    ``heads``, ``rels``, ``upos``: ``[B, n]`` of the last pass of each sentence; ``tags``: for each tag
+    head of the model (``"xpos"``, ``"feats"``, ``"lemma"``) ``[B, n, k]`` its best classes, best first
+    (``k = 1``; ``k = lemma_topk`` for lemma rules, whose class 0 ``<unk>`` is never among them);
+    ``passes``: ``[B]`` encoder passes run per sentence; ``history``: when recorded, ``(heads, rels,
+    upos)`` after each iteration (a sentence that converged keeps its last values).
+    """
+
+    heads: Tensor
+    rels: Tensor
+    upos: Tensor
+    tags: dict[str, Tensor]
+    passes: Tensor
+    history: list[tuple[Tensor, Tensor, Tensor]] = field(default_factory=list)
+
+
+class ParserModel(nn.Module):
+    """Graph-to-graph Transformer dependency parser (see the module docstring).
+
+    Shapes: ``words [B, n]`` long (node 0 = ROOT), ``char_ids [U, m]`` long (characters of the
+    batch's unique word types), ``word_types [B, n]`` long (row of ``char_ids`` of each node),
+    ``padding_mask [B, n]`` bool, ``labels [B, C, n, n]`` (C = 2 with the graph channel, else 1).
+
+    :meth:`forward` is the training loss of a batch (all passes); :meth:`score` one pass;
+    :meth:`decode` the inference of a batch (trees, relations, tags; refinement until a fixed point).
+    """
+
+    def __init__(self, config: ParserConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        self.word_embed = nn.Embedding(c.num_words, c.d_model, padding_idx=0)
+        self.char_encoder = CharCNNWordEncoder(c.num_chars, c.d_model, c.char_dim, c.char_filters)
+        self.embed_norm = nn.LayerNorm(c.d_model)
+        self.embed_dropout = nn.Dropout(c.dropout)
+        sizes = [num_chain_labels(c.max_distance)]
+        if c.graph_channel:
+            sizes.append(1 + 2 * c.num_rels)
+        self.encoder = GraphEncoder(c.num_layers, c.d_model, c.num_heads, c.ffn_dim, sizes, c.value_labels,
+                                    c.dropout, c.attention_dropout, True, c.activation)
+        self.arc = BiaffineArcScorer(c.d_model, c.arc_dim, c.head_dropout)
+        self.rel = BiaffineLabelScorer(c.d_model, c.num_rels, c.label_dim, c.head_dropout)
+        self.tagger = Tagger(c.d_model, c.num_upos, c.d_model, c.head_dropout)
+        sizes_by_name = {"xpos": c.num_xpos, "feats": c.num_feats, "lemma": c.num_lemma_rules}
+        # the optional word-level heads (name -> Tagger); absent when their size is 0
+        self.taggers = nn.ModuleDict({name: Tagger(c.d_model, sizes_by_name[name], c.d_model, c.head_dropout)
+                                      for name in TAG_HEADS if sizes_by_name[name] > 0})
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.normal_(self.word_embed.weight, std=self.config.d_model**-0.5)
+        with torch.no_grad():
+            self.word_embed.weight[0].zero_()
+        for m in (self.char_encoder, self.embed_norm, self.encoder, self.arc, self.rel, self.tagger,
+                  *self.taggers.values()):
+            m.reset_parameters()
+
+    # ------------------------------------------------------------------ passes
+    def labels(self, position: Tensor, graph: Tensor | None) -> Tensor:
+        """Stack the channels: ``position [B, n, n]`` and ``graph [B, n, n]`` (None = empty graph)
+        -> ``[B, C, n, n]``."""
+        if not self.config.graph_channel:
+            return position[:, None]
+        if graph is None:
+            graph = torch.zeros_like(position)
+        return torch.stack([position.to(graph.dtype), graph], 1)
+
+    def embed(self, words: Tensor, char_ids: Tensor, word_types: Tensor) -> Tensor:
+        """Node vectors ``[B, n, d]``: word embedding + char-CNN word vector, layer-normed."""
+        cvec = self.char_encoder(char_ids)  # [U, d]
+        x = self.word_embed(words) + cvec[word_types]
+        return self.embed_dropout(self.embed_norm(x))
+
+    def encode(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
+               labels: Tensor) -> Tensor:
+        """Encoder states ``[B, n, d]``."""
+        return self.encoder(self.embed(words, char_ids, word_types), labels, padding_mask)
+
+    def score(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
+              labels: Tensor, label_heads: Tensor,
+              x: Tensor | None = None) -> tuple[Tensor, Tensor, dict[str, Tensor], Tensor]:
+        """One training pass: arcs ``[B, n, n]`` (padded / self columns ``-inf``), relations at
+        ``label_heads [B, n]`` ``[B, n, R]``, tag logits ``{"upos": [B, n, P], ...}`` and ``[2, B, n]``:
+        argmax heads and the relations at them (no gradient; for self-training).
+        ``x [B, n, d]``: node vectors from :meth:`embed` when already computed (else computed here)."""
+        if x is None:
+            x = self.embed(words, char_ids, word_types)
+        h = self.encoder(x, labels, padding_mask)
+        arc = self.arc(h, padding_mask)
+        n = arc.shape[-1]
+        arc = arc.masked_fill(torch.eye(n, dtype=torch.bool, device=arc.device), float("-inf"))
+        d, hh = self.rel.project(h)
+        rel = self.rel.score(d, hh, label_heads)
+        with torch.no_grad():
+            pred_heads = arc.argmax(-1)
+            pred_rels = self.rel.score(d, hh, pred_heads).argmax(-1)
+        tags = {"upos": self.tagger(h), **{name: t(h) for name, t in self.taggers.items()}}
+        return arc, rel, tags, torch.stack([pred_heads, pred_rels])
+
+    @staticmethod
+    def pass_loss(out: tuple[Tensor, Tensor, dict[str, Tensor], Tensor], words_mask: Tensor, gold_heads: Tensor,
+                  gold_rels: Tensor, gold_tags: dict[str, Tensor]) -> Tensor:
+        """Summed arc + relation + tag cross-entropies (every head named in ``gold_tags``) of one
+        :meth:`score` pass over the real words (``words_mask [B, n]``; golds ``[B, n]`` long).
+        Scalar, float32 or wider."""
+        arc, rel, tags, _ = out
+        m = words_mask
+        loss = (F.cross_entropy(arc[m].float(), gold_heads[m], reduction="sum")
+                + F.cross_entropy(rel[m].float(), gold_rels[m], reduction="sum"))
+        for name, gold in gold_tags.items():
+            loss = loss + F.cross_entropy(tags[name][m].float(), gold[m], reduction="sum")
+        return loss
+
+    def forward(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
+                position: Tensor, gold_heads: Tensor, gold_rels: Tensor, gold_upos: Tensor,
+                refine: str = "none", refine_graph: Tensor | None = None,
+                gold_tags: dict[str, Tensor] | None = None) -> Tensor:
+        r"""The whole training loss of a batch in ONE call (so that ``DistributedDataParallel``
+        sees one forward per backward).
+
+        ``position [B, n, n]`` is the position channel, golds ``[B, n]`` long (node 0 =
+        ROOT, ignored). The node vectors are embedded once and shared by the passes:
+
+        1. from the empty graph;
+        2. ``refine="self"``: from the graph of pass 1's argmax heads and the relations
+           at them (chosen without gradient); ``refine="graph"``: from ``refine_graph
+           [B, n, n]`` (dependency-channel labels, e.g. a corrupted gold tree);
+           ``refine="none"``: no second pass.
+
+        ``gold_tags``: golds ``[B, n]`` of the tag heads (``"xpos"``, ``"feats"``, ``"lemma"``).
+
+        Returns the SUM over passes and real words of arc + relation + tag cross-entropies.
+        """
+        if refine not in ("none", "self", "graph"):
+            raise ValueError(f"refine must be 'none', 'self' or 'graph', got {refine!r}")
+        if refine == "graph" and refine_graph is None:
+            raise ValueError("refine='graph' needs refine_graph [B, n, n] (dependency-channel labels)")
+        if refine != "none" and not self.config.graph_channel:
+            raise ValueError(f"refine={refine!r} needs a model with the graph channel (graph_channel=True)")
+        missing = sorted(set(gold_tags or {}) - set(self.taggers))
+        if missing:
+            raise ValueError(f"gold tags for {missing} but the model has no such head (its ParserConfig sizes "
+                             "are 0); build the config from the vocabulary: ParserVocab.config(...)")
+        words_mask = ~padding_mask
+        words_mask[:, 0] = False
+        golds = (gold_heads, gold_rels, {"upos": gold_upos, **(gold_tags or {})})
+        if refine == "none":
+            out = self.score(words, char_ids, word_types, padding_mask, self.labels(position, None), gold_heads)
+            return self.pass_loss(out, words_mask, *golds)
+        x = self.embed(words, char_ids, word_types)  # shared by both passes
+        out = self.score(words, char_ids, word_types, padding_mask, self.labels(position, None), gold_heads, x)
+        total = self.pass_loss(out, words_mask, *golds)
+        if refine == "self":
+            refine_graph = dependency_labels(out[3][0], out[3][1], words_mask)
+        out = self.score(words, char_ids, word_types, padding_mask, self.labels(position, refine_graph),
+                         gold_heads, x)
+        return total + self.pass_loss(out, words_mask, *golds)
+
+    # ------------------------------------------------------------------ inference
+    @torch.inference_mode()
+    def decode(self, batch: ParseBatch, refine_steps: int, root_rel: int, algorithm: str = "mst",
+               input_graph: bool = False, lemma_topk: int = 5, record_history: bool = False) -> DecodedBatch:
+        r"""Parse a batch (in eval mode, under ``torch.inference_mode``): every sentence gets exactly one
+        single-rooted tree.
+
+        Each pass encodes the active sentences, takes log-softmax arc scores in float32, decodes a tree
+        (``algorithm`` ``"mst"``: Chu-Liu-Edmonds, ``"eisner"``: projective; :func:`g2gt.ud.parse.trees.batch_decode`),
+        picks each word's relation at its head (relation ``root_rel`` exactly for the word attached to
+        ROOT) and its tags. The first pass reads the empty graph, or with ``input_graph`` the batch's own
+        HEAD / DEPREL (``node_features`` ``head`` / ``rel``; check it is a tree first); ``refine_steps``
+        passes follow, each reading the previous graph, except for sentences whose graph did not change
+        (fixed point). Without the graph channel only one pass runs.
+        """
+        if algorithm not in ("mst", "eisner"):
+            raise ValueError(f"algorithm must be 'mst' or 'eisner', got {algorithm!r}")
+        T = refine_steps if self.config.graph_channel else 0
+        was = self.training
+        self.eval()
+        try:
+            g = batch.graph
+            dev = g.tokens.device
+            B = g.tokens.shape[0]
+            words_mask, lengths = batch.words_mask, batch.lengths
+            # labels stay in a compact integer dtype ([B, n, n] bytes, not 8x that as long); attention
+            # widens them one query chunk at a time
+            position = g.labels[:, 0]
+            lab_dt = torch.promote_types(position.dtype, compact_dtype(2 * self.config.num_rels))
+            position = position.to(lab_dt)
+            graph = None
+            if input_graph:
+                graph = dependency_labels(g.node_features["head"], g.node_features["rel"], words_mask, lab_dt)
+            x = self.embed(g.tokens, batch.char_ids, batch.word_types)  # once for all iterations
+            res_h, res_r, res_u = (torch.zeros_like(g.tokens) for _ in range(3))
+            res_t = {name: torch.zeros(*g.tokens.shape, lemma_topk if name == "lemma" else 1, dtype=torch.long,
+                                       device=dev) for name in self.taggers}
+            passes = torch.zeros(B, dtype=torch.long, device=dev)
+            history: list[tuple[Tensor, Tensor, Tensor]] = []
+            active = torch.arange(B, device=dev)
+            n_iter = max(T + (0 if input_graph else 1), 1)
+            for _ in range(n_iter):
+                if active.numel():
+                    sub = active
+                    lab = self.labels(position[sub], None if graph is None else graph[sub])
+                    h = self.encoder(x[sub], lab, g.padding_mask[sub])
+                    passes[sub] += 1
+                    ph, pr, pu, pt = self._predict_pass(h, g.padding_mask[sub], words_mask[sub], lengths[sub],
+                                                        algorithm, root_rel, lemma_topk)
+                    res_h[sub], res_r[sub], res_u[sub] = ph, pr, pu
+                    for name, top in pt.items():
+                        res_t[name][sub] = top
+                    new_graph = dependency_labels(ph, pr, words_mask[sub], lab_dt)
+                    if graph is None:
+                        graph = torch.zeros(B, *position.shape[1:], dtype=lab_dt, device=dev)
+                        changed = torch.ones(sub.numel(), dtype=torch.bool, device=dev)
+                    else:
+                        changed = (new_graph != graph[sub]).flatten(1).any(-1)
+                    graph[sub] = new_graph
+                    active = sub[changed]
+                if record_history:
+                    history.append((res_h.clone(), res_r.clone(), res_u.clone()))
+                elif active.numel() == 0:
+                    break  # fixed point everywhere: later iterations would be identical
+            return DecodedBatch(res_h, res_r, res_u, res_t, passes, history)
+        finally:
+            self.train(was)
+
+    def _predict_pass(self, h: Tensor, padding_mask: Tensor, words_mask: Tensor, lengths: Tensor, algorithm: str,
+                      root_rel: int, lemma_topk: int) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
+        """Heads, relations, UPOS ``[b, n]`` and tag top classes ``[b, n, k]`` from encoder states ``h``."""
+        dev = h.device
+        arc = self.arc(h, padding_mask).float()
+        b, n = arc.shape[:2]
+        arc.diagonal(dim1=1, dim2=2).fill_(float("-inf"))  # no self loops (in place: arc is a fresh tensor)
+        arc = torch.log_softmax(arc, -1)
+        heads_list = batch_decode(arc.cpu(), lengths.cpu(), algorithm=algorithm)
+        ph = torch.zeros(b, n, dtype=torch.long)
+        for k, hl in enumerate(heads_list):
+            ph[k, 1 : 1 + len(hl)] = torch.tensor(hl, dtype=torch.long)
+        ph = ph.to(dev)
+        wm = words_mask  # relations and tags are scored on real words only (no padding)
+        d, hh = self.rel.project(h)
+        hsel = hh.gather(1, ph[..., None].expand(-1, -1, hh.shape[-1]))[wm]
+        rs = self.rel.score(d[wm][:, None], hsel[:, None], torch.zeros(len(hsel), 1, dtype=torch.long, device=dev))
+        rs = rs[:, 0]
+        is_root = ph[wm] == 0
+        rs[:, root_rel] = torch.where(is_root, float("inf"), float("-inf")).to(rs.dtype)
+        pr = torch.zeros_like(ph)
+        pr[wm] = rs.argmax(-1)
+        pu = torch.zeros_like(ph)
+        pu[wm] = self.tagger(h[wm]).argmax(-1)
+        tops = {}
+        for name, tagger in self.taggers.items():
+            logits = tagger(h[wm]).float()
+            if name == "lemma":  # <unk> (rare rules) is never an answer
+                logits[:, 0] = float("-inf")
+                top = logits.topk(min(lemma_topk, logits.shape[-1]), -1).indices
+            else:
+                top = logits.argmax(-1, keepdim=True)
+            pt = torch.zeros(b, n, lemma_topk if name == "lemma" else 1, dtype=torch.long, device=dev)
+            pt[wm, : top.shape[-1]] = top
+            tops[name] = pt
+        return ph, pr, pu, tops
+
+    @torch.no_grad()
+    def attention_weights(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
+                          labels: Tensor) -> list[Tensor]:
+        """Per-layer attention probabilities, a list of ``[B, H, n, n]`` (from
+        ``GraphEncoder(need_weights=True)``; call it in eval mode)."""
+        x = self.embed(words, char_ids, word_types)
+        return self.encoder(x, labels, padding_mask, need_weights=True)[1]

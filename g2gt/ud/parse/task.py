@@ -1,0 +1,150 @@
+"""The parser as a :class:`g2gt.core.train.Trainer` task (batches, loss, dev evaluation) and its metrics.
+
+Training (``refine_train``): every batch is parsed from the empty graph and, in a second pass, from a
+refinement input graph, both passes contributing to the loss (summed over words):
+
+* ``"self"``: the graph predicted by the first pass (argmax heads, relations at those heads; no
+  gradient flows through the choice) — RNGTr;
+* ``"corrupt"``: the gold graph with a random fraction (uniform in ``[0, corrupt_max]``) of heads and
+  relations replaced at random;
+* ``"none"``: the first pass only (no refinement training).
+
+Both passes run inside one call of :meth:`ParserModel.forward`, so ``torchrun`` /
+``DistributedDataParallel`` training uses the same code path. Dev evaluation parses with
+:func:`g2gt.ud.parse.decode.decode_sentences`, the same path as :class:`g2gt.ud.parse.Parser`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import torch
+from torch import Tensor
+
+from ...core.batch import BucketBatchSampler
+from .batching import TAG_HEADS, ParseBatch, corrupt_graph, dependency_labels, make_batch, make_example
+from .decode import decode_sentences
+from .vocab import ParserVocab, sentence_feats
+
+__all__ = ["ParsingTask", "attachment_scores", "tag_accuracies"]
+
+
+class ParsingTask:
+    """The :class:`g2gt.core.train.Trainer` task of the parser (see the module docstring).
+
+    Args:
+        train, dev: sentences (:class:`g2gt.ud.io.Sentence`) with gold trees.
+        vocab: :class:`ParserVocab` built on ``train``.
+        max_distance: clip distance of the position channel.
+        max_tokens: padded tokens per batch.
+        refine_train: ``"self"``, ``"corrupt"`` or ``"none"``.
+        refine_steps: refinement iterations used by :meth:`evaluate`.
+    """
+
+    def __init__(self, train: Sequence, dev: Sequence, vocab: ParserVocab, max_distance: int = 8,
+                 max_tokens: int = 4000, refine_train: str = "self", refine_steps: int = 2,
+                 corrupt_max: float = 0.3, word_dropout: float = 0.2, seed: int = 1,
+                 eval_algorithm: str = "mst", graph_channel: bool = True) -> None:
+        if refine_train not in ("self", "corrupt", "none"):
+            raise ValueError(f"refine_train must be 'self', 'corrupt' or 'none', got {refine_train!r}")
+        self.vocab = vocab
+        self.train = [make_example(s, vocab) for s in train]
+        for k, (s, ex) in enumerate(zip(train, self.train)):
+            if any(h < 0 for h in ex.heads):
+                raise ValueError(f"{getattr(s, 'path', '<train>')}:{getattr(s, 'line', k)}: training sentence "
+                                 "without a HEAD (expected an integer head for every word)")
+        self.dev = list(dev)
+        self.max_distance = max_distance
+        self.max_tokens = max_tokens
+        self.refine_train = refine_train if graph_channel else "none"
+        self.refine_steps = refine_steps if graph_channel else 0
+        self.corrupt_max = corrupt_max
+        self.word_dropout = word_dropout
+        self.seed = seed
+        self.eval_algorithm = eval_algorithm
+        self._lengths = [len(ex.words) for ex in self.train]
+
+    # -- the Trainer's task protocol
+    def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterator[ParseBatch]:
+        # The corruption seed follows the batch's position in the global (all-rank) order,
+        # so k ranks corrupt exactly like one process with accum_steps = k.
+        sampler = BucketBatchSampler(self._lengths, max(self.max_tokens, max(self._lengths)), True, self.seed,
+                                     num_replicas=world_size, rank=rank)
+        sampler.set_epoch(epoch, skip)
+        base = (self.seed * 7919 + epoch) * 1_000_003
+        for k, idx in enumerate(sampler):
+            yield make_batch([self.train[i] for i in idx], idx, self.vocab, self.max_distance,
+                             corrupt_seed=base + (skip + k) * world_size + rank)
+
+    def num_tokens(self, batch: ParseBatch) -> int:
+        return batch.num_words * (1 if self.refine_train == "none" else 2)
+
+    def loss(self, model, batch: ParseBatch) -> Tensor:
+        """Summed arc + relation + tag cross-entropies over the words of one or two passes,
+        computed by ONE call of ``model`` (:meth:`ParserModel.forward`; DDP-safe)."""
+        g = batch.graph
+        words = g.tokens
+        m = batch.words_mask
+        if self.word_dropout > 0 and model.training:
+            drop = (torch.rand(words.shape, device=words.device) < self.word_dropout) & m
+            words = words.masked_fill(drop, 1)
+        gold_h, gold_r, gold_u = g.node_features["head"], g.node_features["rel"], g.node_features["upos"]
+        refine, graph = "none", None
+        if self.refine_train == "self":
+            refine = "self"
+        elif self.refine_train == "corrupt":
+            gen = torch.Generator().manual_seed(batch.corrupt_seed)
+            heads, rels = corrupt_graph(gold_h, gold_r, m, len(self.vocab.rels), self.corrupt_max, gen)
+            refine, graph = "graph", dependency_labels(heads, rels, m)
+        gold_tags = {k: g.node_features[k] for k in TAG_HEADS if k in g.node_features}
+        return model(words, batch.char_ids, batch.word_types, g.padding_mask, batch.position,
+                     gold_h, gold_r, gold_u, refine=refine, refine_graph=graph, gold_tags=gold_tags)
+
+    def evaluate(self, model) -> dict[str, float]:
+        """Internal UAS / LAS (universal relation part) / UPOS and XPOS / UFeats / lemma accuracy on dev,
+        in percent, after ``refine_steps`` refinement iterations, plus ``uas0`` / ``las0`` of iteration 0
+        (official numbers: ``g2gt evaluate``)."""
+        core = model.module if hasattr(model, "module") else model
+        pred = decode_sentences(core, self.vocab, self.dev, self.max_distance, self.refine_steps,
+                                self.eval_algorithm, record_iterations=self.refine_steps > 0)
+        scores = attachment_scores(self.dev, pred)
+        scores.update(tag_accuracies(self.dev, pred))
+        if self.refine_steps:
+            s0 = attachment_scores(self.dev, pred.iteration(0))
+            scores["uas0"], scores["las0"] = s0["uas"], s0["las"]
+        return scores
+
+    def checkpoint_extra(self) -> dict:
+        """``ck["task"]``: what :meth:`Parser.load` needs besides the weights (the checkpoint format)."""
+        return {"vocab": self.vocab.to_dict(), "max_distance": self.max_distance,
+                "refine_steps": self.refine_steps, "refine_train": self.refine_train}
+
+
+def attachment_scores(gold: Sequence, pred: Sequence) -> dict[str, float]:
+    """UAS / LAS (universal part of the relation, as CoNLL 2018) / UPOS in percent, over all words
+    (punctuation included). ``pred``: objects with ``heads``, ``deprels``, ``upos`` (a
+    :class:`ParseResult`, or the trees of one iteration)."""
+    n = uas = las = upos = 0
+    for s, p in zip(gold, pred):
+        for gh, gr, gu, ph, pr, pu in zip(s.heads, s.deprels, s.upos, p.heads, p.deprels, p.upos):
+            n += 1
+            upos += gu == pu
+            if gh == ph:
+                uas += 1
+                las += (gr or "").split(":")[0] == pr.split(":")[0]
+    n = max(n, 1)
+    return {"uas": 100 * uas / n, "las": 100 * las / n, "upos": 100 * upos / n}
+
+
+def tag_accuracies(gold: Sequence, pred: Sequence) -> dict[str, float]:
+    """XPOS / UFeats / lemma accuracy in percent (keys ``"xpos"``, ``"feats"``, ``"lemma"``) for the
+    columns ``pred`` has (objects with ``xpos`` / ``feats`` / ``lemmas``, None = not predicted)."""
+    columns = {"xpos": ("xpos", lambda s: [x or "_" for x in s.xpos]), "feats": ("feats", sentence_feats),
+               "lemma": ("lemmas", lambda s: s.lemmas)}
+    out: dict[str, float] = {}
+    for name, (attr, col) in columns.items():
+        pairs = [(g, q) for s, p in zip(gold, pred) if getattr(p, attr) is not None
+                 for g, q in zip(col(s), getattr(p, attr))]
+        if pairs:
+            out[name] = 100 * sum(g == q for g, q in pairs) / len(pairs)
+    return out

@@ -1,0 +1,130 @@
+"""The parser's vocabularies: words, characters, UPOS / XPOS / UFeats tags, relations and lemma rules.
+
+Torch-free. Saved in checkpoints as ``ck["task"]["vocab"]`` (:meth:`ParserVocab.to_dict`); the keys
+of that dict are the checkpoint format.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .config import ParserConfig
+from .lemma_rules import rule_for
+
+__all__ = ["ParserVocab", "sentence_feats", "PAD", "UNK", "ROOT"]
+
+PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
+
+
+@dataclass
+class ParserVocab:
+    """Words, characters, tags and dependency relations of a parser.
+
+    Ids 0 / 1 / 2 of ``words`` and ``chars`` are ``<pad>`` / ``<unk>`` / ``<root>``.
+    ``rels[r]`` has the dependency-channel labels ``1 + 2r`` (``rel↑``) and ``2 + 2r``
+    (``rel↓``), exactly the ids of ``g2gt.LabelVocab.for_dependencies(rels)``.
+    ``xpos`` / ``feats`` / ``lemma_rules`` are empty when the model has no such head;
+    ``feats`` holds whole FEATS strings (``"_"`` included), ``lemma_rules`` edit scripts
+    (:mod:`g2gt.ud.parse.lemma_rules`) with ``lemma_rules[0] = "<unk>"`` (a rare rule).
+    """
+
+    words: list[str]
+    chars: list[str]
+    upos: list[str]
+    rels: list[str]
+    lowercase: bool = True
+    max_word_chars: int = 24
+    xpos: list[str] = field(default_factory=list)
+    feats: list[str] = field(default_factory=list)
+    lemma_rules: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.word_index = {w: i for i, w in enumerate(self.words)}
+        self.char_index = {c: i for i, c in enumerate(self.chars)}
+        self.upos_index = {t: i for i, t in enumerate(self.upos)}
+        self.rel_index = {r: i for i, r in enumerate(self.rels)}
+        self.xpos_index = {t: i for i, t in enumerate(self.xpos)}
+        self.feats_index = {t: i for i, t in enumerate(self.feats)}
+        self.lemma_index = {t: i for i, t in enumerate(self.lemma_rules)}
+
+    @classmethod
+    def build(cls, sentences: Sequence, min_freq: int = 2, lowercase: bool = True,
+              max_word_chars: int = 24, tags: bool = True, lemma_min_freq: int = 2) -> "ParserVocab":
+        """From training sentences (objects with ``forms``, ``upos``, ``deprels``; with ``tags``
+        also ``xpos``, ``words`` (FEATS) and ``lemmas``: XPOS / UFeats / lemma-rule vocabularies,
+        each only when the training data has the column)."""
+        wc: Counter = Counter()
+        cc: Counter = Counter()
+        upos: Counter = Counter()
+        rels: Counter = Counter()
+        xpos: Counter = Counter()
+        feats: Counter = Counter()
+        lemmas: Counter = Counter()
+        for s in sentences:
+            for f, u, r in zip(s.forms, s.upos, s.deprels):
+                wc[f.lower() if lowercase else f] += 1
+                cc.update(f)
+                upos[u] += 1
+                if r is not None:
+                    rels[r] += 1
+            if tags:
+                xpos.update(x or "_" for x in s.xpos)
+                feats.update(sentence_feats(s))
+                lemmas.update(rule_for(f, lem) for f, lem in zip(s.forms, s.lemmas) if lem not in (None, "_"))
+        rels.setdefault("root", 1)
+        words = [PAD, UNK, ROOT] + sorted(w for w, c in wc.items() if c >= min_freq)
+        chars = [PAD, UNK, ROOT] + sorted(cc)
+
+        def has(c: Counter) -> bool:
+            return bool(set(c) - {"_"})
+
+        return cls(words, chars, sorted(upos), sorted(rels), lowercase, max_word_chars,
+                   sorted(xpos) if has(xpos) else [], sorted(feats) if has(feats) else [],
+                   [UNK] + sorted(r for r, c in lemmas.items() if c >= lemma_min_freq) if lemmas else [])
+
+    def config(self, **overrides) -> ParserConfig:
+        """The :class:`ParserConfig` of a model for this vocabulary (its sizes), with ``overrides`` of the
+        other fields (e.g. ``d_model=128``)."""
+        return ParserConfig(len(self.words), len(self.chars), len(self.upos), len(self.rels), len(self.xpos),
+                            len(self.feats), len(self.lemma_rules), **overrides)
+
+    def word_id(self, form: str) -> int:
+        return self.word_index.get(form.lower() if self.lowercase else form, 1)
+
+    def char_ids(self, form: str) -> list[int]:
+        """Character ids of ``form``; a word longer than ``max_word_chars`` keeps its prefix and suffix."""
+        m = self.max_word_chars
+        if len(form) > m:
+            form = form[: m - m // 3] + form[-(m // 3):]
+        return [self.char_index.get(c, 1) for c in form] or [1]
+
+    def lemma_id(self, form: str, lemma: str | None) -> int:
+        """Class of the edit rule ``form -> lemma`` (0 = ``<unk>``: rare rule or no lemma)."""
+        if lemma in (None, "_") or not self.lemma_rules:
+            return 0
+        return self.lemma_index.get(rule_for(form, lemma), 0)
+
+    def to_dict(self) -> dict:
+        return {"words": list(self.words), "chars": list(self.chars), "upos": list(self.upos),
+                "rels": list(self.rels), "lowercase": self.lowercase, "max_word_chars": self.max_word_chars,
+                "xpos": list(self.xpos), "feats": list(self.feats), "lemma_rules": list(self.lemma_rules)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ParserVocab":
+        return cls(list(d["words"]), list(d["chars"]), list(d["upos"]), list(d["rels"]),
+                   bool(d.get("lowercase", True)), int(d.get("max_word_chars", 24)), list(d.get("xpos", [])),
+                   list(d.get("feats", [])), list(d.get("lemma_rules", [])))
+
+
+def sentence_feats(sent) -> list[str]:
+    """The FEATS column of each word of ``sent`` as a string (``"_"`` where empty)."""
+    out = []
+    for t in sent.words:
+        f = t.get("feats")
+        if isinstance(f, dict):
+            out.append("|".join(f"{k}={v}" for k, v in f.items()) or "_")
+        else:
+            out.append(f if f else "_")
+    return out

@@ -1,0 +1,138 @@
+"""What every pipeline stage shares: the stage protocol, the one place dtype names are read, and saving.
+
+A **stage** maps sentences to sentences (the first stage maps raw text to sentences):
+
+==========  =====================================  ================  ===============================
+name        class                                  file              does
+==========  =====================================  ================  ===============================
+tokenize    :class:`g2gt.ud.tokenize.Segmenter`    ``segmenter.pt``  text -> sentences, words, MWTs
+parse       :class:`g2gt.ud.parse.Parser`          ``parser.pt``     tags, lemmas, features, trees
+enhance     :class:`g2gt.ud.enhance.Enhancer`      ``enhancer.pt``   enhanced graphs (DEPS)
+==========  =====================================  ================  ===============================
+
+Each class has the same protocol:
+
+* ``Cls.load(name_or_path, device="cpu", dtype="auto")``: a shipped model's name, a model folder (its stage
+  file), a training folder (``best.pt``, else ``last.pt``) or a checkpoint file; ``weights_only=True``,
+  ``strict=True``;
+* ``stage.save(path, storage_dtype="float16")``: one checkpoint file that ``load`` reads back (weights, the
+  model's config dataclass as a dict, the task's vocabularies, the training record and ``kind``);
+* ``stage(x)``: sentences in, new sentences out.
+
+``dtype`` (:func:`inference_dtype`): ``"auto"`` picks the fastest precision for the device that keeps the
+stage's accuracy (:func:`fast_inference_dtype`; int8 only for stages measured with it), ``"float32"`` /
+``"bfloat16"`` / ``"int8"`` or a ``torch.dtype`` force one, ``None`` keeps the stored weights' dtype cast to
+float32.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["STAGE_FILES", "STAGE_ORDER", "fast_inference_dtype", "inference_dtype", "prepare_for_inference",
+           "stage_checkpoint", "save_stage", "checkpoint_record", "RECORD_KEYS"]
+
+#: stage name -> its file in a model folder, in pipeline order
+STAGE_FILES = {"tokenize": "segmenter.pt", "parse": "parser.pt", "enhance": "enhancer.pt"}
+STAGE_ORDER = tuple(STAGE_FILES)
+
+STORAGE_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def fast_inference_dtype(device: str | torch.device = "cpu", int8: bool = True) -> torch.dtype:
+    """The fastest inference precision for ``device`` with the same accuracy in our measurements:
+    ``torch.bfloat16`` where bfloat16 matrix products are fast (CUDA with bf16 support, CPUs with AMX
+    tiles), ``torch.qint8`` (int8 dynamic quantization of the linear layers) on other CPUs where torch
+    provides it and ``int8`` is True, else ``torch.float32``."""
+    from ..core._compat import amx_tile_supported, int8_linear_quantizer  # private-torch-API probes live there
+
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    if dev.type != "cpu":
+        return torch.float32
+    if amx_tile_supported():
+        return torch.bfloat16
+    return torch.qint8 if int8 and int8_linear_quantizer() is not None else torch.float32
+
+
+def inference_dtype(dtype: torch.dtype | str | None, device: str | torch.device = "cpu",
+                    int8_auto: bool = True) -> torch.dtype:
+    """``None`` / a ``torch.dtype`` / a name (``"float32"``, ``"bfloat16"``, ``"int8"``, ``"auto"``) -> a
+    floating ``torch.dtype`` or ``torch.qint8`` (int8 dynamic quantization, CPU only). ``None`` is float32.
+    ``int8_auto``: whether ``"auto"`` may pick int8 (stages whose int8 accuracy was measured)."""
+    if dtype is None:
+        return torch.float32
+    if dtype == "auto":
+        return fast_inference_dtype(device, int8=int8_auto)
+    name = "qint8" if dtype == "int8" else str(dtype).removeprefix("torch.")
+    dt = dtype if isinstance(dtype, torch.dtype) else getattr(torch, name, None)
+    if dt is torch.qint8:
+        if torch.device(device).type != "cpu":
+            raise ValueError(f"dtype='int8' (dynamic int8 quantization) runs on the CPU only, not on {device}; "
+                             "use bfloat16 on a GPU")
+        return dt
+    if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
+        raise ValueError(f"dtype must be float32, bfloat16, int8 or auto, got {dtype!r}")
+    return dt
+
+
+def prepare_for_inference(model: nn.Module, dtype: torch.dtype, device: str | torch.device) -> nn.Module:
+    """``model`` on ``device`` in eval mode with weights in ``dtype`` (a float dtype, or ``torch.qint8``:
+    int8 dynamic quantization of the linear layers through :func:`g2gt.core._compat.int8_linear_quantizer`)."""
+    if dtype is not torch.qint8:
+        return model.to(device=device, dtype=dtype).eval()
+    from ..core._compat import int8_linear_quantizer
+
+    quantize = int8_linear_quantizer()
+    if quantize is None:
+        raise ValueError(f"dtype='int8' needs torch's dynamic int8 quantization, which torch {torch.__version__} "
+                         "does not provide on this machine; use float32")
+    return quantize(model.to(device=device).eval())
+
+
+def stage_checkpoint(name_or_path: str | os.PathLike, stage: str) -> Path:
+    """The checkpoint file of ``stage`` (a key of :data:`STAGE_FILES`) for a shipped model's name, a model
+    folder, a training folder or a checkpoint file (see :func:`g2gt.ud.models.part_checkpoint`)."""
+    from .models import part_checkpoint
+
+    return part_checkpoint(name_or_path, stage)
+
+
+def save_stage(path: str | os.PathLike, model: nn.Module, record: dict[str, Any], source: Path | None,
+               quantized: bool = False, storage_dtype: str | torch.dtype = "float16") -> Path:
+    """Write one stage checkpoint: ``record`` (``model_config``, ``task`` with ``kind`` and vocabularies,
+    ``train_config``) plus the weights, floating-point ones stored as ``storage_dtype``.
+
+    A ``quantized`` model (int8 linear layers for inference) has no float weights to store; its weights are
+    read again from ``source``, the file it was loaded from."""
+    from ..core.checkpoint import load_checkpoint, save_atomic
+
+    dt = storage_dtype if isinstance(storage_dtype, torch.dtype) else STORAGE_DTYPES.get(str(storage_dtype))
+    if dt is None:
+        raise ValueError(f"storage_dtype must be one of {', '.join(STORAGE_DTYPES)}, got {storage_dtype!r}")
+    if quantized:
+        if source is None:
+            raise ValueError("an int8-quantized stage can be saved only when it was loaded from a file")
+        state = load_checkpoint(source, "cpu")["model"]
+    else:
+        state = model.state_dict()
+    state = {k: (v.detach().to("cpu", dt) if v.is_floating_point() else v.detach().cpu()).contiguous()
+             for k, v in state.items()}
+    out = Path(path)
+    save_atomic({**record, "model": state, "source": {"dtype": str(dt).removeprefix("torch.")}}, out)
+    return out
+
+
+#: the checkpoint keys a stage keeps besides its weights (what ``load`` reads and the training record)
+RECORD_KEYS = ("model_config", "task", "train_config", "step", "best")
+
+
+def checkpoint_record(ck: dict) -> dict:
+    """The non-weight part of a loaded checkpoint that a stage keeps for :func:`save_stage`."""
+    return {k: ck[k] for k in RECORD_KEYS if k in ck}

@@ -1,0 +1,91 @@
+"""Settings of the learned segmenter, importable without torch (the CLI builds options from them).
+
+* :class:`SegmenterConfig`: the character model and its windows (saved inside checkpoints);
+* :class:`SegmentDataConfig`: how training documents are rendered into raw text and cut into windows.
+
+The defaults are the recipe of ``python -m g2gt.ud.tokenize.train``: a 3-layer, d_model 64, 2-head chain-graph
+encoder over characters (about 0.11 M parameters, keys-only chain labels), on windows of 96 non-space
+characters read with 12 characters of context on each side. It is sized for speed: the whole raw text ->
+CoNLL-U pipeline must stay above 2,000 words/s on one CPU thread, so the segmenter aims well above 20,000
+(measured on one thread, per model pass over EWT dev: d_model 128 / 4 heads / value labels / 256-character
+windows ~3,500 words/s; d_model 64 / 4 heads / 128 ~22,000; 2 heads ~28,000; 2 heads / 96 ~33,000).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ...core.config import dataclass_from_dict, option
+
+__all__ = ["SegmenterConfig", "SegmentDataConfig", "NUM_LABELS", "LABEL_NAMES"]
+
+#: per-character labels (as Stanza's tokenizer): 0 inside a token or whitespace, 1 token end,
+#: 2 token end that ends a sentence, 3 end of a multiword token, 4 multiword token + sentence end
+LABEL_NAMES = ("inside", "token_end", "sentence_end", "mwt_end", "mwt_sentence_end")
+NUM_LABELS = len(LABEL_NAMES)
+
+
+@dataclass
+class SegmenterConfig:
+    """The character tagger: embeddings of lowercased characters plus a character-class feature, a
+    :class:`g2gt.nn.GraphEncoder` whose only channel is the chain graph of the window (label = relative
+    distance clipped at ``max_distance``), and a linear classifier over :data:`LABEL_NAMES`.
+
+    ``vocab_size`` is set from the training data. ``window`` is the number of characters the model sees at
+    once (training and inference); at inference windows overlap by ``2 * context`` characters and each
+    character's label comes from the window where it is furthest from the edge.
+    """
+
+    vocab_size: int = option(0, "character vocabulary size (set from the training data)", "model")
+    d_model: int = option(64, "width of the character encoder", "model")
+    num_layers: int = option(3, "encoder layers", "model")
+    num_heads: int = option(2, "attention heads", "model")
+    ffn_dim: int = option(128, "feed-forward width", "model")
+    max_distance: int = option(16, "clip distance of the chain labels (relative positions)", "model")
+    value_labels: bool = option(False, "chain-label embeddings on the values too (not only the keys)", "model")
+    dropout: float = option(0.1, "dropout", "model")
+    window: int = option(96, "characters per window (training and inference)", "model")
+    context: int = option(12, "inference: characters of overlap on each side of a window", "model")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SegmenterConfig:
+        return dataclass_from_dict(cls, d)
+
+
+@dataclass
+class SegmentDataConfig:
+    """How EWT-style documents become training text (:func:`g2gt.ud.tokenize.data.render_document`).
+
+    Each document is rendered in one *style*, drawn with these weights: ``para`` (sentences joined by a
+    space, paragraphs by a newline), ``blank`` (paragraphs separated by a blank line), ``flat`` (no newlines
+    at all), ``lines`` (one sentence per line) and ``wrap`` (blank lines between paragraphs and lines
+    wrapped at 60-100 characters, as UD's ``conllu_to_text`` writes raw text). ``double_space``: chance that
+    a space between two sentences is doubled. ``batch_windows``: windows per training batch.
+    """
+
+    style_para: float = option(0.4, "weight of the 'para' rendering (paragraphs on lines)", "data")
+    style_blank: float = option(0.15, "weight of the 'blank' rendering (blank line between paragraphs)", "data")
+    style_flat: float = option(0.15, "weight of the 'flat' rendering (no newlines)", "data")
+    style_lines: float = option(0.15, "weight of the 'lines' rendering (one sentence per line)", "data")
+    style_wrap: float = option(0.15, "weight of the 'wrap' rendering (lines wrapped at 60-100 chars)", "data")
+    double_space: float = option(0.05, "chance that two sentences are separated by two spaces", "data")
+    batch_windows: int = option(64, "windows per training batch", "data")
+    eval_style: str = option("para", "rendering of the dev documents for evaluation", "data")
+    min_char_count: int = option(2, "characters seen fewer times in training share the unknown id", "data")
+
+    def style_weights(self) -> dict[str, float]:
+        w = {"para": self.style_para, "blank": self.style_blank, "flat": self.style_flat,
+             "lines": self.style_lines, "wrap": self.style_wrap}
+        if any(v < 0 for v in w.values()) or sum(w.values()) <= 0:
+            raise ValueError(f"style weights must be >= 0 and not all 0, got {w}")
+        return w
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SegmentDataConfig:
+        return dataclass_from_dict(cls, d)

@@ -1,0 +1,125 @@
+"""The user-facing segmenter: raw text in, CoNLL-U sentences out.
+
+>>> seg = Segmenter.load("runs/segmenter")                      # doctest: +SKIP
+>>> [s.forms for s in seg("I don't know. He left.")]           # doctest: +SKIP
+[['I', 'do', "n't", 'know', '.'], ['He', 'left', '.']]
+
+:meth:`Segmenter.segment` takes a whole document (any length, any Unicode) and returns
+:class:`g2gt.ud.io.Sentence` objects: FORMs, multiword tokens, ``SpaceAfter=No`` / ``SpacesAfter`` /
+``SpacesBefore`` in MISC, ``# sent_id``, ``# text``, ``# newdoc`` / ``# newpar``; every other column is
+``_`` for the parser to fill. :func:`g2gt.ud.tokenize.text_from_sentences` gives the text back exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import torch
+
+from ..io.sentence import Sentence
+from .chars import CharVocab
+from .config import SegmenterConfig
+from .infer import decode_text, predict_probs
+from .model import SegmenterModel
+from .mwt import MWTLexicon
+from .output import build_sentences
+from .spans import Spans
+
+__all__ = ["Segmenter", "CHECKPOINT_KIND"]
+
+CHECKPOINT_KIND = "segmenter"
+
+
+class Segmenter:
+    """A trained :class:`SegmenterModel` with its character vocabulary and multiword-token lexicon.
+
+    Args:
+        model: the character tagger (its dtype and device are used as they are).
+        vocab: the training character vocabulary.
+        lexicon: multiword-token splits.
+        batch_windows: windows per forward pass (memory = ``batch_windows * window`` characters).
+        max_sentence_tokens: longer predicted sentences are cut where the model's sentence-end score is
+            highest (0 = no limit).
+    """
+
+    def __init__(self, model: SegmenterModel, vocab: CharVocab, lexicon: MWTLexicon, batch_windows: int = 64,
+                 max_sentence_tokens: int = 250) -> None:
+        self.model = model.eval()
+        self.vocab = vocab
+        self.lexicon = lexicon
+        self.batch_windows = batch_windows
+        self.max_sentence_tokens = max_sentence_tokens
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, device: str | torch.device = "cpu",
+             dtype: torch.dtype | str | None = None, **kwargs) -> Segmenter:
+        """Load a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file
+        (``weights_only=True``, ``strict=True``). ``dtype`` casts the weights (e.g. ``"bfloat16"``)."""
+        from ...core.checkpoint import load_checkpoint, resolve_checkpoint
+
+        file = resolve_checkpoint(path)
+        ck = load_checkpoint(file, device)
+        extra = ck.get("task") or {}
+        if extra.get("kind") != CHECKPOINT_KIND or "vocab" not in extra:
+            raise ValueError(f"{file}: not a segmenter checkpoint (written by train_segmenter / "
+                             "python -m g2gt.ud.tokenize.train)")
+        model = SegmenterModel(SegmenterConfig.from_dict(ck["model_config"]))
+        model.load_state_dict(ck["model"], strict=True)
+        model.to(device=device, dtype=_dtype(dtype))
+        lexicon = MWTLexicon.from_dict(extra.get("mwt", {}), extra.get("mwt_always", ()))
+        return cls(model, CharVocab.from_list(extra["vocab"]), lexicon, **kwargs)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def spans_many(self, texts: Sequence[str]) -> list[Spans]:
+        """Token and sentence spans of several texts (their windows share batches)."""
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"text {i} is a {type(t).__name__}, expected str (raw text); for words that are "
+                                "already tokenized, build sentences with g2gt.ud.io.sentence_from_words")
+        out = predict_probs(self.model, self.vocab, texts, self.batch_windows, self.device)
+        return [decode_text(t, *o, max_sentence_tokens=self.max_sentence_tokens) for t, o in zip(texts, out)]
+
+    def spans(self, text: str) -> Spans:
+        """Token spans (``starts``, ``ends``, ``mwt``) and sentences (token ranges) of one text."""
+        return self.spans_many([text])[0]
+
+    def segment(self, text: str, sent_id_prefix: str = "", first_id: int = 1) -> list[Sentence]:
+        """Sentences of a document (see the module docstring); ``[]`` for a text without tokens (empty or
+        only whitespace). Sentence ids are ``{sent_id_prefix}{k}``, ``k = first_id, first_id + 1 ...``."""
+        return self.segment_many([text], sent_id_prefix, first_id)[0]
+
+    def segment_many(self, texts: Sequence[str], sent_id_prefix: str = "", first_id: int = 1
+                     ) -> list[list[Sentence]]:
+        """:meth:`segment` for several documents at once (batched); sentence ids continue across them."""
+        out = []
+        k = first_id
+        for text, sp in zip(texts, self.spans_many(texts)):
+            sents = build_sentences(text, sp, self.lexicon, sent_id_prefix, k)
+            k += len(sents)
+            out.append(sents)
+        return out
+
+    __call__ = segment
+
+    def tokenize(self, text: str) -> list[list[str]]:
+        """The surface tokens of each sentence (no multiword splitting)."""
+        sp = self.spans(text)
+        s, e = sp.starts.tolist(), sp.ends.tolist()
+        return [[text[s[k]:e[k]] for k in range(a, b)] for a, b in sp.sentences]
+
+    def __repr__(self) -> str:
+        return (f"Segmenter({self.model.num_parameters():,} parameters, {len(self.vocab)} characters, "
+                f"{len(self.lexicon)} multiword tokens)")
+
+
+def _dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    dt = getattr(torch, str(dtype), None)
+    if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
+        raise ValueError(f"dtype must be a floating torch dtype such as float32 or bfloat16, got {dtype!r}")
+    return dt

@@ -1,0 +1,131 @@
+"""Per-character decisions -> token and sentence spans (numpy; no torch).
+
+Given, for every character of a text, whether the model ends a token, a sentence or a multiword token
+there, :func:`decode_spans` returns the tokens as character spans and the sentences as token ranges.
+Hard rules make the result well formed whatever the model says:
+
+* whitespace (``str.isspace``) is never part of a token and always ends one;
+* no token starts with a *glue* character (combining mark, format character such as U+200B / U+200D,
+  emoji skin-tone modifier) or right after a zero-width joiner: such a split is dropped, so emoji
+  sequences and combining accents stay whole;
+* a token made only of glue characters is joined to the next token of its whitespace-free run; when it is
+  alone between whitespace it is not a token at all (its characters are kept as whitespace-like
+  separators, see :mod:`g2gt.ud.tokenize.output`);
+* a blank line (two or more line breaks between tokens) always ends a sentence, and so does the text's end;
+* a sentence longer than ``max_sentence_tokens`` is cut where the model's sentence-end score is highest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .chars import is_line_break
+
+__all__ = ["Spans", "decode_spans", "line_breaks"]
+
+ZWJ = "\u200d"
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAK_CPS = np.array([ord(c) for c in _BREAKS], dtype="<u4")
+
+
+@dataclass
+class Spans:
+    """Tokens ``starts[k]:ends[k]`` (int64 arrays), ``mwt[k]`` (bool), and sentences as token ranges
+    ``sentences[s] = (first, last + 1)``."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    mwt: np.ndarray
+    sentences: list[tuple[int, int]]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def line_breaks(sep: str) -> int:
+    """Number of line breaks in a separator (``\\r\\n`` counts once)."""
+    return sum(1 for piece in sep.splitlines(True) if piece and is_line_break(piece[-1]))
+
+
+def decode_spans(text: str, token_end: np.ndarray, sentence_end: np.ndarray, mwt_end: np.ndarray,
+                 is_space: np.ndarray, is_glue: np.ndarray, sentence_score: np.ndarray | None = None,
+                 max_sentence_tokens: int = 0) -> Spans:
+    """Spans from per-character booleans ``[len(text)]`` (see the module docstring for the rules).
+
+    ``token_end[i]``: a token ends at character ``i``; ``sentence_end[i]`` / ``mwt_end[i]``: that token ends a
+    sentence / is a multiword token; ``sentence_score`` (floats, optional) ranks cut points of over-long
+    sentences (default: cut every ``max_sentence_tokens`` tokens; 0 = no limit).
+    """
+    n = len(text)
+    empty = np.zeros(0, dtype=np.int64)
+    if n == 0:
+        return Spans(empty, empty.copy(), np.zeros(0, dtype=bool), [])
+    ns = ~is_space
+    nxt = np.zeros(n, dtype=bool)
+    nxt[:-1] = ns[1:]
+    nxt_glue = np.zeros(n, dtype=bool)
+    nxt_glue[:-1] = is_glue[1:]
+    cut = token_end & ns & nxt & ~nxt_glue
+    if ZWJ in text:
+        cut &= np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4") != ord(ZWJ)
+    run_end = ns & ~nxt
+    prev = np.zeros(n, dtype=bool)
+    prev[1:] = ns[:-1]
+    run_start = ns & ~prev
+    ends_mask = run_end | cut
+    starts_mask = run_start.copy()
+    starts_mask[1:] |= cut[:-1]
+    starts = np.flatnonzero(starts_mask)
+    ends = np.flatnonzero(ends_mask) + 1
+    keep = np.ones(len(starts), dtype=bool)
+    if is_glue.any():
+        nonglue = np.concatenate([[0], np.cumsum(~is_glue & ns)])
+        for k in np.flatnonzero(nonglue[ends] - nonglue[starts] == 0):
+            if ends[k] < n and ns[ends[k]]:  # glue-only piece followed by more of its run: join them
+                starts[k + 1] = starts[k]
+            keep[k] = False
+        starts, ends = starts[keep], ends[keep]
+    last = ends - 1
+    mwt = mwt_end[last]
+    sent = sentence_end[last].copy()
+    if len(sent):
+        sent[-1] = True
+        gaps = np.flatnonzero(_gap_breaks(text, starts, ends) >= 2)
+        sent[gaps] = True
+    bounds = np.flatnonzero(sent) + 1
+    sentences = list(zip(np.concatenate([[0], bounds[:-1]]).tolist(), bounds.tolist()))
+    if max_sentence_tokens > 0:
+        score = sentence_score[last] if sentence_score is not None else None
+        sentences = _limit(sentences, max_sentence_tokens, score)
+    return Spans(starts.astype(np.int64), ends.astype(np.int64), mwt.astype(bool), sentences)
+
+
+def _gap_breaks(text: str, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``[K]`` line breaks between token ``k`` and token ``k + 1`` (0 after the last token; ``\\r\\n``
+    counts once), as :func:`line_breaks` counts them."""
+    out = np.zeros(len(starts), dtype=np.int64)
+    if len(starts) < 2 or not any(c in text for c in _BREAKS):
+        return out
+    cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    lb = np.isin(cps, _BREAK_CPS)
+    crlf = np.zeros(len(cps), dtype=bool)
+    crlf[:-1] = (cps[:-1] == 13) & (cps[1:] == 10)
+    cum = np.concatenate([[0], np.cumsum(lb & ~crlf)])
+    out[:-1] = cum[starts[1:]] - cum[ends[:-1]]
+    return out
+
+
+def _limit(sentences: list[tuple[int, int]], limit: int, score: np.ndarray | None) -> list[tuple[int, int]]:
+    """Cut sentences longer than ``limit`` tokens after the best-scoring token in the second half of each
+    ``limit``-token stretch."""
+    out: list[tuple[int, int]] = []
+    for a, b in sentences:
+        while b - a > limit:
+            lo, hi = a + max(1, limit // 2) - 1, a + limit - 1
+            cut = hi if score is None else lo + int(np.argmax(score[lo:hi + 1]))
+            out.append((a, cut + 1))
+            a = cut + 1
+        out.append((a, b))
+    return out

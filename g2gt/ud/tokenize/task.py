@@ -1,0 +1,143 @@
+"""The segmenter as a :class:`g2gt.core.train.Trainer` task.
+
+* ``train_batches``: every epoch renders all training documents into one stream of raw text in random
+  styles and order (:func:`g2gt.ud.tokenize.data.render_stream`, seeded by ``(seed, epoch)``), keeps its
+  non-space characters with their gap features (:meth:`g2gt.ud.tokenize.chars.CharVocab.compact`), cuts them
+  into windows of ``window`` characters from a random offset, shuffles the windows and groups
+  ``batch_windows`` of them per batch; rank ``r`` of ``W`` takes every ``W``-th batch.
+* ``loss``: cross entropy of the 5 character labels, summed over the characters
+  (``num_tokens`` = characters).
+* ``evaluate``: segments every dev document rendered in ``eval_style`` with overlapping windows, exactly
+  as :class:`g2gt.ud.tokenize.Segmenter` does, and scores tokens, sentences and words by character spans
+  (:mod:`g2gt.ud.tokenize.metrics`); also the dev ``loss`` per character. ``score`` = tokens F1 +
+  sentences F1 + words F1 selects ``best.pt``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .chars import CharVocab
+from .config import SegmentDataConfig, SegmenterConfig
+from .data import Document, render_document, render_stream
+from .infer import decode_text, predict_probs
+from .metrics import SpanScorer
+from .mwt import MWTLexicon
+
+__all__ = ["SegmentBatch", "SegmentTask", "METRICS"]
+
+METRICS = ("score", "tokens_f1", "sentences_f1", "words_f1", "loss")
+
+
+@dataclass
+class SegmentBatch:
+    """``chars``, ``classes``, ``before``, ``after``, ``labels``: ``[B, n]`` long; ``padding_mask``:
+    ``[B, n]`` bool or None."""
+
+    chars: Tensor
+    classes: Tensor
+    before: Tensor
+    after: Tensor
+    labels: Tensor
+    padding_mask: Tensor | None = None
+
+    def to(self, device, non_blocking: bool = False) -> SegmentBatch:
+        mv = (lambda t: None if t is None else t.to(device, non_blocking=non_blocking))
+        return SegmentBatch(mv(self.chars), mv(self.classes), mv(self.before), mv(self.after), mv(self.labels),
+                            mv(self.padding_mask))
+
+
+class SegmentTask:
+    """Training windows and evaluation of a :class:`g2gt.ud.tokenize.SegmenterModel` (module docstring)."""
+
+    def __init__(self, train_docs: Sequence[Document], dev_docs: Sequence[Document], vocab: CharVocab,
+                 lexicon: MWTLexicon, config: SegmenterConfig, data: SegmentDataConfig | None = None,
+                 seed: int = 1) -> None:
+        if not train_docs:
+            raise ValueError("no training documents (the training file has no sentences with tokens)")
+        self.train_docs = list(train_docs)
+        self.vocab = vocab
+        self.lexicon = lexicon
+        self.config = config
+        self.data = data or SegmentDataConfig()
+        self.data.style_weights()  # validate
+        self.seed = seed
+        self.dev = [render_document(d, self.data.eval_style, random.Random(i)) for i, d in enumerate(dev_docs)]
+
+    # ------------------------------------------------------------------ training
+    def _windows(self, epoch: int) -> tuple[list[np.ndarray], np.ndarray]:
+        """All windows of the epoch, shuffled: ``[ids, classes, before, after, labels]`` (each
+        ``[N, window]`` int64) and the real length of each window ``[N]``."""
+        rng = random.Random(self.seed * 1_000_003 + epoch)
+        text, labels = render_stream(self.train_docs, rng, self.data)
+        c = self.vocab.compact(text)
+        cols = [c.ids, c.classes, c.before, c.after, labels[c.keep].astype(np.int64)]
+        W, K = self.config.window, len(c.keep)
+        off = rng.randrange(W) if K > 2 * W else 0
+        n = max(1, (K - off) // W)
+        short = off + n * W > K  # the stream holds less than one window: pad it
+        if short:
+            cols = [np.pad(x, (0, off + n * W - K)) for x in cols]
+        order = np.random.default_rng(self.seed * 7_919 + epoch).permutation(n)
+        lengths = np.full(n, K - off if short else W)
+        return [x[off:off + n * W].reshape(n, W)[order] for x in cols], lengths[order]
+
+    def train_batches(self, epoch: int, rank: int = 0, world_size: int = 1, skip: int = 0) -> Iterator[SegmentBatch]:
+        cols, lengths = self._windows(epoch)
+        B, W = self.data.batch_windows, cols[0].shape[1]
+        starts = list(range(0, len(lengths), B))
+        per = len(starts) // world_size if world_size > 1 else len(starts)
+        mine = starts[rank::world_size][:per]
+        for s in mine[skip:]:
+            sl = slice(s, s + B)
+            mask = None
+            if (lengths[sl] < W).any():
+                mask = torch.from_numpy(np.arange(W)[None, :] >= lengths[sl][:, None])
+            yield SegmentBatch(*(torch.from_numpy(np.ascontiguousarray(x[sl])) for x in cols), mask)
+
+    def num_tokens(self, batch: SegmentBatch) -> int:
+        if batch.padding_mask is None:
+            return batch.chars.numel()
+        return int((~batch.padding_mask).sum())
+
+    def loss(self, model, batch: SegmentBatch) -> Tensor:
+        logits = model(batch.chars, batch.classes, batch.before, batch.after, batch.padding_mask)
+        target = batch.labels
+        if batch.padding_mask is not None:
+            target = target.masked_fill(batch.padding_mask, -100)
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), target.reshape(-1),
+                               reduction="sum", ignore_index=-100)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, model) -> dict[str, float]:
+        scorer = SpanScorer()
+        texts = [r.text for r in self.dev]
+        outs = predict_probs(model, self.vocab, texts)
+        nll, chars = 0.0, 0
+        for r, (probs, is_space, is_glue) in zip(self.dev, outs):
+            sp = decode_text(r.text, probs, is_space, is_glue)
+            s, e = sp.starts.tolist(), sp.ends.tolist()
+            mwt = sp.mwt.tolist()
+            pred_tokens = [(s[k], e[k], self.lexicon.words(r.text[s[k]:e[k]], mwt[k])) for k in range(len(s))]
+            pred_sents = [(s[a], e[b - 1]) for a, b in sp.sentences]
+            scorer.add(r.tokens, r.sentences, pred_tokens, pred_sents)
+            if len(r.labels):
+                p = probs[np.arange(len(r.labels)), r.labels.astype(np.int64)]
+                nll -= float(np.log(np.clip(p, 1e-12, 1.0)).sum())
+                chars += len(r.labels)
+        out = scorer.scores()
+        out["loss"] = nll / max(chars, 1)
+        return out
+
+    def checkpoint_extra(self) -> dict:
+        from .segmenter import CHECKPOINT_KIND
+
+        return {"kind": CHECKPOINT_KIND, "vocab": self.vocab.to_list(), "mwt": self.lexicon.to_dict(),
+                "mwt_always": sorted(self.lexicon.always), "data_config": self.data.to_dict()}
