@@ -11,4 +11,5 @@ COMMAND_MODULES = [
     "g2gt.cli.enhanced",  # train enhanced, enhance
     "g2gt.cli.models",    # models, export-model
     "g2gt.cli.bench",     # bench
+    "g2gt.cli.serve",     # serve
 ]

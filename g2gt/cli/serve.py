@@ -1,0 +1,88 @@
+"""``g2gt serve``: the parsing server (:mod:`g2gt.serve`; needs ``pip install 'g2gt[serve]'``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import UsageError, add_common_options, apply_runtime, non_negative_int, positive_int
+
+EXAMPLES = (
+    "  g2gt serve                                   # en_ewt on http://127.0.0.1:8000 (web page at /)\n"
+    "  g2gt serve --model en_ewt --model mine=runs/export --port 8080 --threads 2\n"
+    "  curl -s http://127.0.0.1:8000/process -d tokenizer= -d tagger= -d parser= --data-urlencode 'data=Hi there.'\n"
+)
+
+
+def register(subparsers) -> None:
+    subparsers.add_parser("serve", help="serve models over HTTP: UDPipe-compatible API, JSON API, web page",
+                          configure=_configure)
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.description = ("Load the models once and parse over HTTP: UDPipe's REST API (GET /models, GET|POST "
+                     "/process), a JSON API (POST /v1/parse, OpenAPI at /docs) and a web page at /. "
+                     "Concurrent requests are parsed together in one batch. SIGTERM (or Ctrl-C) finishes the "
+                     "requests in flight, then exits.")
+    p.epilog = "examples:\n" + EXAMPLES
+    p.add_argument("--model", action="append", metavar="NAME|DIR|NAME=DIR",
+                   help="a shipped model, a model folder, or NAME=DIR to serve it as NAME; repeat for several "
+                        "(the first is the default; default: en_ewt)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=non_negative_int, default=8000, help="TCP port (default: 8000; 0 = any free port)")
+    p.add_argument("--workers", type=positive_int, default=1,
+                   help="parse workers: batches run at once, threads sharing the loaded models (default: 1)")
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "int8"],
+                   help="the parser's inference precision (default: auto, see 'g2gt parse --help')")
+    p.add_argument("--max-body-mb", type=float, default=4.0,
+                   help="largest request body in MiB; larger ones get 413 (default: 4)")
+    p.add_argument("--max-sentence-words", type=non_negative_int, default=500,
+                   help="longest sentence in words: longer ones from raw text or word lists are cut, from "
+                        "CoNLL-U refused with 400 (default: 500; 0 = no limit)")
+    p.add_argument("--batch-wait-ms", type=float, default=5.0,
+                   help="longest wait of a request for others to share its batch (default: 5)")
+    p.add_argument("--batch-words", type=positive_int, default=2000,
+                   help="words per batch, about (default: 2000)")
+    p.add_argument("--max-pending", type=positive_int, default=1024,
+                   help="requests that may wait for a worker; more get 503 (default: 1024)")
+    p.add_argument("--graceful-timeout", type=non_negative_int, default=30,
+                   help="seconds to finish requests in flight after SIGTERM (default: 30)")
+    p.add_argument("--access-log", action="store_true", help="log every request on stdout")
+    add_common_options(p, uses=("device", "threads", "debug"))
+    p.set_defaults(func=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as e:
+        raise UsageError(f"g2gt serve needs the serve extra ({e.name} is missing): pip install 'g2gt[serve]'") from None
+    if args.max_body_mb <= 0 or args.batch_wait_ms < 0:
+        raise UsageError("--max-body-mb must be > 0 and --batch-wait-ms >= 0")
+    device = apply_runtime(args)
+    from ..serve.server import announce, bind, make_server
+
+    try:
+        sock = bind(args.host, args.port)  # before loading: a port in use fails at once
+    except OSError as e:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    import torch
+
+    from ..ud.models import DEFAULT_MODEL
+    from ..serve.adapter import load_models
+    from ..serve.app import ServeConfig, create_app
+
+    specs = args.model or [DEFAULT_MODEL]
+    try:
+        models = load_models(specs, device=device, dtype=args.dtype)
+    except FileNotFoundError as e:
+        raise UsageError(f"--model {e}") from None
+    config = ServeConfig(max_body_bytes=int(args.max_body_mb * 2**20), max_sentence_words=args.max_sentence_words,
+                         batch_wait_ms=args.batch_wait_ms, batch_words=args.batch_words,
+                         max_pending=args.max_pending, workers=args.workers)
+    app = create_app(models, config)
+    server = make_server(app, access_log=args.access_log, graceful_timeout=args.graceful_timeout,
+                         log_level="debug" if args.debug else "warning")
+    announce(sock, list(models), args.workers, torch.get_num_threads())
+    server.run(sockets=[sock])
+    return 0

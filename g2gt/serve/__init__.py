@@ -1,0 +1,11 @@
+"""``g2gt serve``: the models loaded once, parsing over HTTP (needs ``pip install 'g2gt[serve]'``).
+
+* :mod:`.adapter`: the only module that calls the model (load, segment, tag / parse);
+* :mod:`.batching`: the dynamic batcher (concurrent requests parsed in one batch, bounded wait);
+* :mod:`.service`: what one batch does (segment together, parse together, one result per request);
+* :mod:`.formats`, :mod:`.jsonout`, :mod:`.schema`: text formats, offsets, the JSON API's shapes;
+* :mod:`.udpipe`: UDPipe's ``/models`` and ``/process``; :mod:`.limits`: body size and UTF-8 checks;
+* :mod:`.app`: the FastAPI app (routes, the web page in ``static/``); :mod:`.server`: uvicorn on a socket.
+
+Importing this package imports neither FastAPI nor torch; :mod:`.app` needs FastAPI.
+"""

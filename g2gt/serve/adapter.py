@@ -1,0 +1,126 @@
+"""The one place where the server touches a model: load it, segment raw text, tag and parse sentences.
+
+Everything else in :mod:`g2gt.serve` sees a :class:`LoadedModel` and :class:`g2gt.io.Sentence` objects, so
+pointing the server at another pipeline class means editing this module only. It uses the library's public
+API: :func:`g2gt.load`, the pipeline's ``parse`` / ``to_sentences`` / ``segmenter`` / ``enhancer`` /
+``columns``, and :func:`g2gt.models.model_card`.
+
+UDPipe's steps map onto one call of the pipeline: ``tag=False`` keeps the input's UPOS / XPOS / FEATS /
+LEMMA (``parse(..., keep=...)``); ``parse=False`` puts the input's HEAD / DEPREL back after the call; with
+neither, the model is not called at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..ud.io import Sentence
+
+__all__ = ["LoadedModel", "load_models", "model_name"]
+
+TAG_COLUMNS = ("upos", "xpos", "feats", "lemma")
+
+
+def model_name(spec: str) -> tuple[str, str]:
+    """``"NAME=DIR"`` -> ``(NAME, DIR)``; a shipped name or a folder -> ``(its base name, spec)``."""
+    if "=" in spec:
+        name, _, where = spec.partition("=")
+        if not name or not where:
+            raise ValueError(f"--model {spec!r}: expected NAME, DIR or NAME=DIR")
+        return name, where
+    return Path(spec.rstrip("/\\")).name or spec, spec
+
+
+@dataclass
+class LoadedModel:
+    """One loaded pipeline and what the server says about it.
+
+    Args:
+        name: the name clients use (``model=`` in requests).
+        nlp: the pipeline object returned by :func:`g2gt.load`.
+        card: its ``model.json`` card (``{}`` when it has none).
+    """
+
+    name: str
+    nlp: Any
+    card: dict = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, spec: str, device: str = "cpu", dtype: str | None = "auto") -> "LoadedModel":
+        """Load ``spec`` (a shipped name, a model folder, or ``NAME=DIR``) and its enhanced-UD part, so the
+        first request that asks for it does not pay the loading time."""
+        import g2gt
+        from ..ud.models import model_card
+
+        name, where = model_name(spec)
+        nlp = g2gt.load(where, device=device, dtype=dtype)
+        _ = nlp.enhancer  # loaded now: several worker threads must not race to load it later
+        try:
+            card = model_card(where)
+        except (FileNotFoundError, OSError, ValueError):
+            card = {}
+        return cls(name, nlp, card)
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def components(self) -> list[str]:
+        """UDPipe's component names this model provides."""
+        cols = set(self.nlp.columns)
+        return ["tokenizer"] + (["tagger"] if cols & set(TAG_COLUMNS) else []) + ["parser"]
+
+    @property
+    def has_enhancer(self) -> bool:
+        return self.nlp.enhancer is not None
+
+    @property
+    def description(self) -> str:
+        return str(self.card.get("description", ""))
+
+    @property
+    def acknowledgements(self) -> list[str]:
+        """What a client should credit: g2gt and the model's training data and licence (from its card)."""
+        facts = [str(self.card[k]) for k in ("training_data", "license") if self.card.get(k)]
+        return ["g2gt: Graph-to-Graph Transformers"] + ([f"{self.name}: " + "; ".join(facts)] if facts else [])
+
+    # ------------------------------------------------------------------ work
+    def segment_many(self, texts: Sequence[str]) -> list[list[Sentence]]:
+        """Raw texts -> their sentences (tokens, multiword tokens, ``SpaceAfter`` in MISC), one list per text.
+        A learned segmenter reads all texts in shared batches; any other segmenter one text at a time."""
+        seg = self.nlp.segmenter
+        many = getattr(seg, "segment_many", None)
+        if many is not None:
+            return [list(s) for s in many(list(texts))]
+        return [self.nlp.to_sentences(t) for t in texts]
+
+    def parse(self, sentences: Sequence[Sentence], tag: bool = True, parse: bool = True,
+              enhanced: bool = False) -> list[Sentence]:
+        """Tagged and / or parsed copies of ``sentences`` (see the module docstring for ``tag`` / ``parse``);
+        ``enhanced`` adds DEPS (needs ``parse``)."""
+        sentences = list(sentences)
+        if not sentences:
+            return []
+        if not (tag or parse):
+            return [s.copy() for s in sentences]
+        keep = () if tag else TAG_COLUMNS
+        out = self.nlp.parse(sentences, keep=keep, enhanced=enhanced and parse)
+        if not parse:
+            for src, dst in zip(sentences, out):
+                for a, b in zip(src.words, dst.words):
+                    b["head"], b["deprel"] = a["head"], a["deprel"]
+        return out
+
+
+def load_models(specs: Sequence[str], device: str = "cpu", dtype: str | None = "auto") -> dict[str, LoadedModel]:
+    """Load every model of ``specs`` (see :meth:`LoadedModel.load`); the first is the default.
+
+    Raises ``ValueError`` when two specs give the same name."""
+    out: dict[str, LoadedModel] = {}
+    for spec in specs:
+        name, _ = model_name(spec)
+        if name in out:
+            raise ValueError(f"--model {spec}: the name {name!r} is already used; name it with NAME=DIR")
+        out[name] = LoadedModel.load(spec, device, dtype)
+    return out
+

@@ -1,0 +1,237 @@
+"""The ASGI app of ``g2gt serve``: UDPipe's REST API, a JSON API, a web page; one dynamic batcher.
+
+Routes::
+
+    GET  /                  the web page (static/index.html; app.js and style.css under /static/)
+    GET  /models            UDPipe: {"models": {name: components}, "default_model": name}
+    GET|POST /process       UDPipe: tokenize / tag / parse (see g2gt.serve.udpipe)
+    GET  /v1/models         the models with their descriptions and whether they predict enhanced UD
+    POST /v1/parse          JSON in, JSON out (see g2gt.serve.schema; OpenAPI at /docs)
+    GET  /health            queue and batch counters
+
+Every request that needs a model becomes one job of the :class:`~g2gt.serve.batching.Batcher`; while it
+waits, the handler also listens for the client going away and then takes the job back (its slot is free
+again). Mistakes are answered 400 (413 for a body over the limit, 503 when the queue is full) with one line
+of plain text. No route reads or writes a file named by the client: the page's three files are read once,
+here, at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+
+from ..ud.io import sentence_from_words
+from .adapter import LoadedModel
+from .batching import Batcher, Job, QueueFull
+from .formats import RequestError, locate, read_conllu_text, write_conllu
+from .jsonout import sentence_json
+from .limits import BodyLimit
+from .schema import ParseRequest, ParseResponse
+from .service import Options, ParseService, Work
+from .udpipe import finish_process, models_json, plan_process, read_params, resolve_model
+
+__all__ = ["ServeConfig", "create_app"]
+
+log = logging.getLogger("g2gt.serve")
+STATIC = Path(__file__).resolve().parent / "static"
+STATIC_TYPES = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+
+
+@dataclass
+class ServeConfig:
+    """Limits and batching of the server (the ``g2gt serve`` options of the same names)."""
+
+    max_body_bytes: int = 4 * 2**20
+    max_sentence_words: int = 500
+    batch_wait_ms: float = 5.0
+    batch_words: int = 2000
+    max_pending: int = 1024
+    workers: int = 1
+
+
+class ClientGone(Exception):
+    """The client closed the connection before its answer was ready."""
+
+
+async def _disconnected(receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def run_job(request: Request, batcher: Batcher, options: Options, work: Work):
+    """The job's result (or its exception), or :class:`ClientGone` after taking the job back when the client
+    disconnects first."""
+    job = Job(options, work.size, work)
+    try:
+        future = batcher.submit(job)
+    except QueueFull as e:
+        raise RequestError(f"server busy: {e}; try again shortly", status=503) from None
+    gone = asyncio.ensure_future(_disconnected(request.receive))
+    try:
+        done, _ = await asyncio.wait((future, gone), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        batcher.cancel(job)
+        raise
+    finally:
+        if not gone.done():
+            gone.cancel()
+    if future in done:
+        return future.result()
+    batcher.cancel(job)
+    raise ClientGone()
+
+
+def _tokens_input(sentences: list[list[str]]) -> list:
+    out = []
+    for k, words in enumerate(sentences, 1):
+        try:
+            out.append(sentence_from_words(words, sent_id=str(k)))
+        except ValueError as e:
+            raise RequestError(f"sentences[{k - 1}]: {e}") from None
+    return out
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "invalid request"
+    e = errors[0]
+    loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"invalid request: {loc}: {e.get('msg', 'invalid')}{more}"
+
+
+def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = None) -> FastAPI:
+    """The app serving ``models`` (name -> :class:`LoadedModel`; the first is the default)."""
+    if not models:
+        raise ValueError("create_app needs at least one model")
+    config = config or ServeConfig()
+    models = dict(models)
+    service = ParseService(models, config.max_sentence_words)
+    batcher = Batcher(service.run, max_wait=config.batch_wait_ms / 1000, max_size=config.batch_words,
+                      max_pending=config.max_pending, workers=config.workers)
+    page = {name: (STATIC / name).read_text(encoding="utf-8") for name in ("index.html", *STATIC_TYPES)}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        batcher.start()
+        yield
+        await asyncio.get_running_loop().run_in_executor(None, batcher.close)
+
+    app = FastAPI(title="g2gt serve", version=_version(), lifespan=lifespan,
+                  description="Universal Dependencies parsing over HTTP: UDPipe-compatible /models and /process, "
+                              "a JSON API (/v1/parse) and a web page (/).")
+    app.state.batcher, app.state.models, app.state.config = batcher, models, config
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+
+    @app.exception_handler(RequestError)
+    async def _request_error(request: Request, exc: RequestError):
+        return PlainTextResponse(str(exc), status_code=exc.status,
+                                 headers={"Retry-After": "1"} if exc.status == 503 else None)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError):
+        return PlainTextResponse(_validation_message(exc), status_code=400)
+
+    @app.exception_handler(ClientGone)
+    async def _gone(request: Request, exc: ClientGone):
+        return Response(status_code=499)  # nobody reads it
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception):
+        log.exception("internal error", exc_info=exc)
+        return PlainTextResponse(f"internal error: {type(exc).__name__}: {exc} (a bug: please report it)",
+                                 status_code=500)
+
+    # ------------------------------------------------------------------ page
+    @app.get("/", include_in_schema=False)
+    async def index() -> HTMLResponse:
+        return HTMLResponse(page["index.html"])
+
+    @app.get("/static/{name}", include_in_schema=False)
+    async def static(name: str) -> Response:
+        if name not in STATIC_TYPES:
+            return PlainTextResponse(f"no such file: {name}", status_code=404)
+        return Response(page[name], media_type=STATIC_TYPES[name])
+
+    # ------------------------------------------------------------------ UDPipe
+    @app.get("/models", summary="UDPipe: the models and their components")
+    async def udpipe_models() -> dict:
+        return models_json(models)
+
+    process_doc = dict(summary="UDPipe: tokenize, tag and parse",
+                       description="UDPipe 2's parameters: data, model, tokenizer, input, tagger, parser, output "
+                                   "(query string, url-encoded or multipart/form-data body).")
+
+    @app.get("/process", operation_id="udpipe_process_get", **process_doc)
+    @app.post("/process", operation_id="udpipe_process_post", **process_doc)
+    async def udpipe_process(request: Request) -> JSONResponse:
+        body = await request.body() if request.method == "POST" else b""
+        params = read_params(request.scope.get("query_string", b""), request.method,
+                             request.headers.get("content-type", ""), body)
+        plan = plan_process(models, params)
+        sentences = plan.work.sentences
+        if plan.options is not None:
+            sentences = await run_job(request, batcher, plan.options, plan.work)
+        return JSONResponse(finish_process(plan, sentences))
+
+    # ------------------------------------------------------------------ JSON API
+    @app.get("/v1/models", summary="the models served")
+    async def v1_models() -> dict:
+        return {"default_model": next(iter(models)),
+                "models": [{"name": n, "description": m.description, "components": m.components,
+                            "enhanced": m.has_enhancer} for n, m in models.items()]}
+
+    @app.post("/v1/parse", summary="parse text, tokenized sentences or CoNLL-U",
+              responses={200: {"model": ParseResponse}})
+    async def v1_parse(req: ParseRequest, request: Request) -> JSONResponse:
+        given = [k for k in ("text", "sentences", "conllu") if getattr(req, k) is not None]
+        if len(given) != 1:
+            raise RequestError("give exactly one of text, sentences or conllu" +
+                               (f" (got {', '.join(given)})" if given else ""))
+        model = resolve_model(models, req.model)
+        if req.enhanced and not model.has_enhancer:
+            raise RequestError(f"enhanced: the model {model.name!r} has no enhanced-UD part")
+        if req.text is not None:
+            work = Work(text=req.text, presegmented=req.presegmented)
+        elif req.sentences is not None:
+            work = Work(sentences=_tokens_input(req.sentences))
+        else:
+            work = Work(sentences=read_conllu_text(req.conllu or ""), split_long=False)
+        sentences = await run_job(request, batcher, Options(model.name, enhanced=req.enhanced), work)
+        if req.text is not None:
+            spans = locate(sentences, req.text)
+        else:
+            spans = [locate([s], s.text or "")[0] for s in sentences]
+        svg = None
+        if req.svg:
+            from ..ud.draw import render_svg
+
+            svg = render_svg
+        out = {"model": model.name,
+               "sentences": [sentence_json(s, sp, req.enhanced, svg(s) if svg else None)
+                             for s, sp in zip(sentences, spans)]}
+        if req.return_conllu:
+            out["conllu"] = write_conllu(sentences)
+        return JSONResponse(out)
+
+    @app.get("/health", summary="queue and batch counters")
+    async def health() -> dict:
+        return {"status": "ok", "pending": batcher.pending, **batcher.stats}
+
+    return app
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__

@@ -1,0 +1,236 @@
+"""Text formats of the server: request decoding, UDPipe's input / output formats, sentence surgery.
+
+* :func:`decode_utf8`: bytes -> str, or a :class:`RequestError` naming the first bad byte's offset;
+* readers (``conllu``, ``horizontal``, ``vertical``): text -> :class:`g2gt.io.Sentence` objects, errors with
+  the line number;
+* writers (``conllu``, ``horizontal``, ``vertical``, ``plaintext``): sentences -> text, as UDPipe writes them;
+* :func:`surface_tokens`, :func:`rebuild`, :func:`merge_sentences`, :func:`limit_lengths`: multiword-token-aware
+  splitting and joining of sentences (MISC of every surface token kept, so offsets and spacing survive);
+* :func:`locate`: character offsets of every sentence and word in the text it was read from.
+
+Nothing here touches a model or a file.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+from ..ud.io import CoNLLUError, Sentence, parse_conllu_string, sentence_from_tokens, sentence_from_words
+
+__all__ = ["RequestError", "decode_utf8", "READERS", "WRITERS", "read_conllu_text", "read_horizontal",
+           "read_vertical", "surface_tokens", "rebuild", "merge_sentences", "limit_lengths", "locate",
+           "Span"]
+
+Span = tuple[int, int]
+
+
+class RequestError(ValueError):
+    """A mistake in a request: answered with ``status`` (400 unless said otherwise) and ``str(err)`` as the
+    plain-text body."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def decode_utf8(data: bytes, what: str) -> str:
+    """``data`` as text; :class:`RequestError` naming the byte offset of the first byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RequestError(f"{what}: byte {e.start} (0x{data[e.start]:02x}) is not valid UTF-8; send UTF-8 "
+                           "text") from None
+
+
+# --------------------------------------------------------------------------- readers
+def read_conllu_text(text: str) -> list[Sentence]:
+    """CoNLL-U in a request (``data:LINE: what is wrong`` on an error)."""
+    try:
+        return parse_conllu_string(text, name="data")
+    except CoNLLUError as e:
+        raise RequestError(f"malformed CoNLL-U: {e}") from None
+
+
+def _words_sentence(words: list[str], line: int, k: int) -> Sentence:
+    try:
+        return sentence_from_words(words, sent_id=str(k))
+    except ValueError as e:
+        raise RequestError(f"data:{line}: {e}") from None
+
+
+def read_horizontal(text: str) -> list[Sentence]:
+    """UDPipe's ``horizontal`` input: one sentence per line, words separated by spaces (blank lines skipped)."""
+    out = []
+    for line_no, line in enumerate(text.splitlines(), 1):
+        words = line.split()
+        if words:
+            out.append(_words_sentence(words, line_no, len(out) + 1))
+    return out
+
+
+def read_vertical(text: str) -> list[Sentence]:
+    """UDPipe's ``vertical`` input: one word per line (its first tab-separated field), a blank line after
+    each sentence."""
+    out: list[Sentence] = []
+    words: list[str] = []
+    start = 1
+    lines = text.splitlines()
+    for line_no, line in enumerate(lines + [""], 1):
+        word = line.split("\t", 1)[0].strip()
+        if word:
+            if not words:
+                start = line_no
+            words.append(word)
+        elif words:
+            out.append(_words_sentence(words, start, len(out) + 1))
+            words = []
+    return out
+
+
+READERS: dict[str, Callable[[str], list[Sentence]]] = {
+    "conllu": read_conllu_text, "horizontal": read_horizontal, "vertical": read_vertical}
+
+
+# --------------------------------------------------------------------------- writers
+def write_conllu(sentences: Sequence[Sentence], header: Sequence[str] = ()) -> str:
+    """CoNLL-U text; ``header`` lines (``"# generator = ..."``) go before the first sentence's comments, as
+    UDPipe writes them."""
+    body = "".join(s.serialize() for s in sentences)
+    return "".join(f"{h}\n" for h in header) + body if body else ""
+
+
+def write_horizontal(sentences: Sequence[Sentence], header: Sequence[str] = ()) -> str:
+    """One sentence per line, words separated by a space (a space inside a word becomes U+00A0)."""
+    return "".join(" ".join(f.replace(" ", "\u00a0") for f in s.forms) + "\n" for s in sentences)
+
+
+def write_vertical(sentences: Sequence[Sentence], header: Sequence[str] = ()) -> str:
+    """One word per line, a blank line after each sentence."""
+    return "".join("".join(f + "\n" for f in s.forms) + "\n" for s in sentences)
+
+
+def write_plaintext(sentences: Sequence[Sentence], header: Sequence[str] = (), normalized: bool = False) -> str:
+    """The text back: with the whitespace MISC records (``SpaceAfter``, ``SpacesAfter``, ``SpacesBefore``), or
+    with ``normalized`` one sentence per line and single spaces (UDPipe's ``plaintext=normalized_spaces``)."""
+    if normalized:
+        lines = []
+        for s in sentences:
+            parts = []
+            for tok, _ in surface_tokens(s):
+                parts.append(tok["form"] + (" " if _space_after(tok) else ""))
+            lines.append("".join(parts).rstrip(" "))
+        return "".join(line + "\n" for line in lines)
+    from ..ud.tokenize import text_from_sentences
+
+    text = text_from_sentences(sentences)
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+WRITERS: dict[str, Callable[..., str]] = {
+    "conllu": write_conllu, "horizontal": write_horizontal, "vertical": write_vertical, "plaintext": write_plaintext}
+
+
+# --------------------------------------------------------------------------- sentence surgery
+def _space_after(tok) -> bool:
+    misc = tok["misc"] if isinstance(tok["misc"], dict) else {}
+    return misc.get("SpaceAfter") != "No"
+
+
+def surface_tokens(sentence: Sentence) -> list[tuple[dict, list[int]]]:
+    """The surface tokens of ``sentence`` in order, each with the 0-based indices of its words: a
+    multiword-token line with the words it spans, or a word outside any (empty nodes skipped)."""
+    out: list[tuple[dict, list[int]]] = []
+    covered = 0
+    word = 0
+    for tok in sentence.tokens:
+        tid = tok["id"]
+        if isinstance(tid, tuple):
+            if tid[1] == "-":
+                out.append((tok, list(range(tid[0] - 1, tid[2]))))
+                covered = max(covered, tid[2])
+            continue
+        word += 1
+        if tid > covered:
+            out.append((tok, [word - 1]))
+    return out
+
+
+def rebuild(pieces: Sequence[tuple[Sentence, Sequence[int]]], sent_id: str | None) -> Sentence:
+    """One sentence made of the surface tokens ``pieces`` = ``[(sentence, token indices), ...]`` (indices
+    into :func:`surface_tokens`), forms and MISC kept; every other column ``_``."""
+    items, miscs = [], []
+    for sent, which in pieces:
+        toks = surface_tokens(sent)
+        forms = sent.forms
+        for k in which:
+            tok, words = toks[k]
+            items.append((tok["form"], [forms[i] for i in words], _space_after(tok)))
+            miscs.append(tok["misc"])
+    out = sentence_from_tokens(items, sent_id=sent_id)
+    for (tok, _), misc in zip(surface_tokens(out), miscs):
+        tok["misc"] = dict(misc) if isinstance(misc, dict) else misc
+    return out
+
+
+def merge_sentences(sentences: Sequence[Sentence], sent_id: str | None) -> Sentence:
+    """The sentences as one (UDPipe's ``presegmented``: a line is one sentence whatever the splitter says)."""
+    if len(sentences) == 1:
+        return sentences[0]
+    return rebuild([(s, range(len(surface_tokens(s)))) for s in sentences], sent_id)
+
+
+def limit_lengths(sentences: Sequence[Sentence], max_words: int, split: bool, where: str = "") -> list[Sentence]:
+    """``sentences`` with none over ``max_words`` words: a longer one is cut into pieces of at most
+    ``max_words`` words between surface tokens (``split``; ids ``ID.1``, ``ID.2`` ...), or refused with a
+    :class:`RequestError` naming it. ``max_words <= 0``: no limit."""
+    if max_words <= 0 or all(len(s) <= max_words for s in sentences):
+        return list(sentences)
+    out: list[Sentence] = []
+    for k, s in enumerate(sentences, 1):
+        if len(s) <= max_words:
+            out.append(s)
+            continue
+        name = f"sentence {k}" + (f" (line {s.line})" if s.line else "") + where
+        if not split:
+            raise RequestError(f"{name} has {len(s)} words, over the limit of {max_words} words per sentence "
+                               "(g2gt serve --max-sentence-words); split it into shorter sentences")
+        toks = surface_tokens(s)
+        if any(len(w) > max_words for _, w in toks):
+            raise RequestError(f"{name}: a multiword token has more than {max_words} words")
+        chunk: list[int] = []
+        n = 0
+        part = 0
+        for i, (_, words) in enumerate(toks + [(None, None)]):
+            if words is None or n + len(words) > max_words:
+                part += 1
+                out.append(rebuild([(s, chunk)], f"{s.sent_id or k}.{part}"))
+                chunk, n = [], 0
+            if words is not None:
+                chunk.append(i)
+                n += len(words)
+    return out
+
+
+# --------------------------------------------------------------------------- offsets
+def locate(sentences: Iterable[Sentence], text: str) -> list[tuple[Span | None, list[Span | None]]]:
+    """Character offsets (``[start, end)``, Python string indices) in ``text`` of each sentence and of
+    each of its words (a word of a multiword token gets the token's span), found by reading the surface
+    forms left to right; ``None`` for a form not found where expected."""
+    out = []
+    pos = 0
+    for s in sentences:
+        words: list[Span | None] = [None] * len(s)
+        first = last = None
+        for tok, idx in surface_tokens(s):
+            form = tok["form"]
+            at = text.find(form, pos) if form else -1
+            if at < 0 or (at > pos and text[pos:at].strip()):
+                continue  # not the next thing in the text: leave it unplaced
+            span = (at, at + len(form))
+            pos = span[1]
+            first = span[0] if first is None else first
+            last = span[1]
+            for i in idx:
+                words[i] = span
+        out.append(((first, last) if first is not None else None, words))
+    return out

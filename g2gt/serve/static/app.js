@@ -1,0 +1,204 @@
+// The g2gt web page: text in, POST /v1/parse, every sentence drawn (the server's SVG tree), a table of the
+// CoNLL-U columns, the enhanced graph on request (drawn here), and the result as a CoNLL-U download.
+// No external resources: everything comes from this server.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const SVG_NS = "http://www.w3.org/2000/svg";
+const COLUMNS = ["ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC"];
+let downloadUrl = null;
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = !message;
+}
+
+function setBusy(busy) {
+  $("parse").disabled = busy;
+  $("status").textContent = busy ? "parsing…" : $("status").textContent;
+}
+
+async function loadModels() {
+  const response = await fetch("/v1/models");
+  const info = await response.json();
+  const select = $("model");
+  for (const m of info.models) {
+    const option = document.createElement("option");
+    option.value = m.name;
+    option.textContent = m.name;
+    option.title = m.description || "";
+    option.dataset.enhanced = String(m.enhanced);
+    select.appendChild(option);
+  }
+  select.value = info.default_model;
+  updateEnhanced();
+}
+
+function updateEnhanced() {
+  const option = $("model").selectedOptions[0];
+  const available = Boolean(option) && option.dataset.enhanced === "true";
+  $("enhanced").disabled = !available;
+  if (!available) $("enhanced").checked = false;
+}
+
+async function parse(event) {
+  event.preventDefault();
+  const text = $("text").value;
+  showError("");
+  if (!text.trim()) {
+    showError("Type some text first.");
+    return;
+  }
+  setBusy(true);
+  const started = performance.now();
+  try {
+    const response = await fetch("/v1/parse", {
+      method: "POST",
+      headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({text: text, model: $("model").value, enhanced: $("enhanced").checked,
+                            svg: true, return_conllu: true}),
+    });
+    const body = await response.text();
+    if (!response.ok) throw new Error(`${response.status}: ${body}`);
+    const result = JSON.parse(body);
+    render(result);
+    const words = result.sentences.reduce((n, s) => n + s.words.length, 0);
+    $("status").textContent = `${result.sentences.length} sentence(s), ${words} words, ` +
+      `${Math.round(performance.now() - started)} ms (${result.model})`;
+  } catch (error) {
+    $("status").textContent = "";
+    showError(error.message);
+  } finally {
+    $("parse").disabled = false;
+  }
+}
+
+function render(result) {
+  const results = $("results");
+  results.replaceChildren();
+  result.sentences.forEach((sentence, i) => results.appendChild(renderSentence(sentence, i)));
+  if (downloadUrl) URL.revokeObjectURL(downloadUrl);
+  downloadUrl = URL.createObjectURL(new Blob([result.conllu || ""], {type: "text/plain;charset=utf-8"}));
+  $("download").href = downloadUrl;
+  $("download").hidden = false;
+}
+
+function element(tag, className, text) {
+  const el = document.createElement(tag);
+  if (className) el.className = className;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+function renderSentence(sentence, index) {
+  const section = element("section", "sentence");
+  section.dataset.sentence = String(index);
+  const title = element("h2");
+  title.appendChild(element("span", "sid", `#${sentence.id ?? index + 1}`));
+  title.appendChild(document.createTextNode(sentence.text ?? sentence.words.map((w) => w.form).join(" ")));
+  section.appendChild(title);
+  const tree = element("div", "tree");
+  // the server's drawing (g2gt.ud.draw: every text in it is XML-escaped), parsed as SVG, not as HTML
+  const doc = new DOMParser().parseFromString(sentence.svg, "image/svg+xml");
+  tree.appendChild(document.importNode(doc.documentElement, true));
+  section.appendChild(tree);
+  if (sentence.enhanced) {
+    section.appendChild(element("h3", "", "Enhanced graph"));
+    const graph = element("div", "enhanced");
+    graph.appendChild(drawGraph(sentence));
+    section.appendChild(graph);
+  }
+  section.appendChild(renderTable(sentence));
+  return section;
+}
+
+function renderTable(sentence) {
+  const table = element("table", "columns");
+  const head = table.createTHead().insertRow();
+  for (const c of COLUMNS) head.appendChild(element("th", "", c));
+  const body = table.createTBody();
+  const tokensAt = new Map(sentence.tokens.map((t) => [t.words[0], t]));
+  const emptyAfter = new Map();
+  for (const e of sentence.empty_nodes || []) {
+    const at = parseInt(e.id, 10);
+    if (!emptyAfter.has(at)) emptyAfter.set(at, []);
+    emptyAfter.get(at).push(e);
+  }
+  const row = (cells, className) => {
+    const tr = body.insertRow();
+    if (className) tr.className = className;
+    for (const c of cells) tr.insertCell().textContent = c === null || c === undefined ? "_" : String(c);
+  };
+  for (const e of emptyAfter.get(0) || []) row([e.id, e.form, e.lemma, e.upos, null, null, null, null, e.deps, null], "empty");
+  for (const w of sentence.words) {
+    const t = tokensAt.get(w.id);
+    if (t) row([t.id, t.form, null, null, null, null, null, null, null, null], "mwt");
+    row([w.id, w.form, w.lemma, w.upos, w.xpos, w.feats, w.head, w.deprel, w.deps, w.misc], "word");
+    for (const e of emptyAfter.get(w.id) || []) {
+      row([e.id, e.form, e.lemma, e.upos, null, null, null, null, e.deps, null], "empty");
+    }
+  }
+  return table;
+}
+
+// ---------------------------------------------------------------- the enhanced graph
+function svgEl(tag, attrs, text) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+function nodeKey(id) {
+  const [whole, part] = String(id).split(".");
+  return parseInt(whole, 10) + (part ? parseInt(part, 10) / 1000 : 0);
+}
+
+function drawGraph(sentence) {
+  // nodes: words and empty nodes in id order; arcs above them from head to dependent, stacked by span
+  const nodes = sentence.words.map((w) => ({id: String(w.id), form: w.form}))
+    .concat((sentence.empty_nodes || []).map((e) => ({id: e.id, form: e.form + " (" + e.id + ")"})))
+    .sort((a, b) => nodeKey(a.id) - nodeKey(b.id));
+  const x = new Map();
+  let at = 20;
+  for (const n of nodes) {
+    const width = Math.max(40, n.form.length * 8 + 16);
+    x.set(n.id, at + width / 2);
+    at += width;
+  }
+  const edges = (sentence.enhanced || []).map((e) => ({head: String(e.head), dep: String(e.dependent), label: e.label}));
+  const arcs = edges.filter((e) => e.head !== "0" && x.has(e.head) && x.has(e.dep))
+    .map((e) => ({...e, lo: Math.min(x.get(e.head), x.get(e.dep)), hi: Math.max(x.get(e.head), x.get(e.dep))}))
+    .sort((a, b) => (a.hi - a.lo) - (b.hi - b.lo));
+  for (const [i, a] of arcs.entries()) {
+    const inner = arcs.slice(0, i).filter((b) => b.lo >= a.lo && b.hi <= a.hi);
+    a.level = 1 + Math.max(0, ...inner.map((b) => b.level));
+  }
+  const top = Math.max(1, ...arcs.map((a) => a.level));
+  const base = 30 + top * 26;
+  const svg = svgEl("svg", {width: at + 20, height: base + 40, class: "graph-enhanced"});
+  svg.appendChild(svgEl("rect", {x: 0, y: 0, width: at + 20, height: base + 40, fill: "white"}));
+  for (const e of edges.filter((d) => d.head === "0" && x.has(d.dep))) {
+    svg.appendChild(svgEl("path", {d: `M ${x.get(e.dep)} 12 L ${x.get(e.dep)} ${base}`, stroke: "#2f6db3",
+                                    fill: "none", class: "arc root"}));
+    svg.appendChild(svgEl("text", {x: x.get(e.dep) + 4, y: 14, "font-size": 11, fill: "#2f6db3", class: "label"},
+                          e.label));
+  }
+  for (const a of arcs) {
+    const xh = x.get(a.head), xd = x.get(a.dep), peak = base - a.level * 26 * 4 / 3;
+    svg.appendChild(svgEl("path", {d: `M ${xh} ${base} C ${xh} ${peak}, ${xd} ${peak}, ${xd} ${base}`,
+                                    stroke: "#2f6db3", fill: "none", class: "arc"}));
+    svg.appendChild(svgEl("circle", {cx: xd, cy: base, r: 2.5, fill: "#2f6db3"}));
+    svg.appendChild(svgEl("text", {x: (xh + xd) / 2, y: base - a.level * 26 + 4, "font-size": 11, fill: "#a0301c",
+                                    "text-anchor": "middle", class: "label"}, a.label));
+  }
+  for (const n of nodes) {
+    svg.appendChild(svgEl("text", {x: x.get(n.id), y: base + 20, "font-size": 14, "text-anchor": "middle",
+                                    class: "word"}, n.form));
+  }
+  return svg;
+}
+
+$("form").addEventListener("submit", parse);
+$("model").addEventListener("change", updateEnhanced);
+loadModels().catch((error) => showError("cannot list the models: " + error.message));

@@ -1,0 +1,268 @@
+"""``g2gt serve`` over real HTTP (uvicorn on a free loopback port, the shipped model loaded once): UDPipe's
+``/models`` and ``/process``, the JSON API, bad input, dynamic batching, a client that goes away."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import quote, urlencode
+
+import pytest
+
+from test_serve_harness import LiveServer, multipart, wait_for
+
+from g2gt.ud.io import check_tree, parse_conllu_string
+from g2gt.serve.adapter import LoadedModel, load_models
+from g2gt.serve.app import ServeConfig, create_app
+
+TEXT = "I don't think it will rain tomorrow. The dog that barked ran away."
+MAX_WORDS = 40
+
+
+@pytest.fixture(scope="module")
+def models():
+    loaded = load_models(["en_ewt"])
+    first = loaded["en_ewt"]
+    loaded["second"] = LoadedModel("second", first.nlp, {**first.card, "language": "xx"})  # same weights
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def server(models):
+    config = ServeConfig(max_body_bytes=64 * 1024, max_sentence_words=MAX_WORDS, batch_wait_ms=5)
+    with LiveServer(create_app(models, config)) as live:
+        yield live
+
+
+def process(server, fields: dict, how: str = "urlencoded") -> tuple[int, dict | str]:
+    if how == "multipart":
+        body, ctype = multipart(fields)
+        status, data = server.request("POST", "/process", body, {"Content-Type": ctype})
+    elif how == "get":
+        status, data = server.request("GET", "/process?" + urlencode(fields))
+    else:
+        status, data = server.request("POST", "/process", urlencode(fields),
+                                      {"Content-Type": "application/x-www-form-urlencoded"})
+    text = data.decode("utf-8")
+    return status, (json.loads(text) if status == 200 else text)
+
+
+# --------------------------------------------------------------------------- UDPipe API
+def test_models_lists_components_and_default(server):
+    status, data = server.request("GET", "/models")
+    assert status == 200
+    info = json.loads(data)
+    assert info["default_model"] == "en_ewt"
+    assert info["models"]["en_ewt"] == ["tokenizer", "tagger", "parser"]
+    assert set(info["models"]) == {"en_ewt", "second"}
+
+
+@pytest.mark.parametrize("how", ["urlencoded", "multipart", "get"])
+def test_process_tokenize_tag_parse_matches_the_library(server, models, how):
+    status, out = process(server, {"data": TEXT, "tokenizer": "", "tagger": "", "parser": ""}, how)
+    assert status == 200, out
+    assert out["model"] == "en_ewt" and out["acknowledgements"]
+    sents = parse_conllu_string(out["result"])
+    direct = models["en_ewt"].nlp(TEXT)
+    assert [s.forms for s in sents] == [s.forms for s in direct]
+    assert [s.heads for s in sents] == [s.heads for s in direct]  # one request = one batch: the same call
+    assert [s.upos for s in sents] == [s.upos for s in direct]
+    assert out["result"].startswith("# generator = g2gt")
+
+
+def test_process_steps_are_optional_like_udpipe(server):
+    _, tok_only = process(server, {"data": TEXT, "tokenizer": ""})
+    sents = parse_conllu_string(tok_only["result"])
+    assert len(sents) == 2 and all(h is None for s in sents for h in s.heads)
+    assert all(u == "_" for s in sents for u in s.upos)
+    _, tagged = process(server, {"data": TEXT, "tokenizer": "", "tagger": ""})
+    sents = parse_conllu_string(tagged["result"])
+    assert all(h is None for s in sents for h in s.heads) and "PRON" in sents[0].upos
+    # CoNLL-U input (the default) with gold tags: parser only keeps them
+    gold = ("1\tThe\tthe\tDET\tDT\t_\t_\t_\t_\t_\n2\tcats\tcat\tNOUN\tNNS\tNumber=Plur\t_\t_\t_\t_\n"
+            "3\tsleep\tsleep\tVERB\tVBP\t_\t_\t_\t_\t_\n\n")
+    _, parsed = process(server, {"data": gold, "parser": ""})
+    (s,) = parse_conllu_string(parsed["result"])
+    assert s.upos == ["DET", "NOUN", "VERB"] and s.lemmas == ["the", "cat", "sleep"]
+    assert check_tree(s.heads) is None
+
+
+def test_process_input_and_output_formats(server):
+    _, out = process(server, {"data": "The cat sat .\nIt slept .\n", "input": "horizontal", "tagger": "",
+                              "parser": "", "output": "vertical"})
+    assert out["result"] == "The\ncat\nsat\n.\n\nIt\nslept\n.\n\n"
+    _, out = process(server, {"data": "The\ncat\nsat\n\nIt\nslept\n", "input": "vertical", "output": "horizontal"})
+    assert out["result"] == "The cat sat\nIt slept\n"
+    raw = "  Hello there.  How are\nyou?"
+    _, out = process(server, {"data": raw, "tokenizer": "", "output": "plaintext"})
+    assert out["result"].rstrip("\n") == raw  # the whitespace comes back exactly
+    _, out = process(server, {"data": raw, "tokenizer": "", "output": "plaintext=normalized_spaces"})
+    assert out["result"] == "Hello there.\nHow are you?\n"
+
+
+def test_process_tokenizer_options(server):
+    text = "I don't know. He left.\nA second line"
+    _, out = process(server, {"data": text, "tokenizer": "presegmented;ranges"})
+    sents = parse_conllu_string(out["result"])
+    assert len(sents) == 2  # one sentence per line, however the splitter would cut them
+    ranges = [(tok["form"], tok["misc"]["TokenRange"]) for s in sents for tok in s.tokens
+              if isinstance(tok["misc"], dict) and "TokenRange" in tok["misc"]]
+    assert len(ranges) == 10  # I, don't, know, ., He, left, ., A, second, line
+    for form, rng in ranges:
+        a, b = map(int, rng.split(":"))
+        assert text[a:b] == form
+    status, msg = process(server, {"data": text, "tokenizer": "no_such_option"})
+    assert status == 400 and "no_such_option" in msg
+
+
+def test_process_picks_a_model_by_name_or_language(server):
+    assert process(server, {"data": TEXT, "tokenizer": "", "model": "second"})[1]["model"] == "second"
+    assert process(server, {"data": TEXT, "tokenizer": "", "model": "en"})[1]["model"] == "en_ewt"
+    status, msg = process(server, {"data": TEXT, "model": "cs_pdt"})
+    assert status == 400 and "cs_pdt" in msg and "en_ewt" in msg and "second" in msg
+
+
+@pytest.mark.parametrize("fields, expect", [
+    ({"tokenizer": ""}, "'data' is required"),
+    ({"data": "x", "input": "docx"}, "unknown input format"),
+    ({"data": "x", "tokenizer": "", "output": "xml"}, "unknown output format"),
+    ({"data": "1\tThe\tthe\n"}, "data:1:"),
+    ({"data": "1\tA\t_\t_\t_\t_\t0\troot\t_\t_\n3\tB\t_\t_\t_\t_\t1\tdep\t_\t_\n\n"}, "data:2:"),
+])
+def test_process_mistakes_are_400_with_a_message(server, fields, expect):
+    status, msg = process(server, fields)
+    assert status == 400 and expect in msg
+
+
+def test_bytes_that_are_not_utf8_name_their_offset(server):
+    status, data = server.request("POST", "/process", b"tokenizer=&data=ab%FFc",
+                                  {"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 400 and b"byte 2" in data and b"'data'" in data
+    body, ctype = multipart({"tokenizer": "", "data": b"caf\xc3\xa9 \xe9t\xe9"})
+    status, data = server.request("POST", "/process", body, {"Content-Type": ctype})
+    assert status == 400 and b"byte 6" in data
+    status, data = server.request("POST", "/v1/parse", b'{"text": "ok \xff"}', {"Content-Type": "application/json"})
+    assert status == 400 and b"byte 13" in data
+
+
+def test_body_over_the_limit_is_413(server):
+    status, data = server.request("POST", "/process", urlencode({"data": "word " * 20000}),
+                                  {"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 413 and b"limit" in data
+    assert server.request("GET", "/models")[0] == 200  # the server is fine
+
+
+def test_long_sentences_are_split_or_refused(server):
+    words = [f"w{i}" for i in range(MAX_WORDS * 2 + 5)]
+    status, out = server.json("/v1/parse", {"sentences": [words]})
+    assert status == 200
+    assert [len(s["words"]) for s in out["sentences"]] == [MAX_WORDS, MAX_WORDS, 5]
+    status, out = server.json("/v1/parse", {"text": " ".join(words)})
+    assert status == 200 and all(len(s["words"]) <= MAX_WORDS for s in out["sentences"])
+    conllu = "".join(f"{i}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_\n" for i, w in enumerate(words, 1)) + "\n"
+    status, msg = server.json("/v1/parse", {"conllu": conllu})
+    assert status == 400 and f"limit of {MAX_WORDS}" in msg
+    assert server.json("/v1/parse", {"text": "Still fine."})[0] == 200  # no stuck worker
+
+
+# --------------------------------------------------------------------------- JSON API
+def test_v1_parse_text_gives_offsets_tags_and_trees(server):
+    text = "  I don't know.\n\nHe left early."
+    status, out = server.json("/v1/parse", {"text": text, "svg": True, "return_conllu": True})
+    assert status == 200
+    assert len(out["sentences"]) == 2
+    for s in out["sentences"]:
+        assert text[s["start"]:s["end"]] == s["text"]
+        assert check_tree([w["head"] for w in s["words"]]) is None
+        for w in s["words"]:
+            assert w["upos"] and w["deprel"] and w["lemma"]
+            assert text[w["start"]:w["end"]] in (w["form"], *(t["form"] for t in s["tokens"]))
+        assert s["svg"].count('class="word"') == len(s["words"])
+    mwt = out["sentences"][0]["tokens"][0]
+    assert mwt["form"] == "don't" and mwt["words"] == [2, 3] and text[mwt["start"]:mwt["end"]] == "don't"
+    assert parse_conllu_string(out["conllu"])[1].forms == ["He", "left", "early", "."]
+
+
+def test_v1_parse_enhanced_edges_match_deps(server):
+    status, out = server.json("/v1/parse", {"text": "The dog that barked ran away.", "enhanced": True})
+    assert status == 200
+    (s,) = out["sentences"]
+    for w in s["words"]:
+        mine = sorted(f"{e['head']}:{e['label']}" for e in s["enhanced"] if e["dependent"] == w["id"])
+        assert mine == sorted(w["deps"].split("|"))
+    assert any(e["head"] == 0 and e["label"] == "root" for e in s["enhanced"])
+
+
+def test_v1_parse_tokens_and_conllu_input(server):
+    status, out = server.json("/v1/parse", {"sentences": [["The", "cat", "sat", "."], ["Yes", "."]]})
+    assert status == 200 and [len(s["words"]) for s in out["sentences"]] == [4, 2]
+    assert out["sentences"][0]["words"][1]["start"] == 4  # offsets into the sentence's own text
+    conllu = "# text = Hi all\n1\tHi\t_\t_\t_\t_\t_\t_\t_\t_\n2\tall\t_\t_\t_\t_\t_\t_\t_\t_\n\n"
+    status, out = server.json("/v1/parse", {"conllu": conllu})
+    assert status == 200 and [w["form"] for w in out["sentences"][0]["words"]] == ["Hi", "all"]
+
+
+@pytest.mark.parametrize("payload, expect", [
+    ({}, "exactly one of"),
+    ({"text": "a", "sentences": [["a"]]}, "exactly one of"),
+    ({"text": "a", "colour": "red"}, "colour"),
+    ({"text": 3}, "text"),
+    ({"text": "a", "model": "nope"}, "unknown model"),
+    ({"sentences": [["fine"], ["a\tb"]]}, "sentences[1]"),
+])
+def test_v1_parse_mistakes_are_400(server, payload, expect):
+    status, msg = server.json("/v1/parse", payload)
+    assert status == 400 and expect in msg
+
+
+def test_openapi_and_page_are_served(server):
+    status, data = server.request("GET", "/openapi.json")
+    assert status == 200 and "/v1/parse" in json.loads(data)["paths"]
+    assert server.request("GET", "/docs")[0] == 200
+    status, page = server.request("GET", "/")
+    assert status == 200 and b"/static/app.js" in page
+    links = re.findall(rb'(?:src|href)="([^"]*)"', page)
+    assert links and all(link.startswith((b"/", b"#")) for link in links)  # nothing from outside: works offline
+    assert server.request("GET", "/static/app.js")[0] == 200
+    assert server.request("GET", "/static/" + quote("../app.py", safe=""))[0] == 404
+
+
+# --------------------------------------------------------------------------- batching and slots
+def test_concurrent_requests_share_batches(server, models):
+    batcher = server.app.state.batcher
+    texts = [f"Request number {i} asks for a parse of its own sentence." for i in range(8)]
+    before = dict(batcher.stats)
+    batcher.max_wait = 0.5  # the first request waits for the others: one batch, deterministically
+    try:
+        with ThreadPoolExecutor(len(texts)) as pool:
+            results = list(pool.map(lambda t: server.json("/v1/parse", {"text": t}), texts))
+    finally:
+        batcher.max_wait = 0.005
+    assert all(status == 200 for status, _ in results)
+    for text, (_, out) in zip(texts, results):
+        assert [w["form"] for w in out["sentences"][0]["words"]] == text[:-1].split() + ["."]
+    assert batcher.stats["batches"] - before["batches"] < len(texts)
+    assert batcher.stats["max_batch_jobs"] >= 2
+
+
+def test_client_that_disconnects_frees_its_slot(server):
+    batcher = server.app.state.batcher
+    cancelled = batcher.stats["cancelled"]
+    batches = batcher.stats["batches"]
+    batcher.max_wait = 3.0  # the job waits in the queue long enough to see it leave
+    try:
+        body = json.dumps({"text": "Nobody will read this answer."}).encode()
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        sock.sendall(b"POST /v1/parse HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        assert wait_for(lambda: batcher.pending == 1, timeout=5)
+        sock.close()
+        start = time.monotonic()
+        assert wait_for(lambda: batcher.pending == 0 and batcher.stats["cancelled"] == cancelled + 1, timeout=2.5)
+        assert time.monotonic() - start < 2.5 and batcher.stats["batches"] == batches  # never ran
+    finally:
+        batcher.max_wait = 0.005
+    assert server.json("/v1/parse", {"text": "Next one."})[0] == 200
