@@ -30,7 +30,7 @@ from g2gt.core._compat import keep_freed_memory  # noqa: E402
 from g2gt.data import EWT_DEV, find_data  # noqa: E402
 from g2gt.ud.evaluate import METRICS, evaluate  # noqa: E402
 from g2gt.ud.io.conllu import read_conllu, write_conllu  # noqa: E402
-from g2gt.ud.parse import Parser  # noqa: E402
+from g2gt.ud.pipeline import Pipeline  # noqa: E402
 from g2gt.ud.tokenize import text_from_sentences  # noqa: E402
 from g2gt.ud.tokenize.data import documents_from_sentences, render_document  # noqa: E402
 
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--refine-steps", type=int, default=None, help="default: the model's")
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "int8", "auto"],
-                    help="the parser's inference precision (Parser.load(dtype=...)); default float32")
+                    help="every stage's inference precision (g2gt.load(dtype=...)); default float32")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--enhanced", action="store_true", help="also predict DEPS (ELAS / EULAS)")
     ap.add_argument("--out", default=None, help="folder for the predicted files and scores.json")
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         gold = gold[: args.limit]
     text = raw_text(gold)
     words = sum(len(s) for s in gold)
-    nlp = Parser.load(args.model, dtype=args.dtype)
+    nlp = Pipeline.load(args.model, dtype=args.dtype)
     kw = dict(refine_steps=args.refine_steps, enhanced=args.enhanced)
     with torch.inference_mode():
         nlp.parse("Warm up the kernels.", **kw)
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"scores": rows, "words_per_s": speed}, indent=2))
         return 0
     print(f"{data.name}: {len(gold)} sentences, {words} words; model {args.model}, {args.threads} thread(s), "
-          f"dtype {args.dtype}, refine steps {nlp.refine_steps if args.refine_steps is None else args.refine_steps}")
+          f"dtype {args.dtype}, refine steps {nlp.parser.refine_steps if args.refine_steps is None else args.refine_steps}")
     metrics = [k for k in METRICS if k in rows["raw text"]]
     print("| input | " + " | ".join(metrics) + " |")
     print("|---|" + "---:|" * len(metrics))

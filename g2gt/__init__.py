@@ -16,9 +16,11 @@ _EXPORTS = {
     "ChainChannel": "core.graph", "EdgeChannel": "core.graph", "Graph": "core.graph", "LabelVocab": "core.graph",
     "chain_graph": "core.graph", "edges_from_heads": "core.graph", "num_chain_labels": "core.graph",
     "relative_position_labels": "core.graph",
+    "Pipeline": "ud.pipeline",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .ud.pipeline import Pipeline
     from .core.batch import BucketBatchSampler, GraphBatch, collate
     from .core.graph import (
         ChainChannel, EdgeChannel, Graph, LabelVocab, chain_graph, edges_from_heads, num_chain_labels,
@@ -26,29 +28,30 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
 
 
-def load(model: str = "en_ewt", device: str = "cpu", dtype: str | None = "auto", **kwargs):
+def load(model: str = "en_ewt", device: str = "cpu", dtype: str | None = "auto", tokenizer: str = "auto"):
     """The ready-to-use pipeline: ``nlp = g2gt.load(); nlp("Some text.")`` -> parsed sentences.
 
-    ``model``: a shipped model's name (default ``"en_ewt"``: tokenizer, sentence splitter, tagger,
-    lemmatizer, parser and enhanced-UD graphs for English, trained on UD English EWT), a model folder, a
-    training folder or a checkpoint file. ``dtype``: the parser's inference precision, by default the
-    fastest one for ``device`` with the same accuracy (:func:`g2gt.ud.parse.fast_inference_dtype`: int8
-    dynamic quantization on most CPUs, bfloat16 on GPUs and AMX CPUs); ``"float32"`` or None for the
-    weights as trained. Returns a :class:`g2gt.ud.parse.Parser` (see :meth:`~g2gt.ud.parse.Parser.parse` for
-    what it takes: raw text, token lists or sentences)."""
-    from .ud.parse import Parser
+    ``model``: a shipped or installed model's name (default ``"en_ewt"``: tokenizer, sentence splitter,
+    tagger, lemmatizer, parser and enhanced-UD graphs for English, trained on UD English EWT; ``g2gt models``
+    lists them), a model folder, or a parser's training folder or checkpoint. ``dtype``: every stage's
+    inference precision, by default the fastest one for ``device`` with the same accuracy. ``tokenizer``:
+    ``"auto"`` (the model's learned one), ``"rule"`` or ``"stanza"``. Returns a
+    :class:`g2gt.ud.pipeline.Pipeline` (see :meth:`~g2gt.ud.pipeline.Pipeline.__call__` for what it takes: raw
+    text, token lists or sentences)."""
+    from .ud.pipeline import Pipeline
 
-    return Parser.load(model, device=device, dtype=dtype, **kwargs)
+    return Pipeline.load(model, device=device, dtype=dtype, tokenizer=tokenizer)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 _aliases.install()  # old module paths (g2gt.parsing, g2gt.graph ...) for one release
 
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__  # noqa: E402  (defined once, in _version.py)
 
 __all__ = [
     "load",
+    "Pipeline",
     "Graph",
     "EdgeChannel",
     "ChainChannel",

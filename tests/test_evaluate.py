@@ -166,3 +166,21 @@ def test_evaluation_leaves_the_profiler_alone() -> None:
     finally:
         sys.setprofile(None)
     assert "align_words" in seen
+
+
+def test_files_without_enhanced_graphs_leave_elas_out(tmp_path):
+    from g2gt.data import EWT_SAMPLE_DEV
+
+    lines = []
+    for line in EWT_SAMPLE_DEV.read_text(encoding="utf-8").split("\n"):
+        cols = line.split("\t")
+        if len(cols) == 10:
+            cols[8] = "_"
+        lines.append("\t".join(cols))
+    plain = tmp_path / "plain.conllu"
+    plain.write_text("\n".join(lines), encoding="utf-8")
+    with_deps = evaluate(EWT_SAMPLE_DEV, EWT_SAMPLE_DEV)
+    assert with_deps.enhanced and with_deps.scores["ELAS"].f1 > 0.99
+    r = evaluate(EWT_SAMPLE_DEV, plain)
+    assert not r.enhanced and "ELAS" not in r.scores and "EULAS" not in r.scores
+    assert "no enhanced graphs" in r.table() and r.scores["LAS"].f1 > 0.99

@@ -77,19 +77,22 @@ def test_an_empty_word_is_a_clear_error(parser):
         parser.parse(["a", "", "b"])
 
 
-def test_segmenter_hook_replaces_the_rule_tokenizer(parser):
+def test_a_tokenize_stage_can_be_swapped_in(parser):
+    from g2gt.ud.pipeline import Pipeline
+
     seen = []
 
     def whitespace_lines(text: str) -> list[Sentence]:
         seen.append(text)
         return [sentence_from_words(line.split(), sent_id=f"L{k}") for k, line in enumerate(text.splitlines())]
 
-    custom = Parser(parser.model, parser.vocab, segmenter=whitespace_lines)
+    custom = Pipeline(tokenize=whitespace_lines, parse=parser)
     out = custom("He sat. Then he left.\nOK .")
     assert seen == ["He sat. Then he left.\nOK ."]
     assert [s.forms for s in out] == [["He", "sat.", "Then", "he", "left."], ["OK", "."]]
-    bad = Parser(parser.model, parser.vocab, segmenter=lambda text: [text.split()])
-    with pytest.raises(TypeError, match="segmenter"):
+    assert [s.sent_id for s in out] == ["L0", "L1"] and all(s.heads for s in out)
+    bad = Pipeline(tokenize=lambda text: [text.split()], parse=parser)
+    with pytest.raises(TypeError, match="tokenize stage"):
         bad("a b")
 
 

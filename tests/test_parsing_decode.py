@@ -73,7 +73,7 @@ def test_checkpoint_format_is_frozen(parts, tmp_path):
 def test_checkpoint_reloads_strict_with_the_same_parses(parts, sents, tmp_path):
     model, vocab, task = parts
     _save_like_the_trainer(model, task, tmp_path / "best.pt")
-    loaded = Parser.load(tmp_path)  # a folder: its best.pt
+    loaded = Parser.load(tmp_path, dtype="float32")  # a folder: its best.pt, the weights as trained
     ck = torch.load(tmp_path / "best.pt", weights_only=True)
     ParserModel(ParserConfig.from_dict(ck["model_config"])).load_state_dict(ck["model"], strict=True)
     assert loaded.vocab == vocab and loaded.refine_steps == 2 and loaded.max_distance == model.config.max_distance

@@ -1,5 +1,6 @@
-"""The whole pipeline from a model folder: export (float16, size limit), Parser.load / g2gt.load with the
-learned segmenter and enhancer, and `g2gt parse` with --text / --raw / --enhanced / --keep, on tiny models."""
+"""The whole pipeline from a model folder: export (float16, size limit), g2gt.load / Pipeline with the learned
+segmenter and enhancer, save -> load, the stage protocol, and `g2gt parse` with --text / --raw / --enhanced /
+--keep (byte-identical to the API), on tiny models."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from g2gt.ud.evaluate import validate_file
 from g2gt.ud.io.conllu import check_tree, parse_conllu_string, read_conllu, write_conllu
 from g2gt.ud.tokenize.text import paragraph_blocks
 from g2gt.ud.models import DEFAULT_MODEL, PACKAGED_DIR, available_models, find_model
+from g2gt.ud.enhance import Enhancer
 from g2gt.ud.parse import Parser, ParserModel, ParserVocab
+from g2gt.ud.pipeline import Pipeline, RuleTokenizer
 from g2gt.ud.tokenize import Segmenter, SegmenterConfig, SegmentDataConfig, text_from_sentences, train_segmenter
 from g2gt.ud.tokenize.train import default_train_config
 from g2gt.core.train import TrainConfig
@@ -85,8 +88,8 @@ def test_export_refuses_a_model_over_the_size_limit(parts, tmp_path):
 
 def test_model_folder_brings_its_segmenter_and_enhancer(folder):
     nlp = g2gt.load(str(folder))
-    assert isinstance(nlp, Parser) and isinstance(nlp.segmenter, Segmenter)
-    assert nlp.enhancer is not None
+    assert isinstance(nlp, Pipeline) and isinstance(nlp.tokenize, Segmenter) and isinstance(nlp.parser, Parser)
+    assert isinstance(nlp.enhancer, Enhancer) and list(nlp.stages) == ["tokenize", "parse", "enhance"]
     sents = nlp(DOC)
     assert text_from_sentences(sents) == DOC  # every character of the input is in the output
     assert all(check_tree(s.heads) is None for s in sents)
@@ -96,7 +99,7 @@ def test_model_folder_brings_its_segmenter_and_enhancer(folder):
 
 
 def test_enhanced_parse_writes_deps_from_the_new_tree(folder):
-    nlp = Parser.load(folder)
+    nlp = Pipeline.load(folder)
     sents = nlp.parse(read_conllu(EWT_SAMPLE_DEV)[:5], enhanced=True)
     for s in sents:
         for tok in s.words:
@@ -106,10 +109,56 @@ def test_enhanced_parse_writes_deps_from_the_new_tree(folder):
 
 
 def test_parser_without_enhancer_refuses_enhanced(parts):
-    nlp = Parser.load(parts / "parser")
-    assert nlp.enhancer is None
-    with pytest.raises(ValueError, match="no enhanced-UD model"):
+    nlp = Pipeline.load(parts / "parser")  # a training folder: the parse stage only, rule tokenizer
+    assert nlp.enhancer is None and isinstance(nlp.tokenize, RuleTokenizer)
+    with pytest.raises(ValueError, match="no enhanced-UD stage"):
         nlp.parse(["A", "dog", "."], enhanced=True)
+
+
+def test_save_then_load_gives_byte_identical_output(folder, tmp_path):
+    nlp = Pipeline.load(folder, dtype="float32")
+    again = Pipeline.load(nlp.save(tmp_path / "copy"), dtype="float32")
+    card = json.loads((tmp_path / "copy" / "model.json").read_text())
+    assert card["description"] == "tiny test model" and set(card["parts"]) == {"parser", "segmenter", "enhancer"}
+    assert "library_version" in card
+    a = "".join(s.serialize() for s in nlp(DOC, enhanced=True))
+    b = "".join(s.serialize() for s in again(DOC, enhanced=True))
+    assert a == b
+    for name in ("parser.pt", "segmenter.pt", "enhancer.pt"):  # the same float16 weights, same records
+        x = torch.load(folder / name, weights_only=True)
+        y = torch.load(tmp_path / "copy" / name, weights_only=True)
+        assert x["model"].keys() == y["model"].keys()
+        assert all(torch.equal(x["model"][k], y["model"][k]) for k in x["model"])
+        assert x["task"] == y["task"] and x["model_config"] == y["model_config"]
+
+
+@pytest.mark.parametrize("stage", [Segmenter, Parser, Enhancer])
+def test_every_stage_loads_and_saves_the_same_way(folder, tmp_path, stage):
+    loaded = stage.load(folder, device="cpu", dtype="float32")
+    path = loaded.save(tmp_path / "stage.pt", storage_dtype="float16")
+    again = stage.load(path, dtype="float32")
+    assert again.record["task"] == loaded.record["task"]
+    sd_a, sd_b = loaded.model.state_dict(), again.model.state_dict()
+    assert all(torch.equal(sd_a[k], sd_b[k]) for k in sd_a)
+    with pytest.raises(ValueError, match="storage_dtype"):
+        loaded.save(tmp_path / "x.pt", storage_dtype="int4")
+
+
+def test_dtype_auto_reaches_every_stage(folder):
+    from g2gt.ud.stage import fast_inference_dtype
+
+    nlp = Pipeline.load(folder, dtype="auto")
+    assert nlp.parser.dtype == fast_inference_dtype("cpu")
+    assert nlp.tokenize.dtype == fast_inference_dtype("cpu", int8=False) == nlp.enhancer.dtype
+    with pytest.raises(ValueError, match="dtype must be"):
+        Pipeline.load(folder, dtype="float8")
+
+
+def test_cli_and_api_agree_byte_for_byte(folder, capsys):
+    assert main(["parse", "--model", str(folder), "--text", DOC, "--no-progress", "--enhanced"]) == 0
+    cli = capsys.readouterr().out
+    api = "".join(s.serialize() for s in g2gt.load(str(folder))(DOC, enhanced=True))
+    assert cli == api and "# sent_id = s1" in cli
 
 
 def test_cli_text_raw_and_stdin(folder, tmp_path, monkeypatch, capsys):
@@ -188,12 +237,12 @@ def test_shipped_default_model_parses_text_out_of_the_box():
 
 @pytest.mark.skipif(DEFAULT_MODEL not in available_models(), reason="the default model is not in this checkout")
 def test_shipped_model_int8_agrees_with_float32():
-    from g2gt import _compat
+    from g2gt.core import _compat
 
     if _compat.int8_linear_quantizer() is None:
         pytest.skip("no dynamic int8 quantization in this torch")
     sents = read_conllu(EWT_SAMPLE_DEV)[:120]
-    fp32, int8 = (Parser.load(DEFAULT_MODEL, dtype=dt).parse(sents) for dt in ("float32", "int8"))
+    fp32, int8 = (g2gt.load(DEFAULT_MODEL, dtype=dt).parse(sents) for dt in ("float32", "int8"))
     n = sum(len(s) for s in sents)
     same = {col: sum(a == b for s, t in zip(fp32, int8) for a, b in zip(getattr(s, col), getattr(t, col))) / n
             for col in ("heads", "deprels", "upos", "lemmas")}
@@ -223,7 +272,7 @@ def test_any_text_parses_writes_and_reads_back(folder_parser, text):
 
 @pytest.fixture(scope="module")
 def folder_parser(folder):
-    return Parser.load(folder)
+    return Pipeline.load(folder)
 
 
 @pytest.mark.skipif(DEFAULT_MODEL not in available_models(), reason="the default model is not in this checkout")

@@ -177,7 +177,7 @@ def test_long_sentences_get_batches_of_their_own():
 
 
 def test_long_sentence_parse_is_the_same_with_query_chunks(model_dir, monkeypatch):  # noqa: F811
-    parser = Parser.load(model_dir)
+    parser = Parser.load(model_dir, dtype="float32")
     parser.model.double()  # no ties between float rounding orders
     forms = [f for s in read_conllu(EWT_SAMPLE_DEV)[:20] for f in s.forms][:150]
     sent = sentence_from_words(forms, sent_id="long")

@@ -42,9 +42,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def checkout_root() -> Path | None:
     """The source checkout holding the imported ``g2gt`` package (its ``pyproject.toml`` names g2gt),
     or None for an installed wheel."""
-    import g2gt
-
-    root = Path(g2gt.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # g2gt/cli/bench.py -> the folder holding the g2gt package
     project = root / "pyproject.toml"
     try:
         text = project.read_text(encoding="utf-8")

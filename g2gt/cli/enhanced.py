@@ -145,15 +145,16 @@ def _configure_enhance(p: argparse.ArgumentParser) -> None:
         "basic tree. " + EMPTY_NODES + " --copy-basic needs no model: it copies the basic tree into DEPS "
         "(with case-marked relations filled), the baseline.")
     p.epilog = ("examples:\n"
+                "  g2gt enhance parsed.conllu -o enhanced.conllu          # the shipped en_ewt model\n"
                 "  g2gt enhance --model runs/enhanced parsed.conllu -o enhanced.conllu\n"
                 "  g2gt parse --model runs/parser dev.conllu | g2gt enhance --model runs/enhanced - > out.conllu\n"
                 "  g2gt enhance --copy-basic parsed.conllu -o baseline.conllu\n"
                 "  g2gt evaluate gold.conllu enhanced.conllu      # ELAS / EULAS")
     p.add_argument("input", metavar="INPUT", help="parsed CoNLL-U (plain or .gz), '-' = stdin")
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="output CoNLL-U, '-' = stdout (default)")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", metavar="DIR", help="a shipped model's name (en_ewt), a model folder (enhancer.pt), a folder written by "
-                          "'g2gt train enhanced' (best.pt) or a checkpoint")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--model", metavar="NAME|DIR", help="a shipped model's name, a model folder (enhancer.pt), a folder "
+                     "written by 'g2gt train enhanced' (best.pt) or a checkpoint (default: en_ewt, shipped)")
     src.add_argument("--copy-basic", action="store_true",
                      help="no model: DEPS = the basic tree with case-marked relations filled (baseline)")
     p.add_argument("--in-place", action="store_true", help="allow -o to be the input file (replaced at the end)")
@@ -177,7 +178,10 @@ def run_enhance(args: argparse.Namespace) -> int:
     if args.copy_basic:
         out = copy_basic(sents)
     else:
-        enhancer = Enhancer.load(args.model, device)
+        try:
+            enhancer = Enhancer.load(args.model or "en_ewt", device)
+        except FileNotFoundError as e:
+            raise UsageError(f"--model {e}") from None
         out = enhancer.enhance(sents, max_tokens=args.batch_tokens or 3000, progress=progress_enabled(args))
     write_conllu(out, sys.stdout if args.output == "-" else args.output)
     nw = sum(len(s) for s in sents)

@@ -17,7 +17,7 @@ import importlib
 import os
 import sys
 
-from .. import __version__
+from .._version import __version__
 from . import COMMAND_MODULES
 from .common import CommandParser, UsageError
 

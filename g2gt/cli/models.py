@@ -44,7 +44,20 @@ def run_models(args: argparse.Namespace) -> int:
         card = model_card(name)
         parts = ", ".join(card.get("parts", {})) or "?"
         print(f"{name}\t{card.get('description', '')}\tparts: {parts}")
+        print(f"\t{_score_line(card)}")
     return 0
+
+
+def _score_line(card: dict) -> str:
+    """The card's headline dev scores: LAS, UPOS, Lemmas from raw text and with gold tokenisation."""
+    scores = card.get("dev_scores_official_scorer") or card.get("dev_scores") or {}
+    out = []
+    for setting, short in (("raw text", "raw text"), ("gold tokenisation", "gold tok.")):
+        sc = scores.get(setting) or {}
+        kv = [f"{m} {sc[m]:.2f}" for m in ("Tokens", "UPOS", "Lemmas", "LAS") if isinstance(sc.get(m), (int, float))]
+        if kv:
+            out.append(f"{short}: " + ", ".join(kv))
+    return ("dev " + "; ".join(out)) if out else "no scores in its card"
 
 
 def _configure_export(p: argparse.ArgumentParser) -> None:
@@ -59,6 +72,8 @@ def _configure_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("--card", metavar="JSON", help="a JSON file of facts for model.json (description, "
                    "training commands, scores)")
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="the model folder to write")
+    p.add_argument("--storage-dtype", choices=["float16", "bfloat16", "float32"], default="float16",
+                   help="how floating-point weights are stored (default: float16; loading casts them back)")
     p.add_argument("--max-mb", type=float, default=25.0, help="refuse larger models (default: 25)")
     add_common_options(p)
     p.set_defaults(func=run_export)
@@ -77,7 +92,8 @@ def run_export(args: argparse.Namespace) -> int:
             raise UsageError(f"--card {args.card}: expected a JSON object")
     from ..ud.models.export import export_model
 
-    written = export_model(args.out, args.parser, args.segmenter, args.enhancer, card, max_mb=args.max_mb)
+    written = export_model(args.out, args.parser, args.segmenter, args.enhancer, card, args.storage_dtype,
+                           max_mb=args.max_mb)
     total = sum(p["bytes"] for p in written["parts"].values()) / 2**20
     print(f"wrote {args.out}: {', '.join(written['parts'])} ({total:.1f} MB)")
     return 0

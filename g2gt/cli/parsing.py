@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from itertools import islice
 from pathlib import Path
 
 from ..ud.models import DEFAULT_MODEL
@@ -266,36 +265,19 @@ def _open_input(args: argparse.Namespace):
     return iter_conllu(args.input)
 
 
-def _raw_sentences(parser, text: str, tokenizer: str):
-    """Sentences of a raw-text document: the model's learned segmenter (``tokenizer`` auto / model) one
-    block of paragraphs at a time, else the rule / stanza tokenizer of :mod:`g2gt.ud.tokenize.text`."""
-    from ..ud.tokenize.text import paragraph_blocks, text_to_sentences
-    from ..ud.tokenize import Segmenter
+def load_pipeline(args: argparse.Namespace, device, tokenizer: str = "auto"):
+    """The :class:`~g2gt.ud.pipeline.Pipeline` named by ``--model`` (and ``--dtype`` where the command has it),
+    with a one-line :class:`UsageError` for a missing model or a tokenizer it lacks."""
+    from ..ud.pipeline import Pipeline
 
-    learned = parser.segmenter if isinstance(parser.segmenter, Segmenter) else None
-    if tokenizer == "model" and learned is None:
-        raise UsageError(f"--tokenizer model: the model {parser.source} has no learned tokenizer "
-                         "(segmenter.pt); use --tokenizer rule")
-    if learned is None or tokenizer in ("rule", "stanza"):
-        sents = text_to_sentences(text, tokenizer=tokenizer)
-        yield from sents
-        return
-    first_id = 1
-    for i, block in enumerate(paragraph_blocks(text)):
-        sents = learned.segment(block, sent_id_prefix="s", first_id=first_id)
-        if i and sents:
-            sents[0].tokens.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
-        first_id += len(sents)
-        yield from sents
-
-
-def _parse_chunks(parser, sentences, stats: dict, **kw):
-    """Parse ``sentences`` PARSE_CHUNK at a time (yields parsed sentences in order); counts into ``stats``."""
-    it = iter(sentences)
-    while chunk := list(islice(it, PARSE_CHUNK)):
-        stats["sentences"] += len(chunk)
-        stats["words"] += sum(len(s) for s in chunk)
-        yield from parser.parse(chunk, **kw)
+    try:
+        return Pipeline.load(args.model, device, getattr(args, "dtype", "auto"), tokenizer=tokenizer)
+    except FileNotFoundError as e:
+        raise UsageError(f"--model {e}") from None
+    except ValueError as e:
+        if "tokenizer=" in str(e):
+            raise UsageError(f"--tokenizer: {e}") from None
+        raise
 
 
 def run_parse(args: argparse.Namespace) -> int:
@@ -303,23 +285,19 @@ def run_parse(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
     source = _open_input(args)  # opens and checks the input before the model is loaded
     from ..ud.io import write_conllu
-    from ..ud.parse import Parser
 
-    try:
-        parser = Parser.load(args.model, device, args.dtype)
-    except FileNotFoundError as e:
-        raise UsageError(f"--model {e}") from None
-    if args.enhanced and parser.enhancer is None:
+    nlp = load_pipeline(args, device, args.tokenizer if isinstance(source, str) else "rule")
+    if args.enhanced and nlp.enhancer is None:
         raise UsageError(f"--enhanced: the model {args.model} has no enhanced-UD part (enhancer.pt); use a "
                          "model folder that has one (e.g. the shipped en_ewt) or 'g2gt enhance --model M'")
-    sentences = _raw_sentences(parser, source, args.tokenizer) if isinstance(source, str) else source
+    sentences = nlp.text_sentences(source) if isinstance(source, str) else source
     kw = dict(refine_steps=args.refine_steps, algorithm=args.algorithm, use_input_graph=args.refine,
               progress=progress_enabled(args), keep=args.keep, enhanced=args.enhanced)
     if args.batch_tokens is not None:
         kw["max_tokens"] = args.batch_tokens
     stats = {"sentences": 0, "words": 0}
     t0 = time.time()
-    write_conllu(_parse_chunks(parser, sentences, stats, **kw), output)
+    write_conllu(nlp.stream(sentences, PARSE_CHUNK, stats, **kw), output)
     dt = time.time() - t0
     print(f"parsed {stats['sentences']} sentences, {stats['words']} words in {dt:.2f}s "
           f"({stats['words'] / max(dt, 1e-9):.0f} words/s)", file=sys.stderr)
@@ -402,9 +380,12 @@ def run_demo(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- attention
 def _configure_attention(p: argparse.ArgumentParser) -> None:
     p.description = "Plot every head of every layer (or one --layer) over the words of a sentence."
-    p.epilog = "example: g2gt attention --model runs/parser --text 'She reads books .' -o heads.png --layer 0"
-    p.add_argument("--model", required=True, metavar="DIR", help="training folder (best.pt) or checkpoint file")
-    p.add_argument("--text", required=True, help="one sentence of raw text")
+    p.epilog = ("examples:\n  g2gt attention --text 'She reads books.' -o heads.png --layer 0\n"
+                "  g2gt attention --model runs/parser --text 'She reads books.' -o heads.png")
+    p.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR",
+                   help=f"a shipped model's name, a model or training folder, or a checkpoint file "
+                        f"(default: {DEFAULT_MODEL})")
+    p.add_argument("--text", required=True, help="one sentence of raw text (tokenized by the model's tokenizer)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="image file (png, pdf, svg)")
     p.add_argument("--layer", type=non_negative_int, default=None, help="only this layer (0-based; default: all)")
     p.add_argument("--refine-steps", type=non_negative_int, default=0, metavar="T",
@@ -416,15 +397,14 @@ def _configure_attention(p: argparse.ArgumentParser) -> None:
 def run_attention(args: argparse.Namespace) -> int:
     check_output_path(args.output, "-o")
     device = apply_runtime(args)
-    from ..ud.tokenize.text import text_to_sentences
     from ..core.plot import plot_attention
-    from ..ud.parse import Parser
 
-    sents = text_to_sentences(args.text, tokenizer="rule")
+    args.dtype = "float32"  # attention weights as trained
+    nlp = load_pipeline(args, device)
+    sents = nlp.text_sentences(args.text)
     if not sents:
         raise UsageError("--text contains no words")
-    parser = Parser.load(args.model, device)
-    tokens, weights = parser.attention(sents[0], refine_steps=args.refine_steps)
+    tokens, weights = nlp.parser.attention(sents[0], refine_steps=args.refine_steps)
     if args.layer is not None:
         if args.layer >= len(weights):
             raise UsageError(f"--layer {args.layer}: the model has layers 0..{len(weights) - 1}")

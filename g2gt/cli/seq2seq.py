@@ -177,7 +177,11 @@ def run_translate(args: argparse.Namespace) -> int:
     from ..ud.io import iter_conllu, iter_lines, open_output
     from ..seq2seq import load_seq2seq
 
-    model, task = load_seq2seq(args.model, device)
+    try:
+        model, task = load_seq2seq(args.model, device)
+    except FileNotFoundError as e:
+        raise UsageError(f"--model {e}; give the training folder of 'g2gt train seq2seq --out DIR' (its best.pt), "
+                         "or a checkpoint file") from None
     graph = bool(task.settings.graph)
     if graph and not args.graphs:
         raise UsageError(f"{args.model} is a graph-to-sequence model: give the parsed source with --graphs FILE.conllu")

@@ -41,6 +41,8 @@ __all__ = [
     "AtomicOutput",
     "open_output",
     "same_file",
+    "read_text",
+    "iter_lines",
 ]
 
 Source = Union[str, "os.PathLike[str]", IO[str], IO[bytes]]
@@ -432,3 +434,23 @@ def same_file(a: Any, b: Any) -> bool:
         return os.path.samefile(a, b)
     except (OSError, ValueError):
         return False
+
+
+def read_text(source: Source, name: str | None = None) -> str:
+    """The whole text of a file, ``"-"`` (stdin) or stream, with its line ends as they are.
+
+    Raises:
+        InputError: ``FILE:LINE: not valid UTF-8 ...``, a directory, a broken ``.gz``.
+        FileNotFoundError: no such file.
+    """
+    return open_input(source, name, kind="text").read()
+
+
+def iter_lines(source: Source, name: str | None = None) -> Iterator[str]:
+    """The lines of a text input without their ``\\n`` / ``\\r\\n``, read one at a time.
+
+    The input is opened and checked (as for :func:`read_text`) by this call, before the
+    first line is returned; memory does not grow with the input.
+    """
+    inp = open_input(source, name, kind="text")
+    return (line[:-1] if line.endswith("\r") else line for line in inp.lines())

@@ -110,6 +110,8 @@ class Evaluation:
     pred_path: str
     scores: dict[str, Score]
     same_words: bool = True
+    #: False when GOLD or PRED has no enhanced graph (DEPS all ``_``): ELAS / EULAS are then left out
+    enhanced: bool = True
     no_punct: dict[str, Score] = field(default_factory=dict)
     per_relation: list[RelationScore] = field(default_factory=list)
 
@@ -135,6 +137,7 @@ class Evaluation:
             "pred": self.pred_path,
             "metrics": {k: asdict(v) for k, v in self.scores.items()},
             "same_words": self.same_words,
+            "enhanced": self.enhanced,
             "no_punct": {k: asdict(v) for k, v in self.no_punct.items()},
             "per_relation": [asdict(r) for r in self.per_relation],
         }
@@ -148,6 +151,9 @@ class Evaluation:
 
         lines = [f"gold: {self.gold_path}", f"pred: {self.pred_path}", ""]
         lines.append(udeval.build_evaluation_table(self.scores, verbose=True, enhanced="ELAS" in self.scores))
+        if not self.enhanced:
+            lines.append("ELAS / EULAS: no enhanced graphs (DEPS is _ in GOLD or PRED; 'g2gt parse --enhanced' "
+                         "or 'g2gt enhance' writes them)")
         if (no_punct or per_relation) and not self.same_words:
             lines += ["", "(no-punctuation and per-relation scores need both files to hold the same words)"]
         if no_punct and self.no_punct:
@@ -301,6 +307,11 @@ def _extras(gold_words: Sequence[Any], pred_words: Sequence[Any]) -> tuple[dict[
     return no_punct, rels
 
 
+def _has_deps(ud) -> bool:
+    """Whether any word of a loaded udeval file has an enhanced graph (DEPS other than ``_``)."""
+    return any(w.columns[8] not in ("_", "", []) for w in ud.words)  # udeval parses DEPS into a list
+
+
 def evaluate(gold: str | os.PathLike | Sequence[Sentence], pred: str | os.PathLike | Sequence[Sentence], *,
              gold_name: str | None = None, pred_name: str | None = None) -> Evaluation:
     """Score predicted CoNLL-U against gold with the official CoNLL 2018 scorer.
@@ -331,8 +342,10 @@ def evaluate(gold: str | os.PathLike | Sequence[Sentence], pred: str | os.PathLi
         if psents is None:
             psents = read_conllu(pname)
         raise _mismatch_error(gname, pname, gsents, psents, str(e)) from None
-    scores = {k: Score.from_udeval(result[k]) for k in METRICS if k in result}
-    out = Evaluation(gname, pname, scores, same_words=_same_words(gold_ud, pred_ud))
+    enhanced = _has_deps(gold_ud) and _has_deps(pred_ud)
+    scores = {k: Score.from_udeval(result[k]) for k in METRICS
+              if k in result and (enhanced or k not in ("ELAS", "EULAS"))}
+    out = Evaluation(gname, pname, scores, same_words=_same_words(gold_ud, pred_ud), enhanced=enhanced)
     if out.same_words:
         out.no_punct, out.per_relation = _extras(gold_ud.words, pred_ud.words)
     return out

@@ -22,14 +22,14 @@ Example::
 
 from .data import EnhancedVocab, sentence_edges, template_coverage
 from .decode import decode_edges, deps_problems
-from .enhancer import Enhancer, load_enhancer
+from .enhancer import Enhancer
 from .graph import edges_from_networkx, enhanced_channel, enhanced_graph, enhanced_networkx
 from .labels import fill_template, sentence_markers, template_label
 from .model import EnhancedConfig, EnhancedModel
 from .task import EnhancedTask, enhanced_scores, train_enhanced
 
 __all__ = [
-    "Enhancer", "load_enhancer", "EnhancedConfig", "EnhancedModel", "EnhancedVocab", "EnhancedTask",
+    "Enhancer", "EnhancedConfig", "EnhancedModel", "EnhancedVocab", "EnhancedTask",
     "train_enhanced", "enhanced_scores", "sentence_edges", "template_coverage", "template_label", "fill_template",
     "sentence_markers", "decode_edges", "deps_problems", "enhanced_channel", "enhanced_graph", "enhanced_networkx",
     "edges_from_networkx",

@@ -19,12 +19,13 @@ from typing import Sequence
 import torch
 
 from ..io.conllu import CoNLLUError
+from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, save_stage, stage_checkpoint
 from .data import EnhancedVocab, check_input_tree, deps_sort_key, make_batch, make_example, sentence_edges
 from .decode import choose_labels, decode_edges
 from .labels import MARKED_RELATIONS, PLACEHOLDER, TreeView, fill_template, sentence_markers
 from .model import EnhancedConfig, EnhancedModel
 
-__all__ = ["Enhancer", "load_enhancer", "copy_basic", "basic_edges"]
+__all__ = ["Enhancer", "copy_basic", "basic_edges"]
 
 Edge = tuple[int, int | str, str]  # (dependent word, head word or empty node "8.1", relation)
 
@@ -88,6 +89,9 @@ class Enhancer:
     """
 
     def __init__(self, model: EnhancedModel, vocab: EnhancedVocab, threshold: float = 0.0) -> None:
+        self.record: dict = {}  # the checkpoint's config / vocabularies / training record, for save()
+        self.file: Path | None = None
+        self.dtype: torch.dtype = torch.float32
         self.model = model
         self.vocab = vocab
         self.threshold = threshold
@@ -95,29 +99,36 @@ class Enhancer:
             raise ValueError("the label vocabulary has no 'root' label")
         self.root_label = vocab.label_index["root"]
 
-    @classmethod
-    def load(cls, model_dir: str | Path, device: str | torch.device = "cpu",
-             dtype: torch.dtype | str | None = None) -> "Enhancer":
-        """Load a shipped model's enhanced-UD part by name (``"en_ewt"``), a model folder's ``enhancer.pt``, or
-        ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhanced`` (or that file),
-        with ``weights_only=True`` and ``strict=True``. ``dtype``: e.g. ``"bfloat16"`` to cast the weights."""
-        from ...core.checkpoint import load_checkpoint
-        from ..models import part_checkpoint
+    kind = "enhanced"
 
-        path = part_checkpoint(model_dir, "enhancer")
-        ck = load_checkpoint(path, device)
+    @classmethod
+    def load(cls, path: str | Path = "en_ewt", device: str | torch.device = "cpu",
+             dtype: torch.dtype | str | None = "auto") -> "Enhancer":
+        """Load the enhance stage of a shipped model by name (``"en_ewt"``), a model folder's ``enhancer.pt``, or
+        ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhanced`` (or that file),
+        with ``weights_only=True`` and ``strict=True``. ``dtype``: see :func:`g2gt.ud.stage.inference_dtype`
+        (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""
+        from ...core.checkpoint import load_checkpoint
+
+        file = stage_checkpoint(path, "enhancer")
+        ck = load_checkpoint(file, device)
         extra = ck.get("task", {})
-        if extra.get("kind") != "enhanced" or "vocab" not in extra:
-            raise ValueError(f"{path}: not an enhanced-graph checkpoint (train one with 'g2gt train enhanced')")
+        if extra.get("kind") != cls.kind or "vocab" not in extra:
+            raise ValueError(f"{file}: not an enhanced-graph checkpoint (train one with 'g2gt train enhanced')")
         model = EnhancedModel(EnhancedConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
-        if isinstance(dtype, str):
-            dt = getattr(torch, dtype, None)
-            if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
-                raise ValueError(f"dtype must be a floating torch dtype such as float32 or bfloat16, got {dtype!r}")
-            dtype = dt
-        model.to(device=device, dtype=dtype).eval()
-        return cls(model, EnhancedVocab.from_dict(extra["vocab"]), float(extra.get("threshold", 0.0)))
+        dt = inference_dtype(dtype, device, int8_auto=False)
+        out = cls(prepare_for_inference(model, dt, device), EnhancedVocab.from_dict(extra["vocab"]),
+                  float(extra.get("threshold", 0.0)))
+        out.record, out.file, out.dtype = checkpoint_record(ck), file, dt
+        return out
+
+    def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
+        """Write this stage as one checkpoint file that :meth:`load` reads."""
+        record = self.record or {"model_config": self.model.config.to_dict(),
+                                 "task": {"kind": self.kind, "vocab": self.vocab.to_dict(),
+                                          "threshold": self.threshold}}
+        return save_stage(path, self.model, record, self.file, self.dtype is torch.qint8, storage_dtype)
 
     @property
     def device(self) -> torch.device:
@@ -219,7 +230,4 @@ class Enhancer:
         preds = self.predict(sentences, max_tokens, progress)
         return [_set_deps(s, edges) for s, edges in zip(sentences, preds)]
 
-
-def load_enhancer(model_dir: str | Path, device: str | torch.device = "cpu") -> Enhancer:
-    """Shorthand for :meth:`Enhancer.load`."""
-    return Enhancer.load(model_dir, device)
+    __call__ = enhance

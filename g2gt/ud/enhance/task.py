@@ -160,7 +160,7 @@ def parser_trees(parser_dir: str | Path, sentences: Sequence, device: str = "cpu
     """``(heads, deprels)`` of each sentence as parsed by a g2gt parser model (for ``parser_trees``)."""
     from ..parse import Parser
 
-    parsed = Parser.load(parser_dir, device).parse(list(sentences), max_tokens=max_tokens, progress=progress)
+    parsed = Parser.load(parser_dir, device, dtype="float32").parse(list(sentences), max_tokens=max_tokens, progress=progress)
     return [([int(h) for h in s.heads], [r or "dep" for r in s.deprels]) for s in parsed]
 
 

@@ -14,8 +14,9 @@ from .conllu import (
     to_conllu_string,
     write_conllu,
 )
-from ...core.files import AtomicOutput, InputError, OutputError, open_input, open_output, same_file
-from ..tokenize.text import iter_lines, read_text
+from ...core.files import (
+    AtomicOutput, InputError, OutputError, iter_lines, open_input, open_output, read_text, same_file,
+)
 
 __all__ = [
     "AtomicOutput",

@@ -1,7 +1,9 @@
-"""The user-facing parser: ``Parser.load(model_dir)("Some text.")``.
+"""The parse stage: tagger, lemmatizer and parser in one model. ``Parser.load("en_ewt")(sentences)``.
 
-:meth:`Parser.parse` takes raw text, tokenized sentences or :class:`g2gt.ud.io.Sentence` objects and
-returns parsed copies; :meth:`Parser.predict` returns the bare predictions (:class:`ParseResult`).
+A stage of :class:`g2gt.ud.pipeline.Pipeline` (protocol in :mod:`g2gt.ud.stage`): :meth:`Parser.parse` takes
+tokenized sentences or :class:`g2gt.ud.io.Sentence` objects (raw text only through the rule tokenizer: for
+the learned tokenizer and enhanced graphs use the pipeline, ``g2gt.load()``) and returns parsed copies;
+:meth:`Parser.predict` returns the bare predictions (:class:`ParseResult`).
 Both go through :func:`g2gt.ud.parse.decode.decode_sentences`, the path dev evaluation uses.
 
 Columns of the output (CoNLL-U names):
@@ -18,12 +20,15 @@ Columns of the output (CoNLL-U names):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import torch
 from torch import Tensor
 
 from ..io import Sentence, parse_conllu_string, sentence_from_words
+from ..stage import (
+    checkpoint_record, fast_inference_dtype, inference_dtype, prepare_for_inference, save_stage, stage_checkpoint,
+)
 from .columns import KEEPABLE_COLUMNS, check_keep
 from .batching import dependency_labels, make_batch, make_example
 from .config import ParserConfig
@@ -33,63 +38,54 @@ from .vocab import ParserVocab
 
 __all__ = ["Parser", "rule_segmenter", "fast_inference_dtype", "inference_dtype", "KEEPABLE_COLUMNS"]
 
-Segmenter = Callable[[str], "list[Sentence]"]
-
 
 def rule_segmenter(text: str) -> list[Sentence]:
-    """The default ``segmenter``: the rule tokenizer and sentence splitter of :mod:`g2gt.ud.tokenize.text`."""
+    """The rule tokenizer and sentence splitter of :mod:`g2gt.ud.tokenize.text` (raw text given to a parser)."""
     from ..tokenize.text import text_to_sentences
 
     return text_to_sentences(text, tokenizer="rule")
 
 
 class Parser:
-    """A trained parser (model + vocabulary): ``Parser.load(model_dir).parse(x)``, or ``parser(x)``.
+    """A trained parser (model + vocabulary): ``Parser.load(name_or_path).parse(x)``, or ``parser(x)``.
 
     Args:
         model: the :class:`ParserModel`.
         vocab: its :class:`ParserVocab`.
         max_distance: clip distance of the position channel (default: the model's).
         refine_steps: default refinement iterations after iteration 0.
-        segmenter: ``text -> list[Sentence]`` used for raw-text input (tokenization and sentence
-            splitting); default: the rule tokenizer (:func:`rule_segmenter`).
 
     Every output is exactly one single-rooted tree per sentence (MST / Eisner), in input order.
     """
 
+    kind = "parser"
+
     def __init__(self, model: ParserModel, vocab: ParserVocab, max_distance: int | None = None,
-                 refine_steps: int = 2, segmenter: Segmenter | None = None) -> None:
+                 refine_steps: int = 2) -> None:
         self.model = model
         self.vocab = vocab
         self.max_distance = model.config.max_distance if max_distance is None else max_distance
         self.refine_steps = refine_steps
-        self.segmenter: Segmenter = segmenter or rule_segmenter
-        self.enhancer_path: Path | None = None  # set by load() for a model folder with enhancer.pt
-        self._enhancer = None
+        self.record: dict = {}  # the checkpoint's config / vocabularies / training record, for save()
+        self.file: Path | None = None  # the checkpoint it was loaded from
+        self.dtype: torch.dtype = torch.float32
         self.source: str | None = None  # what load() was given, for messages
 
     @classmethod
     def load(cls, path: str | Path = "en_ewt", device: str | torch.device = "cpu",
-             dtype: torch.dtype | str | None = None, segmenter: Segmenter | None = None) -> "Parser":
-        """Load a shipped model by name (default ``"en_ewt"``, see :mod:`g2gt.ud.models`), a model folder
-        (``parser.pt`` and optional ``segmenter.pt`` / ``enhancer.pt``), a training folder (its ``best.pt``,
-        else ``last.pt``) or a checkpoint file, with ``weights_only=True`` and ``strict=True``.
+             dtype: torch.dtype | str | None = "auto") -> "Parser":
+        """Load the parse stage of a shipped model by name (default ``"en_ewt"``, see :mod:`g2gt.ud.models`), of
+        a model folder (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint
+        file, with ``weights_only=True`` and ``strict=True``.
 
-        A model folder's learned segmenter becomes the raw-text ``segmenter`` unless one is given, and its
-        enhanced-UD model is used by ``parse(..., enhanced=True)`` (loaded on first use).
-
-        ``dtype``: cast the weights for inference, e.g. ``torch.bfloat16`` or ``"bfloat16"`` (faster on
-        GPUs and on CPUs with AMX matrix units), or ``"int8"`` (CPU only: the linear layers run as int8
-        dynamic quantization, ~1.25x faster on an AVX2 core with the same EWT dev scores within 0.05, see
-        the README); ``"auto"`` picks the fast one for the device (:func:`fast_inference_dtype`). Arc scores
-        are decoded in float32 either way.
+        ``dtype`` (:func:`g2gt.ud.stage.inference_dtype`): ``"auto"`` (default) picks the fast precision for the
+        device with the same accuracy: bfloat16 on GPUs and AMX CPUs, int8 dynamic quantization of the linear
+        layers on other CPUs (same EWT dev scores within 0.05, see the README); ``"float32"`` (or None),
+        ``"bfloat16"``, ``"int8"`` force one. Arc scores are decoded in float32 either way.
         """
         from ...core.checkpoint import load_checkpoint
-        from ..models import PART_FILES, find_model, is_model_folder, part_checkpoint
 
-        where = find_model(path)
-        folder = where if is_model_folder(where) else None
-        file = part_checkpoint(where, "parser")
+        file = stage_checkpoint(path, "parser")
         ck = load_checkpoint(file, device)
         extra = ck.get("task", {})
         if "vocab" not in extra or "model_config" not in ck:
@@ -99,34 +95,19 @@ class Parser:
         model = ParserModel(cfg)
         model.load_state_dict(ck["model"], strict=True)  # float16 weights of a shipped model are cast here
         dt = inference_dtype(dtype, device)
-        if dt is torch.qint8:
-            model = _quantize_int8(model.to(device=device).eval())
-        else:
-            model.to(device=device, dtype=dt).eval()
-        if folder is not None and segmenter is None and (folder / PART_FILES["segmenter"]).is_file():
-            from ..tokenize import Segmenter as LearnedSegmenter
-
-            segmenter = LearnedSegmenter.load(folder / PART_FILES["segmenter"], device)
+        model = prepare_for_inference(model, dt, device)
         parser = cls(model, ParserVocab.from_dict(extra["vocab"]), int(extra.get("max_distance", cfg.max_distance)),
-                     int(extra.get("refine_steps", 2)), segmenter)
-        if folder is not None and (folder / PART_FILES["enhancer"]).is_file():
-            parser.enhancer_path = folder / PART_FILES["enhancer"]
-        parser.source = str(where)
+                     int(extra.get("refine_steps", 2)))
+        parser.record, parser.file, parser.dtype, parser.source = checkpoint_record(ck), file, dt, str(path)
         return parser
 
-    @property
-    def enhancer(self):
-        """The enhanced-UD model shipped with this parser (:class:`g2gt.ud.enhance.Enhancer`, loaded on first
-        use), or ``None``."""
-        if self._enhancer is None and self.enhancer_path is not None:
-            from ..enhance import Enhancer
-
-            self._enhancer = Enhancer.load(self.enhancer_path, self.device)
-        return self._enhancer
-
-    @enhancer.setter
-    def enhancer(self, value) -> None:
-        self._enhancer = value
+    def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
+        """Write this stage as one checkpoint file that :meth:`load` reads (floating weights as
+        ``storage_dtype``)."""
+        record = self.record or {"model_config": self.model.config.to_dict(),
+                                 "task": {"vocab": self.vocab.to_dict(), "max_distance": self.max_distance,
+                                          "refine_steps": self.refine_steps}}
+        return save_stage(path, self.model, record, self.file, self.dtype is torch.qint8, storage_dtype)
 
     @property
     def device(self) -> torch.device:
@@ -155,50 +136,27 @@ class Parser:
 
     def parse(self, x: str | Iterable, refine_steps: int | None = None, algorithm: str = "mst",
               use_input_graph: bool = False, max_tokens: int = 3000, progress: bool = False,
-              keep: Iterable[str] | str = (), enhanced: bool = False) -> list[Sentence]:
+              keep: Iterable[str] | str = ()) -> list[Sentence]:
         """Parsed copies of the input (see the module docstring for the columns).
 
-        ``x``: raw text (one string: tokenized and split into sentences by ``self.segmenter``), one
-        tokenized sentence (a list of strings), several (a list of lists of strings), or
-        :class:`Sentence` objects (e.g. from :func:`g2gt.ud.io.read_conllu`). ``keep``: input columns to keep
-        instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``. ``enhanced``:
-        also predict DEPS (the enhanced UD graph) with :attr:`enhancer`, from the new tree; the input's
-        empty nodes are dropped first, as without it. The other arguments are :meth:`predict`'s.
+        ``x``: one tokenized sentence (a list of strings), several (a list of lists of strings),
+        :class:`Sentence` objects (e.g. from :func:`g2gt.ud.io.read_conllu`), or raw text (tokenized by the rule
+        tokenizer; :class:`g2gt.ud.pipeline.Pipeline` uses a model's learned one). ``keep``: input columns to
+        keep instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``. The other
+        arguments are :meth:`predict`'s.
         """
         kept = check_keep(keep)
-        if enhanced and "deps" in kept:
-            raise ValueError("enhanced=True predicts DEPS; it cannot also keep the input's DEPS (keep='deps')")
-        if enhanced and self.enhancer is None:
-            raise ValueError(f"this parser ({self.source or 'in memory'}) has no enhanced-UD model; load a model "
-                             "folder with enhancer.pt (e.g. the shipped 'en_ewt') or set parser.enhancer")
         sentences = self.to_sentences(x)
         pred = self.predict(sentences, refine_steps, algorithm, use_input_graph, max_tokens, progress)
-        out = [_apply(s, p, kept) for s, p in zip(sentences, pred)]
-        if enhanced:
-            out = self.enhancer.enhance(out, max_tokens=max_tokens, progress=progress)
-        return out
+        return [_apply(s, p, kept) for s, p in zip(sentences, pred)]
 
     __call__ = parse
 
     def to_sentences(self, x: str | Iterable) -> list[Sentence]:
         """The input forms :meth:`parse` accepts, as a list of sentences (see :meth:`parse`)."""
         if isinstance(x, str):
-            out = list(self.segmenter(x)) if x.strip() else []
-            if not all(isinstance(s, Sentence) for s in out):
-                raise TypeError(f"the segmenter {self.segmenter!r} must return a list of g2gt.ud.io.Sentence")
-            return out
-        if isinstance(x, Sentence):
-            return [x]
-        items = list(x)
-        if all(isinstance(i, Sentence) for i in items):
-            return items
-        if all(isinstance(i, str) for i in items):
-            return [sentence_from_words(items, sent_id="1")]
-        if all(isinstance(i, (list, tuple)) and all(isinstance(w, str) for w in i) for i in items):
-            return [sentence_from_words(list(words), sent_id=str(k)) for k, words in enumerate(items, start=1)]
-        kinds = sorted({type(i).__name__ for i in items})
-        raise TypeError(f"parse() expects raw text (a str), one tokenized sentence (a list of str), several "
-                        f"(a list of lists of str) or g2gt.ud.io.Sentence objects; got a list of {', '.join(kinds)}")
+            return rule_segmenter(x) if x.strip() else []
+        return as_sentences(x)
 
     # ------------------------------------------------------------------ attention
     def attention(self, sentence, refine_steps: int = 0, algorithm: str = "mst") -> tuple[list[str], list[Tensor]]:
@@ -219,6 +177,23 @@ class Parser:
         lab = self.model.labels(batch.position, graph)
         ws = self.model.attention_weights(g.tokens, batch.char_ids, batch.word_types, g.padding_mask, lab)
         return ex.forms, [w[0].cpu() for w in ws]
+
+
+def as_sentences(x: Iterable) -> list[Sentence]:
+    """Sentences from one tokenized sentence (a list of str), several (a list of lists of str) or
+    :class:`Sentence` objects; a :class:`TypeError` saying what is accepted otherwise."""
+    if isinstance(x, Sentence):
+        return [x]
+    items = list(x)
+    if all(isinstance(i, Sentence) for i in items):
+        return items
+    if all(isinstance(i, str) for i in items):
+        return [sentence_from_words(items, sent_id="1")]
+    if all(isinstance(i, (list, tuple)) and all(isinstance(w, str) for w in i) for i in items):
+        return [sentence_from_words(list(words), sent_id=str(k)) for k, words in enumerate(items, start=1)]
+    kinds = sorted({type(i).__name__ for i in items})
+    raise TypeError(f"parse() expects raw text (a str), one tokenized sentence (a list of str), several "
+                    f"(a list of lists of str) or g2gt.ud.io.Sentence objects; got a list of {', '.join(kinds)}")
 
 
 # --------------------------------------------------------------------------- output columns
@@ -251,52 +226,3 @@ def _without_empty_nodes(sent: Sentence) -> Sentence:
     (out,) = parse_conllu_string("\n".join(lines), name=sent.path)
     out.path, out.line = sent.path, sent.line
     return out
-
-
-# --------------------------------------------------------------------------- inference dtype
-def fast_inference_dtype(device: str | torch.device = "cpu") -> torch.dtype:
-    """The fastest inference precision for ``device`` with the same accuracy in our measurements:
-    ``torch.bfloat16`` where bfloat16 matrix products are fast (CUDA with bf16 support, CPUs with AMX
-    tiles), ``torch.qint8`` (int8 dynamic quantization of the linear layers) on other CPUs where torch
-    provides it (:func:`g2gt.core._compat.int8_linear_quantizer`), else ``torch.float32``."""
-    from ...core._compat import amx_tile_supported, int8_linear_quantizer  # private-torch-API probes live there
-
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    if dev.type != "cpu":
-        return torch.float32
-    if amx_tile_supported():
-        return torch.bfloat16
-    return torch.qint8 if int8_linear_quantizer() is not None else torch.float32
-
-
-def inference_dtype(dtype: torch.dtype | str | None, device: str | torch.device = "cpu") -> torch.dtype | None:
-    """``None`` / a ``torch.dtype`` / a name such as ``"bfloat16"`` / ``"int8"`` / ``"auto"`` (see
-    :func:`fast_inference_dtype`) -> a floating ``torch.dtype``, ``torch.qint8`` (int8 dynamic
-    quantization, CPU only) or None (keep the weights' dtype)."""
-    if dtype is None:
-        return None
-    if dtype == "auto":
-        return fast_inference_dtype(device)
-    name = "qint8" if dtype == "int8" else str(dtype)  # int8 inference = dynamic quantization (qint8)
-    dt = dtype if isinstance(dtype, torch.dtype) else getattr(torch, name, None)
-    if dt is torch.qint8:
-        if torch.device(device).type != "cpu":
-            raise ValueError(f"dtype='int8' (dynamic int8 quantization) runs on the CPU only, not on {device}; "
-                             "use bfloat16 on a GPU")
-        return dt
-    if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
-        raise ValueError(f"dtype must be float32, bfloat16, int8 or auto, got {dtype!r}")
-    return dt
-
-
-def _quantize_int8(model: ParserModel) -> ParserModel:
-    """``model`` with int8 dynamic-quantized linear layers (:func:`g2gt.core._compat.int8_linear_quantizer`)."""
-    from ...core._compat import int8_linear_quantizer
-
-    quantize = int8_linear_quantizer()
-    if quantize is None:
-        raise ValueError(f"dtype='int8' needs torch's dynamic int8 quantization, which torch {torch.__version__} "
-                         "does not provide on this machine; use float32")
-    return quantize(model)

@@ -74,4 +74,4 @@ def train_parser(train: Sequence, dev: Sequence, out_dir: str | Path, config: di
     info["steps"] = trainer.step
     info["best_dev"] = trainer.best
     (out / "config.json").write_text(json.dumps(info, indent=2) + "\n")
-    return Parser.load(out, trainer.device), history
+    return Parser.load(out, trainer.device, dtype="float32"), history

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from collections.abc import Sequence
 
 import torch
@@ -46,29 +47,48 @@ class Segmenter:
     def __init__(self, model: SegmenterModel, vocab: CharVocab, lexicon: MWTLexicon, batch_windows: int = 64,
                  max_sentence_tokens: int = 250) -> None:
         self.model = model.eval()
+        self.record: dict = {}  # the checkpoint's config / vocabularies / training record, for save()
+        self.file: Path | None = None
+        self.dtype: torch.dtype = torch.float32
         self.vocab = vocab
         self.lexicon = lexicon
         self.batch_windows = batch_windows
         self.max_sentence_tokens = max_sentence_tokens
 
-    @classmethod
-    def load(cls, path: str | os.PathLike, device: str | torch.device = "cpu",
-             dtype: torch.dtype | str | None = None, **kwargs) -> Segmenter:
-        """Load a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file
-        (``weights_only=True``, ``strict=True``). ``dtype`` casts the weights (e.g. ``"bfloat16"``)."""
-        from ...core.checkpoint import load_checkpoint, resolve_checkpoint
+    kind = CHECKPOINT_KIND
 
-        file = resolve_checkpoint(path)
+    @classmethod
+    def load(cls, path: str | os.PathLike = "en_ewt", device: str | torch.device = "cpu",
+             dtype: torch.dtype | str | None = "auto", **kwargs) -> Segmenter:
+        """Load the tokenize stage of a shipped model by name (``"en_ewt"``), a model folder's
+        ``segmenter.pt``, a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file
+        (``weights_only=True``, ``strict=True``). ``dtype``: see :func:`g2gt.ud.stage.inference_dtype`
+        (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""
+        from ...core.checkpoint import load_checkpoint
+        from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, stage_checkpoint
+
+        file = stage_checkpoint(path, "segmenter")
         ck = load_checkpoint(file, device)
         extra = ck.get("task") or {}
         if extra.get("kind") != CHECKPOINT_KIND or "vocab" not in extra:
-            raise ValueError(f"{file}: not a segmenter checkpoint (written by train_segmenter / "
-                             "python -m g2gt.ud.tokenize.train)")
+            raise ValueError(f"{file}: not a segmenter checkpoint (train one with 'g2gt train segmenter')")
         model = SegmenterModel(SegmenterConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
-        model.to(device=device, dtype=_dtype(dtype))
-        lexicon = MWTLexicon.from_dict(extra.get("mwt", {}), extra.get("mwt_always", ()))
-        return cls(model, CharVocab.from_list(extra["vocab"]), lexicon, **kwargs)
+        dt = inference_dtype(dtype, device, int8_auto=False)
+        model = prepare_for_inference(model, dt, device)
+        lexicon = MWTLexicon.from_checkpoint(extra)  # table, always-split set, rules, learned expander
+        out = cls(model, CharVocab.from_list(extra["vocab"]), lexicon, **kwargs)
+        out.record, out.file, out.dtype = checkpoint_record(ck), Path(file), dt
+        return out
+
+    def save(self, path: str | os.PathLike, storage_dtype: str | torch.dtype = "float16") -> Path:
+        """Write this stage as one checkpoint file that :meth:`load` reads."""
+        from ..stage import save_stage
+
+        if not self.record:
+            raise ValueError("this segmenter was not loaded from a checkpoint; save its training folder's "
+                             "checkpoint instead (g2gt train segmenter writes one)")
+        return save_stage(path, self.model, self.record, self.file, self.dtype is torch.qint8, storage_dtype)
 
     @property
     def device(self) -> torch.device:
@@ -114,12 +134,3 @@ class Segmenter:
     def __repr__(self) -> str:
         return (f"Segmenter({self.model.num_parameters():,} parameters, {len(self.vocab)} characters, "
                 f"{len(self.lexicon)} multiword tokens)")
-
-
-def _dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
-    dt = getattr(torch, str(dtype), None)
-    if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
-        raise ValueError(f"dtype must be a floating torch dtype such as float32 or bfloat16, got {dtype!r}")
-    return dt

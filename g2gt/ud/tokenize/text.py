@@ -27,7 +27,7 @@ import re
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..io.conllu import Sentence, sentence_from_tokens
-from ...core.files import InputError, Source, open_input
+from ...core.files import InputError, Source, iter_lines, open_input, read_text  # noqa: F401 (re-exported)
 from .rules import TextToken, detokenize, sentence_spans, split_sentences, tokenize, tokenize_sentence
 
 __all__ = [
@@ -49,26 +49,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- reading
-def read_text(source: Source, name: str | None = None) -> str:
-    """The whole text of a file, ``"-"`` (stdin) or stream, with its line ends as they are.
-
-    Raises:
-        InputError: ``FILE:LINE: not valid UTF-8 ...``, a directory, a broken ``.gz``.
-        FileNotFoundError: no such file.
-    """
-    return open_input(source, name, kind="text").read()
-
-
-def iter_lines(source: Source, name: str | None = None) -> Iterator[str]:
-    """The lines of a text input without their ``\\n`` / ``\\r\\n``, read one at a time.
-
-    The input is opened and checked (as for :func:`read_text`) by this call, before the
-    first line is returned; memory does not grow with the input.
-    """
-    inp = open_input(source, name, kind="text")
-    return (line[:-1] if line.endswith("\r") else line for line in inp.lines())
-
-
 def _one_line(text: str) -> str:
     """``text`` with every run of whitespace (line breaks included) made one space, as ``# text`` holds it."""
     return " ".join(text.split())

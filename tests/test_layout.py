@@ -1,0 +1,103 @@
+"""The package's import graph: no cycle, and no module imports from a layer above its own.
+
+Layers, bottom to top: core (graph, batching, config, Trainer, checkpoints; knows no task) and the private
+helpers; nn (layers); seq2seq (sequence generation: the translation task, beam search, subwords) beside
+ud/io (CoNLL-U and sentences, a data format both tasks read); the rest of ud (the UD product, whose
+multiword-token expander is a small seq2seq model); cli and serve (front ends). The top-level
+``g2gt/__init__.py`` is the facade: it may name anything (lazily), and nothing imports it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import g2gt
+
+ROOT = Path(g2gt.__file__).resolve().parent
+LAYERS = {"_version": 0, "_lazy": 0, "_aliases": 0, "core": 0, "data": 0, "nn": 1, "seq2seq": 2, "ud": 3,
+          "cli": 4, "serve": 4, "__main__": 5}
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    out = {}
+    for p in ROOT.rglob("*.py"):
+        parts = ["g2gt", *p.relative_to(ROOT).with_suffix("").parts]
+        is_pkg = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_pkg else parts)] = (p, is_pkg)
+    return out
+
+
+def _edges() -> dict[str, set[str]]:
+    mods = _modules()
+    edges: dict[str, set[str]] = {}
+    for name, (path, is_pkg) in mods.items():
+        pkg = name.split(".") if is_pkg else name.split(".")[:-1]
+        out: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg[: len(pkg) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module
+                if not target or not target.startswith("g2gt"):
+                    continue
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    out.add(sub if sub in mods else target)
+            elif isinstance(node, ast.Import):
+                out |= {a.name for a in node.names if a.name in mods}
+        out.discard(name)
+        edges[name] = {t for t in out if t in mods}
+    return edges
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return None
+    if parts[1:3] == ["ud", "io"]:
+        return LAYERS["seq2seq"]  # CoNLL-U and sentences: a data format that graph-to-sequence reads too
+    return LAYERS.get(parts[1], 9)
+
+
+def test_no_module_imports_from_a_higher_layer_or_the_facade():
+    bad = []
+    for src, targets in _edges().items():
+        if _layer(src) is None:
+            continue  # the facade
+        for t in targets:
+            if _layer(t) is None or _layer(t) > _layer(src):
+                bad.append(f"{src} -> {t}")
+    assert not bad, "imports up a layer (or of the g2gt facade): " + ", ".join(sorted(bad))
+
+
+def test_import_graph_has_no_cycle():
+    edges = _edges()
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(v: str, path: list[str]) -> None:
+        state[v] = 1
+        for w in sorted(edges.get(v, ())):
+            if state.get(w) == 1:
+                cycles.append(path[path.index(w):] + [w] if w in path else [v, w])
+            elif w not in state:
+                visit(w, path + [w])
+        state[v] = 2
+
+    for v in sorted(edges):
+        if v not in state:
+            visit(v, [v])
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_old_import_paths_are_the_new_modules():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from g2gt.parsing import model as old  # noqa: F401 - the 0.1 path
+        import g2gt.segment.mwt as old_mwt
+    import g2gt.ud.parse.model as new
+    import g2gt.ud.tokenize.mwt as new_mwt
+
+    assert old is new and old_mwt is new_mwt
