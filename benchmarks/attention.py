@@ -20,15 +20,19 @@ Memory is reported as follows and named in the table header:
 
 * CUDA: ``torch.cuda.max_memory_allocated`` during forward + backward, minus the
   memory held before the step (inputs and weights), in MiB.
-* CPU: the bytes of all distinct tensors that autograd saves for backward
+* CPU, ``saved``: the bytes of all distinct tensors that autograd saves for backward
   (counted through ``torch.autograd.graph.saved_tensors_hooks``, deduplicated by
   storage), in MiB. This is the activation memory a training step keeps alive
-  between forward and backward; it does not include transient buffers inside
-  kernels.
+  between forward and backward.
+* CPU, ``peak``: the highest total of torch's CPU allocations during forward + backward
+  minus what was allocated before the step (from the allocation events that
+  ``torch.profiler`` with ``profile_memory=True`` writes into its trace), in MiB. Transient tensors count; scratch
+  buffers a kernel takes from ``malloc`` itself do not (the label kernel's are one
+  ``[rows, n]`` block per thread, under 1 MiB).
 
-Example::
+Example (the issue-28 measurement; ``--sizes 256,512,2048`` adds the long case)::
 
-    OMP_NUM_THREADS=1 python benchmarks/attention.py --sizes 64,128,256,512 --repeats 5 --markdown
+    OMP_NUM_THREADS=1 python benchmarks/attention.py --sizes 256,512 --repeats 3 --threads 1 --methods sdpa,keys,keys+vals
 """
 
 from __future__ import annotations
@@ -136,6 +140,29 @@ def saved_bytes(fn: Callable[[], Tensor]) -> int:
     return sum(seen.values())
 
 
+def peak_bytes(fn: Callable[[], None]) -> int:
+    """Peak of torch's CPU allocations while ``fn`` runs, above the level at its start: the largest
+    "Total Allocated" of the allocation events ``torch.profiler`` (``profile_memory=True``) writes into its
+    trace, which counts from zero at the start of profiling."""
+    import json
+    import os
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    finally:
+        os.unlink(path)
+    return max([0] + [e["args"]["Total Allocated"] for e in events if e.get("name") == "[memory]"])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description="Time forward+backward of GraphAttention against plain SDPA, a materialized "
@@ -187,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             return B * n * n * d * 6 * f
         return B * H * n * n * 6 * f
 
-    mem_name = "peak MiB (CUDA max_memory_allocated)" if dev.type == "cuda" else "MiB saved for backward"
+    mem_name = ("peak MiB (CUDA max_memory_allocated)" if dev.type == "cuda"
+                else "MiB saved for backward / peak MiB of forward + backward")
     rows = []
     for n in sizes:
         x = torch.randn(B, n, d, device=dev, requires_grad=True)
@@ -208,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                 torch.cuda.synchronize()
 
         mem: dict[str, float] = {}
+        peak: dict[str, float | None] = {m: None for m in active}
         for m in active:  # warm-up + memory
             step(m)
             sync()
@@ -220,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
                 mem[m] = (torch.cuda.max_memory_allocated() - base) / 2**20
             else:
                 mem[m] = saved_bytes(lambda m=m, x=x, labels=labels: mods[m](x, labels)) / 2**20
+                gc.collect()
+                peak[m] = peak_bytes(lambda m=m: step(m)) / 2**20
         times: dict[str, list[float]] = {m: [] for m in active}
         for _ in range(args.repeats):
             for m in active:
@@ -232,10 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         base_t = med.get("sdpa")
         for m in names:
             if m in skipped:
-                rows.append((n, m, None, None, None, f"skipped: est. {estimate_gib(m, n):.1f} GiB > --max-gb"))
+                rows.append((n, m, None, None, None, None, f"skipped: est. {estimate_gib(m, n):.1f} GiB > --max-gb"))
             else:
                 ratio = med[m] / base_t if base_t else None
-                rows.append((n, m, med[m], ratio, mem[m], ""))
+                rows.append((n, m, med[m], ratio, mem[m], peak[m], ""))
         if not args.markdown:
             for r in rows[-len(names):]:
                 print(_fmt_row(r, markdown=False), flush=True)
@@ -248,25 +279,27 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     if args.markdown:
         print()
-        print("| n | method | ms (median) | x SDPA | memory MiB | note |")
-        print("|---:|---|---:|---:|---:|---|")
+        print("| n | method | ms (median) | x SDPA | memory MiB | peak MiB | note |")
+        print("|---:|---|---:|---:|---:|---:|---|")
     for r in rows:
         print(_fmt_row(r, markdown=args.markdown))
     return 0
 
 
 def _fmt_row(r: tuple, markdown: bool) -> str:
-    n, m, ms, ratio, mem, note = r
+    n, m, ms, ratio, mem, peak, note = r
     cells = [
         str(n), m,
         "-" if ms is None else f"{ms:.1f}",
         "-" if ratio is None else f"{ratio:.2f}",
         "-" if mem is None else f"{mem:.0f}",
+        "-" if peak is None else f"{peak:.0f}",
         note,
     ]
     if markdown:
         return "| " + " | ".join(cells) + " |"
-    return f"n={cells[0]:>4} {cells[1]:<10} {cells[2]:>9} ms  x{cells[3]:>5}  mem {cells[4]:>7}  {note}"
+    return (f"n={cells[0]:>4} {cells[1]:<10} {cells[2]:>9} ms  x{cells[3]:>5}  mem {cells[4]:>7}  peak {cells[5]:>7}  "
+            f"{note}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from g2gt.graph import relative_position_labels
-from g2gt.nn import GraphAttention, KVCache
+from g2gt.nn import GraphAttention, KVCache, MultiheadGraphAttention
+from g2gt.nn import label_blocked, label_cpp
 from g2gt.nn.attention import flex_attention_available
 
 try:  # tests/ is a plain directory (rootdir-relative import) or a package
@@ -422,27 +423,34 @@ def test_flex_backend_compiled_cpu():
 
 
 # ----------------------------------------------------------------- autocast
+@pytest.fixture
+def kernel_calls(monkeypatch) -> list[tuple[str, torch.dtype]]:
+    """Records ``(path, q dtype)`` for each forward of the blocked label kernels (C++ or torch)."""
+    calls: list[tuple[str, torch.dtype]] = []
+    for name, mod in (("cpp", label_cpp), ("torch", label_blocked)):
+        inner = mod.forward
+
+        def spy(*a, _inner=inner, _name=name, **kw):
+            q = a[1] if _name == "cpp" else a[0]
+            calls.append((_name, q.dtype))
+            return _inner(*a, **kw)
+
+        monkeypatch.setattr(mod, "forward", spy)
+    return calls
+
+
 @pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
-def test_cpu_autocast_bfloat16(value_labels, monkeypatch):
+def test_cpu_autocast_bfloat16(value_labels, kernel_calls):
     torch.manual_seed(0)
     m = GraphAttention(D, H, [7, 3], value_labels=value_labels)
     x = torch.randn(2, 6, D, requires_grad=True)
     labels = torch.stack([torch.randint(0, 7, (2, 6, 6)), torch.randint(0, 3, (2, 6, 6))], 1)
     kpm = torch.tensor([[0, 0, 0, 0, 1, 1], [0] * 6]).bool()
     full = m(x, labels, kpm, causal=True)
-    from g2gt import _compat
-
-    seen = []
-    orig = _compat.cpu_flash_attention()
-    if orig is not None:  # spy on the kernel g2gt.nn.attention gets from g2gt._compat
-        spy = lambda q, k, v, mask, scale: seen.append((q.dtype, mask.dtype)) or orig(q, k, v, mask, scale)  # noqa: E731
-        monkeypatch.setattr(_compat, "cpu_flash_attention", lambda: spy)
+    kernel_calls.clear()
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = m(x, labels, kpm, causal=True)
-    monkeypatch.undo()
-    assert all(qd == md == torch.bfloat16 for qd, md in seen)  # mask dtype follows q under autocast
-    if orig is not None and not value_labels:
-        assert seen, "keys-only CPU path did not use the flash kernel"
+    assert kernel_calls and all(dt == torch.float32 for _, dt in kernel_calls)  # bf16 q/k/v computed in float32
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out_w, w = m(x, labels, kpm, causal=True, need_weights=True)
     assert out.dtype == torch.bfloat16 and out_w.dtype == torch.bfloat16
@@ -451,6 +459,8 @@ def test_cpu_autocast_bfloat16(value_labels, monkeypatch):
     out.float().sum().backward()
     assert x.grad is not None and x.grad.dtype == torch.float32 and torch.isfinite(x.grad).all()
     assert m.label_key.grad is not None and m.label_key.grad.dtype == torch.float32
+    if value_labels:
+        assert m.label_value.grad is not None and m.label_value.grad.abs().max() > 0
 
 
 # ----------------------------------------------------------------- attn_mask, and nn.MultiheadAttention as reference
@@ -467,6 +477,7 @@ def attn_masks(B=3, n=6, seed=5) -> dict[str, torch.Tensor | None]:
 
 
 MASKS = list(attn_masks())
+graph = GraphAttention.forward  # the graph call on a MultiheadGraphAttention (from_multihead_attention)
 MIXED_MASKS_WARNING = "ignore:Support for mismatched key_padding_mask and attn_mask is deprecated"  # MHA's own
 
 
@@ -505,7 +516,7 @@ def test_equals_multihead_attention(mask, padded, call):
     am = attn_masks()[mask]
     ref, _ = mha(x, x, x, key_padding_mask=kpm, attn_mask=am, need_weights=False)
     if call == "graph":
-        out = ga(x, key_padding_mask=kpm, attn_mask=am)
+        out = graph(ga, x, key_padding_mask=kpm, attn_mask=am)
     else:
         out, w = ga(x, x, x, key_padding_mask=kpm, attn_mask=am, need_weights=False)
         assert w is None
@@ -538,11 +549,11 @@ def test_is_causal_equals_multihead_attention_with_causal_mask():
     x, _, kpm = inputs()
     causal = torch.nn.Transformer.generate_square_subsequent_mask(6, dtype=torch.float64)
     ref, _ = mha(x, x, x, attn_mask=causal, is_causal=True, need_weights=False)
-    for out in (ga(x, is_causal=True), ga(x, causal=True), ga(x, x, x, is_causal=True, need_weights=False)[0],
-                ga(x, attn_mask=causal, is_causal=True)):
+    for out in (graph(ga, x, is_causal=True), graph(ga, x, causal=True),
+                ga(x, x, x, is_causal=True, need_weights=False)[0], graph(ga, x, attn_mask=causal, is_causal=True)):
         torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
     ref_p, _ = mha(x, x, x, key_padding_mask=kpm, attn_mask=causal, need_weights=False)
-    torch.testing.assert_close(ga(x, key_padding_mask=kpm, is_causal=True), ref_p, atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(graph(ga, x, key_padding_mask=kpm, is_causal=True), ref_p, atol=1e-12, rtol=1e-10)
 
 
 @pytest.mark.filterwarnings(MIXED_MASKS_WARNING)
@@ -560,7 +571,7 @@ def test_cross_attention_equals_multihead_attention(kdim):
     ref, _ = mha(q, mem, mem, key_padding_mask=kpm, attn_mask=am, need_weights=False)
     out, _ = ga(q, mem, mem, key_padding_mask=kpm, attn_mask=am, need_weights=False)
     torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
-    torch.testing.assert_close(ga(q, None, kpm, memory=mem, attn_mask=am), ref, atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(graph(ga, q, None, kpm, memory=mem, attn_mask=am), ref, atol=1e-12, rtol=1e-10)
     for a, b in zip(grads(out, [q, mem]), grads(ref, [q, mem]), strict=True):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10)
 
@@ -573,7 +584,7 @@ def test_float_attn_mask_gradient_equals_multihead_attention():
     x, _, kpm = inputs()
     am = attn_masks()["float-3d"].clone().requires_grad_(True)
     ref, _ = mha(x, x, x, key_padding_mask=kpm, attn_mask=am, need_weights=False)
-    out = ga(x, key_padding_mask=kpm, attn_mask=am)
+    out = graph(ga, x, key_padding_mask=kpm, attn_mask=am)
     torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
     ga_m, ref_m = grads(out, [am])[0], grads(ref, [am])[0]
     assert ga_m.abs().max() > 0
@@ -587,7 +598,10 @@ def test_from_multihead_attention_with_labels_starts_equal():
     assert ga.label_key.shape == (10, D // H) and ga.label_key.abs().max() == 0
     x, labels, kpm = inputs(L=[7, 3], C=2)
     ref, _ = mha(x, x, x, key_padding_mask=kpm, need_weights=False)
-    torch.testing.assert_close(ga(x, labels, kpm), ref, atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(graph(ga, x, labels, kpm), ref, atol=1e-12, rtol=1e-10)
+    out, w = ga(x, x, x, key_padding_mask=kpm, labels=labels, need_weights=False)  # labels in the MHA call
+    assert w is None
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
     assert ga.training == mha.training
 
 
@@ -618,24 +632,17 @@ def test_labels_with_attn_mask_match_reference(value_labels, mask):
     torch.testing.assert_close(w, reference_attention(m, x, labels, kpm, attn_mask=am, return_weights=True)[1])
 
 
-def test_attn_mask_keeps_the_fused_kernel_and_dead_rows_are_zero(monkeypatch):
-    """A float/bool attn_mask rides on the fused CPU kernel; a row it masks fully gives zeros, finite grads."""
-    from g2gt import _compat
-
+def test_attn_mask_keeps_the_blocked_kernel_and_dead_rows_are_zero(kernel_calls):
+    """A float/bool attn_mask rides on the blocked label kernel; a row it masks fully gives zeros, finite grads."""
     m = make(7, False)
     x, labels, kpm = inputs()
     am = attn_masks()["float-3d"].clone()
     am[H + 2, 3] = float("-inf")  # example 1, head 2, query 3: nothing left to attend to
-    calls = []
-    orig = _compat.cpu_flash_attention()
-    if orig is not None:
-        spy = lambda *a: calls.append(1) or orig(*a)  # noqa: E731
-        monkeypatch.setattr(_compat, "cpu_flash_attention", lambda: spy)
     out = m(x, labels, kpm, attn_mask=am)
     g = grads(out, [x] + list(m.parameters()))
-    monkeypatch.undo()
-    assert orig is None or calls
+    assert kernel_calls, "the label kernel was not used"
     assert torch.isfinite(out).all() and all(torch.isfinite(t).all() for t in g)
+    assert out[1].abs().max() > 0
     torch.testing.assert_close(out, reference_attention(m, x, labels, kpm, attn_mask=am), atol=1e-10, rtol=1e-8)
     _, w = m(x, labels, kpm, attn_mask=am, need_weights=True)
     assert w[1, 2, 3].abs().max() == 0 and torch.isfinite(w).all()
@@ -643,23 +650,31 @@ def test_attn_mask_keeps_the_fused_kernel_and_dead_rows_are_zero(monkeypatch):
 
 def test_multihead_attention_style_errors_say_what_is_expected():
     torch.manual_seed(0)
-    plain, labelled = GraphAttention(D, H).double(), make(7)
+    plain, labelled = MultiheadGraphAttention(D, H).double(), MultiheadGraphAttention(D, H, 7).double()
+    graph_plain = GraphAttention(D, H).double()
     x, labels, _ = inputs()
     with pytest.raises(ValueError, match="same tensor"):
         plain(x, x.clone(), x.clone())
-    with pytest.raises(ValueError, match=r"label tables: call it as attn\(x, labels"):
+    with pytest.raises(ValueError, match=r"label tables: pass labels="):
         labelled(x, x, x)
-    with pytest.raises(TypeError, match=r"integer tensor.*attn\(x, x, x\)"):
-        plain(x, x)
+    out, _ = labelled(x, x, x, labels=labels, need_weights=False)
+    assert out.shape == x.shape
+    with pytest.raises(TypeError, match=r"integer tensor.*MultiheadGraphAttention"):
+        graph_plain(x, x)  # the graph call does not guess the nn.MultiheadAttention call
+    with pytest.raises(TypeError, match=r"integer tensor.*MultiheadGraphAttention"):
+        graph_plain(x, x, x)
+    with pytest.raises(TypeError):
+        graph_plain(x, None, None, False, x)  # memory, cache, ... are keyword-only
     with pytest.raises(TypeError, match="not dropout"):
         GraphAttention(D, H, 0.1)
     with pytest.raises(ValueError, match=r"attn_mask must be \[nq=6, nk=6\]"):
-        plain(x, attn_mask=torch.zeros(5, 6, dtype=torch.bool))
+        graph_plain(x, attn_mask=torch.zeros(5, 6, dtype=torch.bool))
     with pytest.raises(TypeError, match="attn_mask must be bool"):
-        plain(x, attn_mask=torch.zeros(6, 6, dtype=torch.long))
+        graph_plain(x, attn_mask=torch.zeros(6, 6, dtype=torch.long))
     with pytest.raises(ValueError, match="batch first"):
-        plain(x[0])
+        graph_plain(x[0])
     with pytest.raises(ValueError, match="batch_first = True"):
         GraphAttention.from_multihead_attention(torch.nn.MultiheadAttention(D, H))
     with pytest.raises(ValueError, match="add_bias_kv"):
         GraphAttention.from_multihead_attention(torch.nn.MultiheadAttention(D, H, add_bias_kv=True, batch_first=True))
+    assert type(GraphAttention.from_multihead_attention(make_mha())) is MultiheadGraphAttention

@@ -1,6 +1,6 @@
 """Neural modules: graph attention, encoder/decoder stacks, scorers, PyG layer."""
 
-from .attention import GraphAttention, KVCache
+from .attention import GraphAttention, KVCache, MultiheadGraphAttention
 from .transformer import (
     DecoderLayer,
     EncoderLayer,
@@ -14,6 +14,7 @@ from .transformer import (
 __all__ = [
     "GraphAttention",
     "KVCache",
+    "MultiheadGraphAttention",
     "G2GTConfig",
     "G2GTransformer",
     "GraphEncoder",

@@ -21,39 +21,33 @@ self-attention, the encoder memory for cross-attention), label tables
 causal mask and a boolean ``attn_mask``, plus a float ``attn_mask`` as given (as in
 ``nn.MultiheadAttention``). The heads are concatenated and projected by :math:`W_O`.
 
-No ``[B, n, n, d_h]`` tensor is built. The key term is a gather of
-``q @ a^K.T`` (``[B, H, n, L]``) by the labels, i.e. an additive ``[B, H, n, n]``
-bias on the scores. The value term scatters the attention probabilities by
-label into ``[B, H, n, L]`` and multiplies by ``a^V``. Rows whose keys are all
-masked return zeros (never NaN).
+No ``[B, n, n, d_h]`` tensor is built. The key term is a gather of ``q @ a^K.T``
+(``[B, H, n, L]``) by the labels, an additive bias on the scores; the value term
+scatters the attention probabilities by label into ``[B, H, n, L]`` and multiplies by
+``a^V``. Rows whose keys are all masked return zeros (never NaN).
 
 Execution paths (all compute the same function; the tests check each against a
 naive float64 reference):
 
-* labels, no dropout, no ``need_weights``: ``label_kernels.LabelAttentionFunction``, an
-  autograd Function with a hand-written backward. SDPA with a differentiable float mask
-  silently falls back to the unfused math kernel on CPU; instead the forward of
-  the keys-only case runs the fused CPU flash kernel (found by ``g2gt._compat``,
-  which falls back to this Function's unfused forward) with the bias as a plain
-  (non-differentiable) mask, keeps the mask and the log-sum-exp, and the backward
-  rebuilds the probabilities once to get ``dS`` -- the bias gradient -- and
-  scatters it by label. With value labels the probabilities are kept from the
-  forward. On CUDA the keys-only case uses SDPA directly (its memory-efficient
-  kernel differentiates the mask).
+* labels, no dropout, no ``need_weights``, no float ``attn_mask`` that needs a gradient:
+  ``label_kernels.LabelAttentionFunction``, blocked like flash attention (over blocks of query
+  rows): nothing ``[B, H, n, n]`` is kept for backward (``q, k, v``, the output, the log-sum-exp
+  and the labels in a compact dtype are), and peak memory is linear in ``n``. On CPU it runs the
+  C++ kernel compiled on first use (``label_cpp``), else blocked torch ops (``label_blocked``).
+  On CUDA, keys-only, compiled FlexAttention reads the label bias in ``score_mod``
+  (``label_flex``; gradients to the label table included).
 * no labels: plain SDPA (``is_causal`` when possible, else a boolean mask, or a float
   one with a float ``attn_mask``).
 * dropout, ``need_weights`` or a float ``attn_mask`` that needs a gradient: straightforward
-  autograd ops.
-* labels at inference (no gradient, no dropout, no ``need_weights``) when ``B * H * nq * nk`` exceeds
-  ``GraphAttention.inference_chunk``: the label path above over chunks of query rows, so the
-  ``[B, H, n, n]`` scores and the ``[B, 1, n, n]`` label indices never exist for all rows at once
-  (peak memory linear in ``n`` per chunk; labels may come in a compact integer dtype).
-* ``backend="flex"`` (keys-only): FlexAttention with a ``score_mod`` that reads the
-  bias inside the kernel; on CPU, where FlexAttention has no backward, calls that
-  need gradients use the SDPA path.
+  autograd ops (``[B, H, n, n]`` scores).
+* labels at inference when ``B * H * nq * nk`` exceeds ``GraphAttention.inference_chunk``: the
+  label path over chunks of query rows, so even the masks and label slices exist for one chunk
+  at a time.
+* ``backend="flex"`` (keys-only): FlexAttention on CPU too, for inference (it has no CPU backward;
+  calls that need gradients use the default path).
 
-Without ``attn_mask`` none of its handling runs. Under autocast, q/k/v come out of the
-projections in the autocast dtype and the score bias and mask are built in q's dtype.
+Under autocast, q/k/v come out of the projections in the autocast dtype; the label kernels
+compute in float32 and return that dtype.
 """
 
 from __future__ import annotations
@@ -65,12 +59,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .label_flex import flex_trains_label_bias
 from .label_kernels import (
-    LabelAttentionFunction, _mask_terms, _rows, flex_attention_available, flex_label_attention, gather_sum,
-    label_offsets, label_table_sizes, scatter_sum,
+    LabelAttentionFunction, _mask_terms, _rows, check_labels, compact_labels, flex_attention_available,
+    flex_label_attention, gather_sum, label_offsets, label_table_sizes, scatter_sum,
 )
 
-__all__ = ["GraphAttention", "KVCache", "flex_attention_available", "label_offsets", "label_table_sizes"]
+__all__ = ["GraphAttention", "MultiheadGraphAttention", "KVCache", "flex_attention_available", "label_offsets",
+           "label_table_sizes"]
 
 
 @dataclass
@@ -97,7 +93,7 @@ class KVCache:
 
 
 class GraphAttention(nn.Module):
-    """Graph (relation-aware) multi-head attention; a drop-in for ``nn.MultiheadAttention(batch_first=True)``.
+    """Graph (relation-aware) multi-head attention.
 
     Args:
         embed_dim: model width ``d``.
@@ -109,48 +105,31 @@ class GraphAttention(nn.Module):
         dropout: attention-probability dropout.
         kdim: width of the memory for cross-attention (default ``embed_dim``).
         bias: biases in the projections.
-        backend: ``"sdpa"`` (default) or ``"flex"`` (FlexAttention with a
-            ``score_mod`` reading the label bias; keys-only, torch >= 2.5).
-        vdim, batch_first, device, dtype: as in ``nn.MultiheadAttention``, for drop-in use; keys and
-            values come from one memory tensor, so ``vdim`` must equal ``kdim``, and inputs are
-            batch-first only.
+        backend: ``"sdpa"`` (default) or ``"flex"`` (FlexAttention also on CPU for keys-only inference).
+        vdim, batch_first, device, dtype: as in ``nn.MultiheadAttention``; keys and values come from one
+            memory tensor, so ``vdim`` must equal ``kdim``, and inputs are batch-first only.
 
-    Two ways to call it (told apart by the second argument: an integer label tensor / None, or a
-    floating ``key`` tensor):
+    Call::
 
-    **Graph attention** (the contract)::
-
-        out = attn(x, labels=None, key_padding_mask=None, causal=False, memory=None, cache=None,
+        out = attn(x, labels=None, key_padding_mask=None, causal=False, *, memory=None, cache=None,
                    need_weights=False, attn_mask=None, is_causal=False)
 
-    returns ``out [B, nq, d]``, or ``(out, weights [B, H, nq, nk])`` with ``need_weights=True``.
-    ``is_causal`` is the ``nn.MultiheadAttention`` spelling of ``causal``.
+    returns ``out [B, nq, d]``, or ``(out, weights [B, H, nq, nk])`` with ``need_weights=True``
+    (weights come from the unfused path). ``is_causal`` is the ``nn.MultiheadAttention`` spelling of
+    ``causal``. For the ``nn.MultiheadAttention`` call ``(query, key, value) -> (out, weights)`` use
+    :class:`MultiheadGraphAttention` (what :meth:`from_multihead_attention` returns).
 
-    **As nn.MultiheadAttention**::
-
-        out, weights = attn(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-                            average_attn_weights=True, is_causal=False)
-
-    Self-attention when ``key is value is query``; cross-attention (``memory=key``) when ``key is value``.
-    Different key and value tensors raise a ``ValueError`` (one memory gives both). No labels here
-    (build with ``num_labels=0`` or use the graph call). ``weights`` is ``[B, nq, nk]`` (averaged over
-    heads) or ``[B, H, nq, nk]``, or None with ``need_weights=False`` -- pass that for the fast
-    kernels, as with ``nn.MultiheadAttention``. ``is_causal=True`` applies the causal mask itself (an
-    ``attn_mask`` is not required, and if given is combined with it).
-
-    Masks (both calls): ``key_padding_mask [B, nk]``, bool (True = padding) or float (added to the
-    scores); ``attn_mask`` as ``nn.MultiheadAttention`` takes it, ``[nq, nk]`` or ``[B*H, nq, nk]``
-    (or ``[B|1, H|1, nq, nk]``), bool (True = may *not* attend) or float (added to the scores; a mask
+    Masks: ``key_padding_mask [B, nk]``, bool (True = padding) or float (added to the scores);
+    ``attn_mask`` as ``nn.MultiheadAttention`` takes it, ``[nq, nk]`` or ``[B*H, nq, nk]`` (or
+    ``[B|1, H|1, nq, nk]``), bool (True = may *not* attend) or float (added to the scores; a mask
     that needs a gradient takes the unfused autograd path). They combine with the labels, padding and
-    the causal mask. Unlike ``nn.MultiheadAttention``, a query with no key left to attend to returns
-    zeros (and zero weights), never NaN.
+    the causal mask. A query with no key left to attend to returns zeros (and zero weights), never NaN.
 
     Shapes:
-        - x / query: ``[B, nq, d]``; memory / key / value (cross-attention): ``[B, nk, kdim]``
-        - labels: ``[B, nq, nk]`` or ``[B, C, nq, nk]`` integer (batch dim may be 1 to broadcast)
+        - x: ``[B, nq, d]``; memory (cross-attention): ``[B, nk, kdim]``
+        - labels: ``[B, nq, nk]`` or ``[B, C, nq, nk]`` integer, any integer dtype (batch dim may be 1
+          to broadcast); uint8 / int16 labels are read as they are
         - output: ``[B, nq, d]``
-
-    ``GraphAttention.from_multihead_attention(mha)`` copies an ``nn.MultiheadAttention``'s weights.
     """
 
     def __init__(
@@ -198,6 +177,7 @@ class GraphAttention(nn.Module):
         self.multi_channel = not isinstance(num_labels, int)
         self.label_sizes = sizes
         self.register_buffer("label_offsets", label_offsets(sizes), persistent=False)
+        self._offsets = label_offsets(sizes).tolist()
         total = sum(sizes)
         self.value_labels = value_labels and total > 0
         self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
@@ -217,15 +197,16 @@ class GraphAttention(nn.Module):
         num_labels: int | Sequence[int] | None = 0,
         value_labels: bool = True,
         backend: str = "sdpa",
-    ) -> "GraphAttention":
-        """A GraphAttention computing the same function as ``mha`` (same device, dtype and train/eval mode).
+    ) -> "MultiheadGraphAttention":
+        """A :class:`MultiheadGraphAttention` (called like ``mha``) computing the same function as ``mha``
+        (same device, dtype and train/eval mode).
 
         Mapping: ``in_proj_weight`` ``[3d, d]`` (or ``q/k/v_proj_weight``) and ``in_proj_bias`` split into
         ``q_proj / k_proj / v_proj``; ``out_proj -> out_proj``; ``dropout`` kept. With ``num_labels > 0``
         the new label tables start at zero, so the layer equals ``mha`` until it is trained on graphs.
         ``mha`` must be ``batch_first=True`` (set ``mha.batch_first = True`` and pass ``[B, n, d]`` inputs;
         the weights do not depend on it), without ``add_bias_kv`` / ``add_zero_attn``, and with
-        ``kdim == vdim``.
+        ``kdim == vdim``. The state dict is a :class:`GraphAttention`'s: load it into one for the graph call.
         """
         if not isinstance(mha, nn.MultiheadAttention):
             raise TypeError(f"expected a torch.nn.MultiheadAttention, got {type(mha).__name__}")
@@ -238,9 +219,10 @@ class GraphAttention(nn.Module):
             raise ValueError("nn.MultiheadAttention(add_bias_kv=True / add_zero_attn=True) has no GraphAttention "
                              "equivalent")
         weight = mha.out_proj.weight
-        new = cls(mha.embed_dim, mha.num_heads, num_labels, value_labels=value_labels, dropout=mha.dropout,
-                  kdim=mha.kdim, vdim=mha.vdim, bias=mha.in_proj_bias is not None, backend=backend,
-                  device=weight.device, dtype=weight.dtype)
+        target = cls if issubclass(cls, MultiheadGraphAttention) else MultiheadGraphAttention
+        new = target(mha.embed_dim, mha.num_heads, num_labels, value_labels=value_labels, dropout=mha.dropout,
+                     kdim=mha.kdim, vdim=mha.vdim, bias=mha.in_proj_bias is not None, backend=backend,
+                     device=weight.device, dtype=weight.dtype)
         packed = getattr(mha, "in_proj_weight", None)
         ws = packed.chunk(3) if packed is not None else (mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight)
         bs = mha.in_proj_bias.chunk(3) if mha.in_proj_bias is not None else (None,) * 3
@@ -282,10 +264,9 @@ class GraphAttention(nn.Module):
     def _self_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """``q, k, v [B, H, n, dh]`` of self-attention over ``x [B, n, d]``. When the three projections are
         plain ``nn.Linear`` layers they run as ONE product with their weights stacked (``[3d, d]``, as
-        ``nn.MultiheadAttention``'s packed projection): one larger matrix product instead of three, forward
-        and backward, with the same parameters. Stacking copies ``3 d^2`` weights, so it is done only when
-        ``x`` has at least ``d`` rows (not for one-token decoding steps); otherwise, and for other layer types
-        (e.g. int8-quantized), three calls."""
+        ``nn.MultiheadAttention``'s packed projection), forward and backward, with the same parameters.
+        Stacking copies ``3 d^2`` weights, so it is done only when ``x`` has at least ``d`` rows (not for
+        one-token decoding steps); otherwise, and for other layer types (e.g. int8-quantized), three calls."""
         lins = (self.q_proj, self.k_proj, self.v_proj)
         if x.shape[0] * x.shape[1] >= self.embed_dim and all(type(m) is nn.Linear for m in lins):
             bias = None if self.q_proj.bias is None else torch.cat([m.bias for m in lins])
@@ -294,41 +275,10 @@ class GraphAttention(nn.Module):
             return self._split(q), self._split(k), self._split(v)
         return self._split(self.q_proj(x)), self._split(self.k_proj(x)), self._split(self.v_proj(x))
 
-    def _label_index(self, labels: Tensor, B: int, nq: int, nk: int) -> Tensor:
-        """Checked labels ``[B', C, nq, nk]`` (any integer dtype; see :meth:`_rows_index` for the indices)."""
-        if labels.dim() == 3:
-            if self.multi_channel and len(self.label_sizes) != 1:
-                raise ValueError(
-                    f"labels must be [B, C, nq, nk] with C={len(self.label_sizes)} channels "
-                    f"(num_labels={self.label_sizes}), got shape {tuple(labels.shape)}"
-                )
-            labels = labels.unsqueeze(1)
-        if labels.dim() != 4 or labels.shape[1] != len(self.label_sizes):
-            raise ValueError(
-                f"labels of shape {tuple(labels.shape)} do not match {len(self.label_sizes)} channel(s) "
-                f"[B, C, nq={nq}, nk={nk}]"
-            )
-        if labels.shape[-2:] != (nq, nk):
-            raise ValueError(f"labels cover {tuple(labels.shape[-2:])} pairs but attention is ({nq}, {nk})")
-        if labels.dtype.is_floating_point or labels.dtype == torch.bool:
-            raise TypeError(f"labels must be an integer tensor, got {labels.dtype}")
-        if labels.numel():
-            lo = labels.amin(dim=(0, 2, 3)).tolist()
-            hi = labels.amax(dim=(0, 2, 3)).tolist()
-            for c, size in enumerate(self.label_sizes):
-                if lo[c] < 0 or hi[c] >= size:
-                    raise ValueError(
-                        f"labels of channel {c} span [{lo[c]}, {hi[c]}] but GraphAttention was built with "
-                        f"num_labels={size} for it (valid ids: 0..{size - 1}); "
-                        f"raise num_labels or fix the label vocabulary"
-                    )
-        return labels
-
     def _rows_index(self, labels: Tensor, start: int, stop: int) -> list[Tensor]:
         """Label indices of query rows ``start:stop``: per channel ``[B', 1, stop - start, nk]`` long (offsets
-        added); ``labels`` validated by :meth:`_label_index` and kept in its own (compact) dtype."""
-        offsets = self.label_offsets.tolist()
-        return [(labels[:, c, start:stop].long() + offsets[c]).unsqueeze(1) for c in range(labels.shape[1])]
+        added), for the unfused path's gathers."""
+        return [(labels[:, c, start:stop].long() + off).unsqueeze(1) for c, off in enumerate(self._offsets)]
 
     def _allowed(
         self, B: int, nq: int, nk: int, key_padding_mask: Tensor | None, causal: bool, offset: int, device
@@ -346,68 +296,28 @@ class GraphAttention(nn.Module):
         return allowed
 
     # ------------------------------------------------------------------ forward
-    def forward(self, *args, **kwargs) -> Tensor | tuple[Tensor, Tensor | None]:
-        """``attn(x, labels, key_padding_mask=None, causal=False, ...)`` or, like ``nn.MultiheadAttention``,
-        ``attn(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None, ...)``; see the
-        class docstring."""
-        second = args[1] if len(args) > 1 else kwargs.get("key", kwargs.get("labels"))
-        if "query" in kwargs or "key" in kwargs or "value" in kwargs or (
-            isinstance(second, Tensor) and second.is_floating_point() and (len(args) > 2 or "value" in kwargs)
-        ):
-            return self._mha_call(*args, **kwargs)
-        return self._graph_call(*args, **kwargs)
-
-    def _mha_call(
-        self,
-        query: Tensor,
-        key: Tensor,
-        value: Tensor,
-        key_padding_mask: Tensor | None = None,
-        need_weights: bool = True,
-        attn_mask: Tensor | None = None,
-        average_attn_weights: bool = True,
-        is_causal: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
-        """The ``nn.MultiheadAttention(batch_first=True)`` call: returns ``(out, weights or None)``."""
-        if key is not value:
-            raise ValueError(
-                "GraphAttention projects one tensor into both keys and values: call attn(x, x, x) for "
-                "self-attention or attn(query, memory, memory) for cross-attention (key and value must be the "
-                "same tensor object)"
-            )
-        if self.label_key is not None:
-            raise ValueError(
-                "this GraphAttention has label tables: call it as attn(x, labels, key_padding_mask=..., "
-                "attn_mask=...) (the nn.MultiheadAttention call (query, key, value) carries no labels)"
-            )
-        memory = None if key is query else key
-        res = self._graph_call(query, None, key_padding_mask, is_causal, memory, None, need_weights, attn_mask)
-        if not need_weights:
-            return res, None
-        out, weights = res
-        return out, weights.mean(1) if average_attn_weights else weights
-
-    def _graph_call(
+    def forward(
         self,
         x: Tensor,
         labels: Tensor | None = None,
         key_padding_mask: Tensor | None = None,
         causal: bool = False,
+        *,
         memory: Tensor | None = None,
         cache: KVCache | None = None,
         need_weights: bool = False,
         attn_mask: Tensor | None = None,
         is_causal: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """The graph-attention call (the contract); see the class docstring."""
+        """Graph attention; see the class docstring."""
         if x.dim() != 3 or x.shape[-1] != self.embed_dim:
             raise ValueError(
                 f"x must be [B, n, embed_dim={self.embed_dim}] (batch first), got shape {tuple(x.shape)}"
             )
         if labels is not None and labels.is_floating_point():
             raise TypeError(
-                f"labels must be an integer tensor, got {labels.dtype} (to call GraphAttention like "
-                "nn.MultiheadAttention pass query, key and value: attn(x, x, x))"
+                f"labels must be an integer tensor, got {labels.dtype} (for the nn.MultiheadAttention call "
+                "attn(query, key, value) use MultiheadGraphAttention or GraphAttention.from_multihead_attention)"
             )
         causal = bool(causal or is_causal)
         B, nq, _ = x.shape
@@ -434,8 +344,8 @@ class GraphAttention(nn.Module):
         if self.label_key is not None:
             if labels is None:
                 raise ValueError("this GraphAttention has label tables; pass labels (or build it with num_labels=0)")
-            lab = self._label_index(labels, B, nq, nk)
-
+            lab = compact_labels(check_labels(labels, self.label_sizes, self.multi_channel, B, nq, nk),
+                                 self.label_sizes)
         if key_padding_mask is not None and (
             key_padding_mask.dim() != 2 or key_padding_mask.shape[1] != nk or key_padding_mask.shape[0] not in (1, B)
         ):
@@ -443,12 +353,40 @@ class GraphAttention(nn.Module):
                 f"key_padding_mask must be [B={B}, nk={nk}] bool (True = padding) or float (added to the scores), "
                 f"got shape {tuple(key_padding_mask.shape)}"
             )
-        allowed = self._allowed(B, nq, nk, key_padding_mask, causal, offset, x.device)
-        add = None
+        kpm = None if key_padding_mask is None or key_padding_mask.is_floating_point() else key_padding_mask.bool()
+        keep = add = None
         if attn_mask is not None or (key_padding_mask is not None and key_padding_mask.is_floating_point()):
             keep, add = _mask_terms(attn_mask, key_padding_mask, B, self.num_heads, nq, nk)
-            if keep is not None:
-                allowed = keep if allowed is None else allowed & keep
+        p_drop = self.dropout if self.training else 0.0
+        mask_grad = add is not None and add.requires_grad and torch.is_grad_enabled()
+
+        if lab is not None and not (need_weights or p_drop or mask_grad):
+            wants_grad = torch.is_grad_enabled() and (
+                q.requires_grad or k.requires_grad or v.requires_grad or self.label_key.requires_grad
+                or (self.label_value is not None and self.label_value.requires_grad)
+            )
+            rows = nq if wants_grad else self._query_chunk(B, nq, nk)
+            out = torch.cat([
+                self._label_attention(q[:, :, i : i + rows], k, v, lab[:, :, i : i + rows], kpm,
+                                      _rows(keep, i, rows, nq), _rows(add, i, rows, nq), causal, offset + i, scale,
+                                      wants_grad)
+                for i in range(0, nq, rows)
+            ], 2) if rows < nq else self._label_attention(q, k, v, lab, kpm, keep, add, causal, offset, scale,
+                                                          wants_grad)
+            return self.out_proj(out.transpose(1, 2).reshape(B, nq, self.embed_dim))
+        return self._unfused(q, k, v, lab, key_padding_mask, keep, add, causal, offset, scale, need_weights, p_drop,
+                             mask_grad)
+
+    def _unfused(self, q: Tensor, k: Tensor, v: Tensor, lab: Tensor | None, key_padding_mask: Tensor | None,
+                 keep: Tensor | None, add: Tensor | None, causal: bool, offset: int, scale: float, need_weights: bool,
+                 p_drop: float, mask_grad: bool) -> Tensor | tuple[Tensor, Tensor]:
+        """Plain SDPA without labels, or the reference-style autograd path (dropout on the probabilities, the
+        weights wanted, or a float ``attn_mask`` that needs a gradient)."""
+        B, H, nq, _ = q.shape
+        nk = k.shape[2]
+        allowed = self._allowed(B, nq, nk, key_padding_mask, causal, offset, q.device)
+        if keep is not None:
+            allowed = keep if allowed is None else allowed & keep
         dead = None
         if allowed is not None:
             dead = ~allowed.any(-1, keepdim=True)  # [B|1, H|1, nq, 1]
@@ -456,35 +394,17 @@ class GraphAttention(nn.Module):
                 allowed = allowed | dead
             else:
                 dead = None
-        p_drop = self.dropout if self.training else 0.0
-        mask_grad = add is not None and add.requires_grad and torch.is_grad_enabled()
-
         weights = None
-        use_flex = self.backend == "flex" and not self.value_labels and not need_weights and p_drop == 0.0
-        wants_grad = torch.is_grad_enabled() and (
-            q.requires_grad or k.requires_grad or v.requires_grad or mask_grad
-            or (self.label_key is not None and self.label_key.requires_grad)
-        )
-        if use_flex and q.device.type == "cpu" and wants_grad:
-            # FlexAttention has no CPU backward (torch <= 2.13): the SDPA path computes the same function.
-            use_flex = False
-        fused_flex = use_flex and q.device.type == "cuda"  # compiled FlexAttention never builds the scores
-        chunked = lab is not None and not (wants_grad or need_weights or p_drop or fused_flex)
-        rows = self._query_chunk(B, nq, nk) if chunked else nq
-        idx = self._rows_index(lab, 0, nq) if lab is not None and rows >= nq else []
-        if rows < nq:  # inference on long inputs: query chunks, linear memory (see _query_chunk)
-            out = torch.cat([self._label_attention(q[:, :, i : i + rows], k, v, self._rows_index(lab, i, i + rows),
-                                                   _rows(allowed, i, rows, nq), _rows(add, i, rows, nq), scale)
-                             for i in range(0, nq, rows)], 2)
-        elif use_flex:
-            qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale if idx else None  # [B, H, nq, L]
-            out = flex_label_attention(q, k, v, qa, idx, allowed, add, scale)
-        elif need_weights or p_drop > 0.0 or mask_grad:
-            # Reference-style autograd path (dropout on the probabilities, the weights are wanted, or the
-            # float attn_mask needs a gradient).
+        if lab is None and not (need_weights or p_drop or mask_grad):
+            fast_causal = causal and key_padding_mask is None and keep is None and add is None and offset == 0 \
+                and nq == nk
+            out = self._plain_sdpa(q, k, v, allowed, add, fast_causal)
+        else:
             scores = torch.matmul(q, k.transpose(-1, -2)) * scale
-            if idx:
-                scores = scores + self._key_bias(q, idx, B, nq, nk) * scale
+            if lab is not None:
+                idx = self._rows_index(lab, 0, nq)
+                scores = scores + gather_sum(torch.matmul(q, self.label_key.to(q.dtype).t()), idx,
+                                             (B, H, nq, nk)) * scale
             if add is not None:
                 scores = scores + add.to(scores.dtype)
             if allowed is not None:
@@ -495,19 +415,13 @@ class GraphAttention(nn.Module):
                 attn = F.dropout(attn, p_drop, True)
             out = torch.matmul(attn, v)
             if self.value_labels:
-                out = out + self._value_term(attn, idx)
-        elif not idx:
-            fast_causal = causal and key_padding_mask is None and attn_mask is None and offset == 0 and nq == nk
-            out = self._plain_sdpa(q, k, v, allowed, add, fast_causal)
-        else:
-            out = self._label_attention(q, k, v, idx, allowed, add, scale)
+                per = scatter_sum(attn, idx, self.label_value.shape[0])
+                out = out + torch.matmul(per, self.label_value.to(attn.dtype))
         if dead is not None:
             out = out.masked_fill(dead, 0.0)
         out = self.out_proj(out.transpose(1, 2).reshape(B, nq, self.embed_dim))
         if need_weights:
-            if dead is not None:
-                weights = weights.masked_fill(dead, 0.0)
-            return out, weights
+            return out, weights if dead is None else weights.masked_fill(dead, 0.0)
         return out
 
     inference_chunk = 1 << 24  # score elements (B * H * rows * nk) per query chunk at inference; see _query_chunk
@@ -515,32 +429,25 @@ class GraphAttention(nn.Module):
     def _query_chunk(self, B: int, nq: int, nk: int) -> int:
         """Query rows per chunk at inference: all ``nq`` when ``B * H * nq * nk <= inference_chunk``, else
         the most rows within it (at least one). Each query row's output depends on its own row of the
-        scores only, so chunks give the same result while the ``[B, H, rows, nk]`` scores, probabilities
-        and ``[B', 1, rows, nk]`` label indices exist for one chunk at a time: memory linear in ``nk``."""
+        scores only, so chunks give the same result while masks and label slices exist for one chunk at a
+        time."""
         per_row = max(B * self.num_heads * nk, 1)
         return nq if per_row * nq <= self.inference_chunk else max(self.inference_chunk // per_row, 1)
 
-    def _label_attention(self, q: Tensor, k: Tensor, v: Tensor, idx: list[Tensor], allowed: Tensor | None,
-                         add: Tensor | None, scale: float) -> Tensor:
-        """The label paths: ``q [B, H, nq, dh]`` (all rows or one chunk), ``idx`` / ``allowed`` / ``add`` for
-        the same rows -> ``[B, H, nq, dh]`` before the output projection."""
-        qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale  # [B, H, nq, L]
-        if self.value_labels:
-            return LabelAttentionFunction.apply(q, k, v, qa, self.label_value, allowed, add, scale, False, *idx)
-        if q.device.type == "cuda":
-            # CUDA's memory-efficient SDPA kernel differentiates the additive mask itself.
-            mask = self._gather_bias(qa, idx)
-            if add is not None:
-                mask = mask + add.to(mask.dtype)
-            if allowed is not None:
-                mask = mask.masked_fill(~allowed, float("-inf"))
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), scale=scale)
-        return LabelAttentionFunction.apply(q, k, v, qa, None, allowed, add, scale, True, *idx)
-
-    def _gather_bias(self, qa: Tensor, idx: list[Tensor]) -> Tensor:
-        """``[B, H, nq, nk]``: ``sum_c qa[b, h, i, l^c_ij]``."""
-        B, H, nq, _ = qa.shape
-        return gather_sum(qa, idx, (B, H, nq, idx[0].shape[-1]))
+    def _label_attention(self, q: Tensor, k: Tensor, v: Tensor, lab: Tensor, kpm: Tensor | None,
+                         keep: Tensor | None, add: Tensor | None, causal: bool, offset: int, scale: float,
+                         wants_grad: bool) -> Tensor:
+        """The label paths: ``q [B, H, rows, dh]`` (all rows or one chunk) with ``lab [B|1, C, rows, nk]``,
+        ``keep`` / ``add`` ``[B|1, H|1, rows|1, nk]`` for the same rows, ``kpm [B|1, nk]`` (True = padding);
+        query row ``i`` sees keys ``j <= i + offset`` when ``causal``. Returns ``[B, H, rows, dh]``."""
+        if not self.value_labels and flex_attention_available() and (
+            (q.device.type == "cuda" and (not wants_grad or flex_trains_label_bias()))
+            or (self.backend == "flex" and not wants_grad)
+        ):
+            qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale  # [B, H, rows, L]
+            return flex_label_attention(q, k, v, qa, lab, self._offsets, kpm, keep, add, causal, offset, scale)
+        return LabelAttentionFunction.apply(q, k, v, self.label_key, self.label_value, lab, kpm, keep, add,
+                                            self._offsets, causal, offset, scale)
 
     def _plain_sdpa(
         self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None, add: Tensor | None, is_causal: bool
@@ -556,10 +463,49 @@ class GraphAttention(nn.Module):
             mask = mask.masked_fill(~allowed, float("-inf"))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
-    def _key_bias(self, q: Tensor, idx: list[Tensor], B: int, nq: int, nk: int) -> Tensor:
-        """``[B, H, nq, nk]``: ``q_i · a^K[l_ij]`` (unscaled)."""
-        return gather_sum(torch.matmul(q, self.label_key.to(q.dtype).t()), idx, (B, self.num_heads, nq, nk))
 
-    def _value_term(self, attn: Tensor, idx: list[Tensor]) -> Tensor:
-        """``[B, H, nq, dh]``: ``sum_j attn_ij a^V[l_ij]`` via a scatter by label."""
-        return torch.matmul(scatter_sum(attn, idx, self.label_value.shape[0]), self.label_value.to(attn.dtype))
+class MultiheadGraphAttention(GraphAttention):
+    """:class:`GraphAttention` called like ``nn.MultiheadAttention(batch_first=True)`` (same constructor
+    and parameters; :meth:`GraphAttention.from_multihead_attention` returns one)::
+
+        out, weights = attn(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                            average_attn_weights=True, is_causal=False, *, labels=None)
+
+    Self-attention when ``key is value is query``; cross-attention (``memory=key``) when ``key is value``.
+    Different key and value tensors raise a ``ValueError`` (one memory gives both). ``labels`` (keyword)
+    as in the graph call, required when the layer has label tables. ``weights`` is ``[B, nq, nk]``
+    (averaged over heads) or ``[B, H, nq, nk]``, or None with ``need_weights=False`` -- pass that for the
+    fast kernels, as with ``nn.MultiheadAttention``. ``is_causal=True`` applies the causal mask itself (an
+    ``attn_mask`` is not required, and if given is combined with it). Masks as in :class:`GraphAttention`.
+    """
+
+    def forward(  # type: ignore[override]
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Tensor | None = None,
+        need_weights: bool = True,
+        attn_mask: Tensor | None = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+        *,
+        labels: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """``(out [B, nq, d], weights or None)``; see the class docstring."""
+        if key is not value:
+            raise ValueError(
+                "GraphAttention projects one tensor into both keys and values: call attn(x, x, x) for "
+                "self-attention or attn(query, memory, memory) for cross-attention (key and value must be the "
+                "same tensor object)"
+            )
+        if self.label_key is not None and labels is None:
+            raise ValueError("this MultiheadGraphAttention has label tables: pass labels=... (integer [B, nq, nk] "
+                             "or [B, C, nq, nk])")
+        memory = None if key is query else key
+        res = super().forward(query, labels, key_padding_mask, is_causal, memory=memory, need_weights=need_weights,
+                              attn_mask=attn_mask)
+        if not need_weights:
+            return res, None
+        out, weights = res
+        return out, weights.mean(1) if average_attn_weights else weights

@@ -1,10 +1,11 @@
-"""The label-attention kernels behind :class:`g2gt.nn.GraphAttention` (see its module docstring).
+"""The label-attention pieces behind :class:`g2gt.nn.GraphAttention` (see its module docstring).
 
-* :class:`LabelAttentionFunction`: an autograd Function with a hand-written backward. The keys-only
-  case runs the fused CPU flash kernel (:func:`g2gt._compat.cpu_flash_attention`) forward with the
-  label bias as a plain mask and rebuilds the probabilities once in backward.
-* :func:`flex_label_attention`: FlexAttention with the label bias read inside ``score_mod``.
-* :func:`gather_sum` / :func:`scatter_sum`: the key term's gather and the value term's scatter by label.
+* :class:`LabelAttentionFunction`: label attention with a blocked forward and backward (nothing
+  ``[B, H, n, n]`` kept for backward, peak memory linear in ``n``): the compiled CPU kernel of
+  :mod:`g2gt.nn.label_cpp`, or the torch blocks of :mod:`g2gt.nn.label_blocked`.
+* :func:`compact_labels`: labels in the small integer dtype the kernels read and autograd keeps.
+* :func:`gather_sum` / :func:`scatter_sum`: the key term's gather and the value term's scatter by label,
+  for the unfused autograd path (dropout, attention weights).
 * :func:`label_table_sizes` / :func:`label_offsets`: the concatenated per-channel label tables;
   ``_mask_terms`` / ``_rows``: ``attn_mask`` handling and query-row slices of masks.
 """
@@ -16,19 +17,11 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from .. import _compat
+from . import label_blocked, label_cpp
+from .label_flex import flex_attention_available, flex_label_attention
 
-__all__ = ["LabelAttentionFunction", "flex_attention_available", "flex_label_attention", "gather_sum", "scatter_sum",
-           "label_table_sizes", "label_offsets"]
-
-
-def flex_attention_available(device: torch.device | str = "cpu") -> bool:
-    """Whether ``torch.nn.attention.flex_attention`` exists in this torch build."""
-    try:
-        from torch.nn.attention.flex_attention import flex_attention  # noqa: F401
-    except Exception:
-        return False
-    return True
+__all__ = ["LabelAttentionFunction", "check_labels", "compact_labels", "flex_attention_available", "flex_label_attention",
+           "gather_sum", "scatter_sum", "label_table_sizes", "label_offsets"]
 
 
 def label_table_sizes(num_labels: int | Sequence[int] | None) -> list[int]:
@@ -112,154 +105,112 @@ def scatter_sum(src: Tensor, idx: Sequence[Tensor], num_labels: int) -> Tensor:
     return out
 
 
+def compact_labels(labels: Tensor, sizes: Sequence[int]) -> Tensor:
+    """``labels [B', C, nq, nk]`` (channel-local ids, validated) in the smallest of uint8 / int16 / int32 that
+    holds every channel's ids, with unit stride along ``nk``: what the label kernels read (and what autograd
+    keeps for backward). No copy when the tensor already qualifies."""
+    top = max(sizes, default=1)
+    dtype = torch.uint8 if top <= 256 else torch.int16 if top <= 32768 else torch.int32
+    if labels.dtype not in (torch.uint8, torch.int16, torch.int32) or (
+        labels.dtype != torch.int32 and top > (256 if labels.dtype == torch.uint8 else 32768)
+    ):
+        labels = labels.to(dtype)
+    return labels if labels.stride(-1) == 1 else labels.contiguous()
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    return dtype if dtype in (torch.float32, torch.float64) else torch.float32
+
+
 class LabelAttentionFunction(torch.autograd.Function):
-    """Fused label attention with a hand-written backward (no ``[B, H, n, n]`` autograd chain).
+    r"""Label attention with a blocked forward and backward: nothing ``[B, H, nq, nk]`` is kept.
 
-    Inputs: ``q [B, H, nq, dh]``, ``k, v [B, H, nk, dh]``, ``qa = scale * q @ a^K.T``
-    ``[B, H, nq, L]``, ``a_v [L, dh]`` or None, ``allowed [B|1, H|1, nq, nk]`` bool or None
-    (no row may be all False), ``add [B|1, H|1, nq, nk]`` a finite additive mask (no gradient) or
-    None, ``scale``, ``flash`` (keys-only: run the fused CPU flash kernel of
-    :func:`g2gt._compat.cpu_flash_attention` forward and recompute the probabilities in backward),
-    then one ``[B|1, 1, nq, nk]`` long index per label channel (offsets already added).
+    ``apply(q, k, v, a_k, a_v, labels, kpm, allowed, add, offsets, causal, offset, scale)`` with
+    ``q [B, H, nq, dh]``, ``k, v [B, H, nk, dh]``, label tables ``a_k [L, dh]`` and ``a_v [L, dh]`` or None,
+    ``labels [B|1, C, nq, nk]`` channel-local ids (see :func:`compact_labels`), ``offsets`` the first table
+    row of each channel, ``kpm [B|1, nk]`` bool (True = padding) or None, ``allowed [B|1, H|1, nq|1, nk]`` bool
+    (True = may attend) or None, ``add`` like ``allowed``, a finite float mask without gradient, or None;
+    ``causal``: query ``i`` sees keys ``j <= i + offset``.
 
-    Forward: ``S = scale * q k^T + sum_c qa[.., l^c_ij] + add`` (``-inf`` where not allowed),
-    ``P = softmax(S)``, ``out = P v + (sum_c scatter_l P) a_v``.
+    .. math::
 
-    Backward, with ``dP = dO v^T + sum_c (dO a_v^T)[.., l^c_ij]`` and
-    ``D_i = dO_i . out_i``: ``dS = P * (dP - D)``, ``dq = scale dS k``, ``dk = scale dS^T q``,
-    ``dv = P^T dO``, ``dqa = sum_c scatter_l dS``, ``da_v = (scatter_l P)^T dO``. The gradient of the
-    additive bias is exactly ``dS``; unlike SDPA with a differentiable mask, nothing
-    forces an unfused math fallback.
+        S_{ij} = s\,q_i\cdot k_j + \sum_c qa_{i,\,o_c + l^c_{ij}} + m_{ij},\quad qa = s\,q\,a_K^\top,\quad
+        o_i = \sum_j P_{ij} (v_j + \sum_c a^V_{o_c + l^c_{ij}}),\quad P = \mathrm{softmax}_j(S).
+
+    Forward keeps ``q, k, v, out, lse`` (``[B, H, nq]``), the compact labels and the masks; the backward
+    rebuilds ``qa`` (one small product) and, block by block, ``P`` and ``dS``, giving ``dq, dk, dv`` and the
+    table gradients ``da_K = s\, dqa^T q`` (``dqa = scatter_l dS``) and ``da_V = per^T dO``
+    (``per = scatter_l P``). A query with no visible key returns zeros and passes no gradient.
+
+    On CPU the work runs in the compiled kernel of :mod:`g2gt.nn.label_cpp`; elsewhere (or without a
+    compiler) in the torch blocks of :mod:`g2gt.nn.label_blocked`. float16 / bfloat16 inputs (autocast)
+    are computed in float32 and the output is returned in q's dtype.
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, qa, a_v, allowed, add, scale, flash, *idx):  # type: ignore[override]
-        dt = q.dtype
-        ctx.qa_dtype, ctx.qa_L, ctx.kv_dtypes = qa.dtype, qa.shape[-1], (k.dtype, v.dtype)
+    def forward(ctx, q, k, v, a_k, a_v, labels, kpm, allowed, add, offsets, causal, offset, scale):  # type: ignore[override]
+        cdt = _compute_dtype(q.dtype)
+        args = (labels, offsets, kpm, allowed, add, causal, offset, scale)
         with torch.autocast(q.device.type, enabled=False):
-            q, k, v, qa = q.contiguous(), k.to(dt).contiguous(), v.to(dt).contiguous(), qa.to(dt)
-            av = None if a_v is None else a_v.to(dt)
-            B, H, nq, dh = q.shape
-            nk = k.shape[2]
-            shape = (B, H, nq, nk)
-            s = gather_sum(qa, idx, shape)  # [B, H, nq, nk], fresh
-            if add is not None:
-                s.add_(add.to(dt))
-            if allowed is not None:
-                s.masked_fill_(~allowed, float("-inf"))
-            kernel = _compat.cpu_flash_attention() if flash and av is None and q.device.type == "cpu" else None
-            flash = kernel is not None
-            if flash:
-                out, lse = kernel(q, k, v, s, scale)
-                ctx.save_for_backward(q, k, v, s, out, lse, None, *idx)  # s: the additive mask given to the kernel
+            qc, kc, vc, ak = q.to(cdt), k.to(cdt), v.to(cdt), a_k.to(cdt)
+            av = None if a_v is None else a_v.to(cdt)
+            ops = label_cpp.cpp_kernels() if q.device.type == "cpu" else None
+            if ops is not None:
+                out, lse = label_cpp.forward(ops, qc, kc, vc, ak, av, *args)
             else:
-                s.view(B * H, nq, nk).baddbmm_(
-                    q.reshape(B * H, nq, dh), k.reshape(B * H, nk, dh).transpose(1, 2), alpha=scale
-                )
-                p = torch.softmax(s, dim=-1)
-                del s
-                out = torch.matmul(p, v)
-                per = None
-                if av is not None:
-                    per = scatter_sum(p, idx, av.shape[0])
-                    out = out + torch.matmul(per, av)
-                ctx.save_for_backward(q, k, v, p, out, per, av, *idx)
-        ctx.flash = flash
-        ctx.scale = scale
-        ctx.has_av = a_v is not None
-        ctx.av_dtype = None if a_v is None else a_v.dtype
-        return out
+                out, lse = label_blocked.forward(qc, kc, vc, ak, av, *args)
+        ctx.save_for_backward(q, k, v, a_k, a_v, out, lse, labels, kpm, allowed, add)
+        ctx.args = (tuple(offsets), causal, offset, scale)
+        ctx.use_cpp = ops is not None
+        return out.to(q.dtype)
 
     @staticmethod
     def backward(ctx, d_out):  # type: ignore[override]
-        scale = ctx.scale
+        q, k, v, a_k, a_v, out, lse, labels, kpm, allowed, add = ctx.saved_tensors
+        offsets, causal, offset, scale = ctx.args
+        cdt = out.dtype
+        args = (labels, offsets, kpm, allowed, add, causal, offset, scale)
         with torch.autocast(d_out.device.type, enabled=False):
-            if ctx.flash:
-                q, k, v, mask, out, lse, _, *idx = ctx.saved_tensors
-                B, H, nq, dh = q.shape
-                nk = k.shape[2]
-                q3, k3t = q.view(B * H, nq, dh), k.view(B * H, nk, dh).transpose(1, 2)
-                p = torch.baddbmm(mask.view(B * H, nq, nk), q3, k3t, alpha=scale).view(B, H, nq, nk)
-                p.sub_(lse.unsqueeze(-1)).exp_()
-                per = av = None
+            qc, kc, vc, ak, g = q.to(cdt), k.to(cdt), v.to(cdt), a_k.to(cdt), d_out.to(cdt)
+            av = None if a_v is None else a_v.to(cdt)
+            if ctx.use_cpp:
+                dq, dk, dv, dak, dav = label_cpp.backward(label_cpp.cpp_kernels(), g, qc, kc, vc, out, lse, ak, av,
+                                                          *args)
             else:
-                q, k, v, p, out, per, av, *idx = ctx.saved_tensors
-                B, H, nq, dh = q.shape
-                nk = k.shape[2]
-            d_out = d_out.to(q.dtype)
-            dp = torch.matmul(d_out, v.transpose(-1, -2))  # [B, H, nq, nk]
-            if av is not None:
-                dp.add_(gather_sum(torch.matmul(d_out, av.t()), idx, (B, H, nq, nk)))
-            delta = (d_out * out).sum(-1, keepdim=True)
-            ds = dp.sub_(delta).mul_(p)  # dS, in place
-            nf = ctx.needs_input_grad
-            dq = torch.matmul(ds, k).mul_(scale) if nf[0] else None
-            dk = torch.matmul(ds.transpose(-1, -2), q).mul_(scale) if nf[1] else None
-            dv = torch.matmul(p.transpose(-1, -2), d_out) if nf[2] else None
-            dqa = scatter_sum(ds, idx, ctx.qa_L) if nf[3] else None
-            dav = None
-            if ctx.has_av and nf[4]:
-                L = av.shape[0]
-                dav = (per.reshape(-1, L).t() @ d_out.reshape(-1, dh)).to(ctx.av_dtype)
-        if dk is not None:
-            dk = dk.to(ctx.kv_dtypes[0])
-        if dv is not None:
-            dv = dv.to(ctx.kv_dtypes[1])
-        if dqa is not None:
-            dqa = dqa.to(ctx.qa_dtype)
-        return (dq, dk, dv, dqa, dav, None, None, None, None, *([None] * len(idx)))
+                dq, dk, dv, dak, dav = label_blocked.backward(g, qc, kc, vc, out, lse, ak, av, *args)
+        nf = ctx.needs_input_grad
+        return (
+            dq.to(q.dtype) if nf[0] else None,
+            dk.to(k.dtype) if nf[1] else None,
+            dv.to(v.dtype) if nf[2] else None,
+            dak.to(a_k.dtype) if nf[3] else None,
+            dav.to(a_v.dtype) if a_v is not None and nf[4] else None,
+            None, None, None, None, None, None, None, None,
+        )
 
 
-_COMPILED_FLEX: dict[str, object] = {}
-
-
-def _flex_kernel(device_type: str):
-    """``flex_attention``, compiled once per process on CUDA (eager elsewhere or if compiling fails)."""
-    import torch.nn.attention.flex_attention as fa
-
-    if device_type != "cuda":
-        return fa.flex_attention
-    if "cuda" not in _COMPILED_FLEX:
-        try:
-            _COMPILED_FLEX["cuda"] = torch.compile(fa.flex_attention, dynamic=False)
-        except Exception:  # pragma: no cover - toolchain dependent
-            _COMPILED_FLEX["cuda"] = fa.flex_attention
-    return _COMPILED_FLEX["cuda"]
-
-
-def flex_label_attention(
-    q: Tensor, k: Tensor, v: Tensor, qa: Tensor | None, idx: Sequence[Tensor], allowed: Tensor | None,
-    add: Tensor | None, scale: float,
-) -> Tensor:
-    """FlexAttention with a ``score_mod`` that adds ``sum_c qa[b, h, i, l^c_ij]`` (the scaled label key
-    term, ``qa [B, H, nq, L]``) and a float mask ``add`` inside the kernel.
-
-    ``allowed`` (``-inf`` where False) and ``add`` are ``[B|1, H|1, nq|1, nk]``; label indices ``idx``
-    ``[B|1, 1, nq, nk]`` per channel; tensors with batch or head size 1 broadcast. On CUDA the kernel is
-    ``torch.compile``d (eager FlexAttention materialises the scores); elsewhere it runs eagerly.
-    """
-    flex_attention = _flex_kernel(q.device.type)
-
-    B, H, nq, _ = q.shape
-    nk = k.shape[2]
-    lab = torch.cat(list(idx), 1) if idx else None  # [B', C, nq, nk]
-    n_ch = 0 if lab is None else lab.shape[1]
-    add = None if add is None else add.to(q.dtype).expand(add.shape[0], add.shape[1], nq, nk)
-    allowed = None if allowed is None else allowed.expand(allowed.shape[0], allowed.shape[1], nq, nk)
-
-    def pick(t: Tensor | None, dim: int, size: int):  # index b (or h) into a dim that may be 1 (broadcast)
-        return (lambda i: i) if t is None or t.shape[dim] == size else (lambda i: i * 0)
-
-    bsel, absel, ahsel = pick(lab, 0, B), pick(allowed, 0, B), pick(allowed, 1, H)
-    dbsel, dhsel = pick(add, 0, B), pick(add, 1, H)
-
-    def score_mod(score, b, h, q_idx, kv_idx):
-        for c in range(n_ch):
-            score = score + qa[b, h, q_idx, lab[bsel(b), c, q_idx, kv_idx]]
-        if add is not None:
-            score = score + add[dbsel(b), dhsel(h), q_idx, kv_idx]
-        if allowed is not None:
-            score = torch.where(allowed[absel(b), ahsel(h), q_idx, kv_idx], score, -float("inf"))
-        return score
-
-    return flex_attention(q, k, v, score_mod=score_mod, scale=scale)
+def check_labels(labels: Tensor, sizes: Sequence[int], multi_channel: bool, B: int, nq: int, nk: int) -> Tensor:
+    """Validated labels ``[B|1, C, nq, nk]`` (a 3-d ``[B|1, nq, nk]`` tensor is channel 0 of a single-channel
+    layer), each channel's ids in ``[0, sizes[c])``; any integer dtype, not copied."""
+    C = len(sizes)
+    if labels.dim() == 3:
+        if multi_channel and C != 1:
+            raise ValueError(f"labels must be [B, C, nq, nk] with C={C} channels (num_labels={list(sizes)}), "
+                             f"got shape {tuple(labels.shape)}")
+        labels = labels.unsqueeze(1)
+    if labels.dim() != 4 or labels.shape[1] != C or labels.shape[0] not in (1, B):
+        raise ValueError(f"labels of shape {tuple(labels.shape)} do not match {C} channel(s) "
+                         f"[B={B} or 1, C={C}, nq={nq}, nk={nk}]")
+    if labels.shape[-2:] != (nq, nk):
+        raise ValueError(f"labels cover {tuple(labels.shape[-2:])} pairs but attention is ({nq}, {nk})")
+    if labels.dtype.is_floating_point or labels.dtype == torch.bool:
+        raise TypeError(f"labels must be an integer tensor, got {labels.dtype}")
+    if labels.numel():
+        lo, hi = labels.amin(dim=(0, 2, 3)).tolist(), labels.amax(dim=(0, 2, 3)).tolist()
+        for c, size in enumerate(sizes):
+            if lo[c] < 0 or hi[c] >= size:
+                raise ValueError(
+                    f"labels of channel {c} span [{lo[c]}, {hi[c]}] but GraphAttention was built with "
+                    f"num_labels={size} for it (valid ids: 0..{size - 1}); raise num_labels or fix the label vocabulary"
+                )
+    return labels

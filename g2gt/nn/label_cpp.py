@@ -1,0 +1,125 @@
+"""The compiled CPU label-attention kernels (``csrc/label_attention.cpp``), built on first use.
+
+:func:`cpp_kernels` compiles the C++ source once per machine with ``torch.utils.cpp_extension.load`` into
+torch's extension cache (``$TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions``) and registers the ops
+``torch.ops.g2gt_label_attention.forward / backward``; later processes load the cached library (a second
+or so). torch is not needed to install g2gt, only to build this at run time. The build is named after a hash
+of the source, the torch version and this CPU's instruction-set flags (it is compiled with
+``-march=native``), so a cache shared by different machines never loads a library built for another CPU.
+
+Without a working compiler (or ``ninja``) the build fails once, :func:`cpp_kernels` returns None with a
+one-line warning, and :class:`~g2gt.nn.label_kernels.LabelAttentionFunction` runs its blocked torch path
+(same maths, slower). ``G2GT_LABEL_KERNEL=torch`` selects the torch path without trying to compile.
+
+See the C++ file for the maths; :func:`forward` / :func:`backward` here only normalise the inputs
+(contiguity, dtypes, broadcast strides) the kernels expect.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+__all__ = ["cpp_kernels", "forward", "backward", "kernel_choice"]
+
+SOURCE = Path(__file__).with_name("csrc") / "label_attention.cpp"
+CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno"]
+
+
+def kernel_choice() -> str:
+    """``"cpp"`` (default) or ``"torch"``: ``$G2GT_LABEL_KERNEL``, read at each call."""
+    choice = os.environ.get("G2GT_LABEL_KERNEL", "cpp").strip().lower() or "cpp"
+    if choice not in ("cpp", "torch"):
+        raise ValueError(f"G2GT_LABEL_KERNEL must be 'cpp' or 'torch', got {choice!r}")
+    return choice
+
+
+def _cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _build_name() -> str:
+    h = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), torch.__version__.encode(), " ".join(CFLAGS).encode(), _cpu_flags().encode()):
+        h.update(part)
+    return f"g2gt_label_attention_{h.hexdigest()[:12]}"
+
+
+@functools.lru_cache(maxsize=None)
+def _load() -> object | None:
+    if not SOURCE.exists():
+        warnings.warn(f"g2gt: {SOURCE} is missing; GraphAttention uses its slower torch label path",
+                      RuntimeWarning, stacklevel=3)
+        return None
+    try:
+        from torch.utils.cpp_extension import load
+
+        load(name=_build_name(), sources=[str(SOURCE)], extra_cflags=CFLAGS, extra_ldflags=["-fopenmp"],
+             is_python_module=False, verbose=False)
+        return torch.ops.g2gt_label_attention
+    except Exception as err:  # no compiler / ninja, or a toolchain problem: the torch path still works
+        why = " ".join(str(err).split())[:160]
+        warnings.warn(f"g2gt: could not build the C++ label-attention kernel ({type(err).__name__}: {why}); "
+                      "GraphAttention uses its slower torch label path (set G2GT_LABEL_KERNEL=torch to skip "
+                      "the build)", RuntimeWarning, stacklevel=3)
+        return None
+
+
+def cpp_kernels() -> object | None:
+    """``torch.ops.g2gt_label_attention`` (compiled on first use), or None where it cannot be built or
+    ``G2GT_LABEL_KERNEL=torch``."""
+    if kernel_choice() == "torch":
+        return None
+    return _load()
+
+
+def _mask(t: Tensor | None, dtype: torch.dtype) -> Tensor | None:
+    """A ``[B|1, H|1, nq|1, nk]`` mask in ``dtype`` with unit stride along ``nk`` (no copy when it has one)."""
+    if t is None:
+        return None
+    t = t.detach().to(dtype)
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
+def _rows(t: Tensor) -> Tensor:
+    """Detached (the kernels write into ``out=`` buffers, which autograd refuses), unit stride along the last
+    dim; other strides are kept (q, k, v may be views of one packed projection)."""
+    t = t.detach()
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
+def forward(ops, q: Tensor, k: Tensor, v: Tensor, a_k: Tensor, a_v: Tensor | None, labels: Tensor,
+            offsets: Sequence[int], kpm: Tensor | None, allowed: Tensor | None, add: Tensor | None, causal: bool,
+            offset: int, scale: float) -> tuple[Tensor, Tensor]:
+    """``(out [B, H, nq, dh], lse [B, H, nq])`` in q's dtype (float32 / float64; ``out`` a view of a
+    ``[B, nq, H, dh]`` buffer); see the C++ file."""
+    dt = q.dtype
+    return ops.forward(_rows(q), _rows(k), _rows(v), a_k.detach().to(dt).contiguous(),
+                       None if a_v is None else a_v.detach().to(dt).contiguous(), labels, list(offsets),
+                       None if kpm is None else kpm.contiguous(), _mask(allowed, torch.bool), _mask(add, dt),
+                       causal, offset, scale)
+
+
+def backward(ops, d_out: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, a_k: Tensor,
+             a_v: Tensor | None, labels: Tensor, offsets: Sequence[int], kpm: Tensor | None, allowed: Tensor | None,
+             add: Tensor | None, causal: bool, offset: int, scale: float):
+    """``(dq, dk, dv, da_k, da_v)`` (``da_v`` empty without ``a_v``); see the C++ file."""
+    dt = q.dtype
+    return ops.backward(_rows(d_out), _rows(q), _rows(k), _rows(v), _rows(out), lse.detach(),
+                        a_k.detach().to(dt).contiguous(), None if a_v is None else a_v.detach().to(dt).contiguous(),
+                        labels, list(offsets), None if kpm is None else kpm.contiguous(), _mask(allowed, torch.bool),
+                        _mask(add, dt), causal, offset, scale)
