@@ -65,3 +65,16 @@ def test_cli_draw(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "know" in _texts(root, "word")
     assert main(["draw", str(FIX / "mwt_empty.conllu"), "--sentence", "9", "-o", str(out)]) == 2
     assert "outside 1..2" in capsys.readouterr().err
+
+
+def test_draw_text_parses_with_the_shipped_model(tmp_path):
+    from g2gt.cli.main import main
+    from g2gt.ud.models import DEFAULT_MODEL, available_models
+
+    if DEFAULT_MODEL not in available_models():
+        pytest.skip("the default model is not in this checkout")
+    out = tmp_path / "t.svg"
+    assert main(["draw", "--text", "The cat sat.", "-o", str(out)]) == 0
+    svg = out.read_text(encoding="utf-8")
+    assert svg.startswith("<svg") and all(w in svg for w in ("The", "cat", "sat"))
+    assert main(["draw", "--text", "The cat sat.", str(out)]) == 2  # INPUT and --text: one of them

@@ -204,10 +204,10 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
                    help="tree decoder: Chu-Liu-Edmonds (non-projective, default) or Eisner (projective)")
     p.add_argument("--keep-upos", action="store_true", help=argparse.SUPPRESS)  # old spelling of --keep upos
     p.add_argument("--dtype", choices=["float32", "bfloat16", "int8", "auto"], default="auto",
-                   help="the parser's precision: bfloat16 is ~1.5x faster on CPUs with AMX and on GPUs; int8 "
-                        "(CPU only: int8 dynamic quantization of the linear layers) ~1.25x faster on other CPUs; "
-                        "both within 0.05 of float32's EWT dev scores in our measurements (see README). "
-                        "Default auto: bfloat16 where it is fast, else int8 on a CPU, else float32")
+                   help="every stage's precision: bfloat16 (fast on CPUs with AMX and on GPUs), int8 (CPU only: "
+                        "int8 dynamic quantization of the parser's linear layers), float32 (the weights as trained). "
+                        "Default auto: bfloat16 where it is fast, else int8 for the parser on a CPU, else float32; "
+                        "speed and scores of each: the README's precision table")
     # old spelling of --batch-tokens (it already meant padded tokens here)
     p.add_argument("--batch-size", dest="batch_tokens", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     add_common_options(p)

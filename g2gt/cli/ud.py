@@ -68,8 +68,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
 def _configure_draw(p: argparse.ArgumentParser) -> None:
     p.description = ("Write an SVG picture of one dependency tree: words left to right with UPOS beneath, an arc "
                      "from each head to its dependent labelled with the relation, and a root arrow.")
-    p.epilog = "example: g2gt draw pred.conllu --sentence 3 -o tree.svg"
-    p.add_argument("input", metavar="INPUT.conllu", help="CoNLL-U file")
+    p.epilog = ("examples:\n  g2gt draw pred.conllu --sentence 3 -o tree.svg\n"
+                "  g2gt draw --text 'The cat sat on the mat.' -o tree.svg     # parsed by the shipped en_ewt model")
+    p.add_argument("input", nargs="?", metavar="INPUT.conllu", help="CoNLL-U file (or give --text)")
+    p.add_argument("--text", help="raw text to parse with --model and draw (instead of INPUT)")
+    p.add_argument("--model", default="en_ewt", metavar="NAME|DIR",
+                   help="the model that parses --text (default: en_ewt, shipped)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--sentence", type=positive_int, metavar="N", help="1-based sentence number (default: 1)")
     group.add_argument("--sent-id", metavar="ID", help="pick the sentence by its '# sent_id'")
@@ -80,14 +84,25 @@ def _configure_draw(p: argparse.ArgumentParser) -> None:
 
 
 def run_draw(args: argparse.Namespace) -> int:
+    if (args.input is None) == (args.text is None):
+        raise UsageError("give either INPUT.conllu or --text")
     check_input_path(args.input, "INPUT")
     check_output_path(args.output, "-o", inputs=(args.input,))
-    from ..ud.draw import draw_conllu
+    from ..ud.draw import draw_conllu, draw_sentences
     from ..ud.io import open_output
 
-    svg = draw_conllu(args.input, sentence=args.sentence, sent_id=args.sent_id, show_upos=not args.no_upos)
+    kw = dict(sentence=args.sentence, sent_id=args.sent_id, show_upos=not args.no_upos)
+    if args.text is not None:
+        from .parsing import load_pipeline
+
+        sents = load_pipeline(args, "cpu")(args.text)
+        if not sents:
+            raise UsageError("--text contains no words")
+        svg = draw_sentences(sents, "--text", **kw)
+    else:
+        svg = draw_conllu(args.input, **kw)
     if not svg:
-        raise UsageError(f"{args.input}: nothing to draw")
+        raise UsageError(f"{args.input or '--text'}: nothing to draw")
     with open_output(args.output) as f:
         f.write(svg)
     if args.output != "-":

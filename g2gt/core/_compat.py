@@ -127,7 +127,7 @@ def cpu_bf16_supported() -> bool:
 def int8_linear_quantizer() -> Callable[[nn.Module], nn.Module] | None:
     """``quantize(module) -> module``: a copy of ``module`` whose ``nn.Linear`` layers compute with int8
     weights (per-tensor scale) and int8 activations quantized per call (torch's dynamic quantization,
-    fbgemm / x86 kernels): about 1.2-1.3x faster parser inference on one AVX2 core. CPU only; for inference.
+    fbgemm / x86 kernels; speed in the README's precision table). CPU only; for inference.
 
     Returns None where this torch lacks ``torch.ao.quantization.quantize_dynamic`` (torch deprecated it in
     favour of torchao and may drop it), has no quantized engine, or where a tiny ``nn.Linear`` quantized

@@ -69,7 +69,7 @@ def autocast_dtype(device: torch.device, amp: str) -> torch.dtype | None:
 
     * ``'auto'``: on CUDA bf16 when the GPU supports it, else fp16; on a CPU with native bfloat16
       matrix products (AVX512-BF16 or AMX, :func:`g2gt.core._compat.cpu_bf16_supported`) bf16, which
-      trains about 1.5x faster there (``benchmarks/amp.py``); otherwise off;
+      trains faster there (measured by ``benchmarks/amp.py``, table in the README); otherwise off;
     * ``'bf16'``: bf16 on CUDA and on any CPU (emulated, slow, where the CPU lacks bfloat16 instructions);
     * ``'fp16'``: fp16 on CUDA (with a GradScaler), off elsewhere; ``'none'``: off. Off on MPS.
     """

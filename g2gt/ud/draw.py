@@ -137,17 +137,20 @@ def draw_conllu(path: str | os.PathLike, sentence: int | None = None, sent_id: s
     Raises:
         ValueError: the number is outside ``1..len(file)`` or the id is not found.
     """
-    sents = read_conllu(path)
+    return draw_sentences(read_conllu(path), os.fspath(path), sentence, sent_id, show_upos)
+
+
+def draw_sentences(sents: Sequence[Sentence], name: str, sentence: int | None = None, sent_id: str | None = None,
+                   show_upos: bool = True) -> str:
+    """SVG of one of ``sents`` (named ``name`` in messages), chosen as :func:`draw_conllu` does."""
     if sentence is not None and sent_id is not None:
         raise ValueError("give either a sentence number or a sent_id, not both")
     if sent_id is not None:
         for s in sents:
             if s.sent_id == sent_id:
                 return render_svg(s, show_upos)
-        raise ValueError(f"{os.fspath(path)}: no sentence with sent_id {sent_id!r} "
-                         f"({len(sents)} sentences in the file)")
+        raise ValueError(f"{name}: no sentence with sent_id {sent_id!r} ({len(sents)} sentences in the file)")
     k = 1 if sentence is None else int(sentence)
     if not 1 <= k <= len(sents):
-        raise ValueError(f"{os.fspath(path)} has {len(sents)} sentence(s); sentence number {k} is outside "
-                         f"1..{len(sents)}")
+        raise ValueError(f"{name} has {len(sents)} sentence(s); sentence number {k} is outside 1..{len(sents)}")
     return render_svg(sents[k - 1], show_upos)

@@ -80,7 +80,7 @@ class Parser:
 
         ``dtype`` (:func:`g2gt.ud.stage.inference_dtype`): ``"auto"`` (default) picks the fast precision for the
         device with the same accuracy: bfloat16 on GPUs and AMX CPUs, int8 dynamic quantization of the linear
-        layers on other CPUs (same EWT dev scores within 0.05, see the README); ``"float32"`` (or None),
+        layers on other CPUs (its scores and speed: the README's precision table); ``"float32"`` (or None),
         ``"bfloat16"``, ``"int8"`` force one. Arc scores are decoded in float32 either way.
         """
         from ...core.checkpoint import load_checkpoint
