@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 from ...core.config import dataclass_from_dict, option
 
-__all__ = ["SegmenterConfig", "SegmentDataConfig", "NUM_LABELS", "LABEL_NAMES"]
+__all__ = ["SegmenterConfig", "SegmentDataConfig", "ExpanderConfig", "NUM_LABELS", "LABEL_NAMES"]
 
 #: per-character labels (as Stanza's tokenizer): 0 inside a token or whitespace, 1 token end,
 #: 2 token end that ends a sentence, 3 end of a multiword token, 4 multiword token + sentence end
@@ -46,6 +46,8 @@ class SegmenterConfig:
     dropout: float = option(0.1, "dropout", "model")
     window: int = option(96, "characters per window (training and inference)", "model")
     context: int = option(12, "inference: characters of overlap on each side of a window", "model")
+    spaces_in_tokens: bool = option(False, "a single space may be inside a token (Vietnamese words: 'chủ tịch'); "
+                                    "else whitespace always ends a token", "model")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -88,4 +90,31 @@ class SegmentDataConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> SegmentDataConfig:
+        return dataclass_from_dict(cls, d)
+
+
+@dataclass
+class ExpanderConfig:
+    """The learned multiword-token expander (:mod:`g2gt.ud.tokenize.expander`): a character encoder-decoder
+    (:class:`g2gt.nn.G2GTransformer`, relative chain labels only, shared character embeddings) from a
+    lowercased token surface to its lowercased words joined by a separator symbol. About 0.1 M parameters
+    with the defaults; ``vocab_size`` is set from the training pairs."""
+
+    vocab_size: int = option(0, "expander characters + 7 specials (set from the training pairs)", "expander")
+    d_model: int = option(64, "width of the expander", "expander")
+    num_heads: int = option(4, "expander attention heads", "expander")
+    num_layers: int = option(2, "expander encoder layers (and as many decoder layers)", "expander")
+    ffn_dim: int = option(128, "expander feed-forward width", "expander")
+    dropout: float = option(0.1, "expander dropout", "expander")
+    max_distance: int = option(8, "clip distance of the expander's chain labels", "expander")
+    label_smoothing: float = option(0.05, "label smoothing of the expander's loss", "expander")
+    batch_pairs: int = option(128, "(surface, words) pairs per expander batch", "expander")
+    copy_ratio: float = option(1.0, "one-word tokens (copied, to learn copying) per multiword token in an "
+                               "expander epoch", "expander")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ExpanderConfig:
         return dataclass_from_dict(cls, d)

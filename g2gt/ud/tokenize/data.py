@@ -163,12 +163,13 @@ class _Builder:
         return Rendered(text, labels, self.tokens, self.sentences)
 
 
-def _wrap(text: str, width: int) -> str:
-    """Replace spaces by newlines so that lines are at most ``width`` characters where possible."""
+def _wrap(text: str, width: int, inside: frozenset[int] = frozenset()) -> str:
+    """Replace spaces by newlines so that lines are at most ``width`` characters where possible; the spaces
+    at positions ``inside`` (inside a token, e.g. Vietnamese ``chủ tịch``) are kept."""
     chars = list(text)
     line_start, last_space = 0, -1
     for i, c in enumerate(chars):
-        if c == " ":
+        if c == " " and i not in inside:
             if i - line_start > width and last_space > line_start:
                 chars[last_space] = "\n"
                 line_start = last_space + 1
@@ -196,7 +197,8 @@ def render_document(doc: Document, style: str = "para", rng: random.Random | Non
                     sub.add(" ")
                 sub.sentence(sent)
             r = sub.result()
-            wrapped = _wrap(r.text, width)
+            inside = frozenset(i for s0, e0, _ in r.tokens for i in range(s0, e0) if r.text[i] == " ")
+            wrapped = _wrap(r.text, width, inside)
             off = b.pos
             b.parts.append(wrapped)
             b.labels.append(r.labels)

@@ -17,14 +17,26 @@ Decisions per character (``p`` = softmax over the 5 labels)::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from .chars import CharVocab
-from .spans import Spans, decode_spans
+from .spans import Spans, decode_spans, joinable_spaces
 
-__all__ = ["window_plan", "predict_probs", "decode_text"]
+__all__ = ["CharProbs", "window_plan", "predict_probs", "decode_text"]
+
+
+class CharProbs(NamedTuple):
+    """The model's view of one text of ``n`` characters: ``probs [n, 5]`` float32, ``is_space`` and
+    ``is_glue [n]`` bool, and ``joinable [n]`` bool (the spaces that may be inside a token) for models
+    trained with ``spaces_in_tokens``, else None. Unpacks into :func:`decode_text`'s arguments."""
+
+    probs: np.ndarray
+    is_space: np.ndarray
+    is_glue: np.ndarray
+    joinable: np.ndarray | None = None
 
 
 def window_plan(n: int, window: int, context: int) -> list[tuple[int, int, int, int]]:
@@ -46,9 +58,9 @@ def window_plan(n: int, window: int, context: int) -> list[tuple[int, int, int, 
 
 @torch.inference_mode()
 def predict_probs(model, vocab: CharVocab, texts: Sequence[str], batch_windows: int = 64,
-                  device: torch.device | str | None = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """For each text: ``(probs [n, 5] float32, is_space [n], is_glue [n])``, with the model in its own
-    dtype (cast it, e.g. to bfloat16, for speed)."""
+                  device: torch.device | str | None = None) -> list[CharProbs]:
+    """For each text its :class:`CharProbs`, with the model in its own dtype (cast it, e.g. to bfloat16,
+    for speed)."""
     cfg = model.config
     device = torch.device(device) if device is not None else next(model.parameters()).device
     was = model.training
@@ -79,22 +91,23 @@ def predict_probs(model, vocab: CharVocab, texts: Sequence[str], batch_windows: 
                 kept[i][cs:ce] = p[r, cs - s:ce - s]
     finally:
         model.train(was)
+    spaces_in_tokens = bool(getattr(cfg, "spaces_in_tokens", False))
     out = []
     for t, c, k in zip(texts, encoded, kept):
         probs = np.zeros((len(t), 5), dtype=np.float32)
         probs[:, 0] = 1.0  # whitespace: no boundary
         probs[c.keep] = k
-        out.append((probs, c.is_space, c.is_glue))
+        out.append(CharProbs(probs, c.is_space, c.is_glue, joinable_spaces(t, c.is_space) if spaces_in_tokens else None))
     return out
 
 
 def decode_text(text: str, probs: np.ndarray, is_space: np.ndarray, is_glue: np.ndarray,
-                max_sentence_tokens: int = 0) -> Spans:
+                joinable: np.ndarray | None = None, max_sentence_tokens: int = 0) -> Spans:
     """Token / sentence / multiword decisions from the label probabilities (module docstring), then
-    :func:`g2gt.ud.tokenize.spans.decode_spans`."""
+    :func:`g2gt.ud.tokenize.spans.decode_spans` (``joinable``: see :class:`CharProbs`)."""
     p = probs
     end_tok = p[:, 0] < 0.5
     sent_score = p[:, 2] + p[:, 4]
     sent = sent_score > p[:, 1] + p[:, 3]
     mwt = p[:, 3] + p[:, 4] > p[:, 1] + p[:, 2]
-    return decode_spans(text, end_tok, sent, mwt, is_space, is_glue, sent_score, max_sentence_tokens)
+    return decode_spans(text, end_tok, sent, mwt, is_space, is_glue, sent_score, max_sentence_tokens, joinable)

@@ -1,6 +1,7 @@
 """Multiword tokens: a surface token -> its syntactic words (``don't`` -> ``do n't``).
 
-The character model says *which* tokens are multiword tokens, overruled in one direction only: a surface
+The character model says *which* tokens are multiword tokens (English defaults below; the apostrophe-less
+negations and the clitic rules apply only when the lexicon's ``rules`` is ``"en"``), overruled in one direction only: a surface
 that was a multiword token in at least 3 of 4 of its training occurrences (seen twice or more: ``im``,
 ``thats``, ``gotta``, ``wanna``, ``cannot``) and an apostrophe-less negation (``dont``, ``havent``) is
 always split (:meth:`MWTLexicon.words`); the model alone decides ambiguous ones (``its``: 57 of 221 in EWT
@@ -11,12 +12,17 @@ train, ``lets`` 5 of 7).
    words concatenate to the surface (always so in English EWT: ``gonna`` -> ``gon na``, ``cannot`` ->
    ``can not``) the split is applied to the surface as written, so casing is kept exactly (``DON'T`` ->
    ``DO N'T``); otherwise the stored words get the surface's casing pattern;
-2. English clitic rules for unseen tokens: ``...n't``, ``...'s``, ``'re``, ``'ll``, ``'ve``, ``'d``, ``'m``
-   (with ``'``, ``’`` or `````), a possessive ``s'``, apostrophe-less ``didnt`` / ``youre`` ... as EWT
+2. the learned expander (:class:`g2gt.ud.tokenize.expander.MWTExpander`, when the segmenter was trained with
+   one) for unseen tokens, in any language and for splits that are not cuts of the surface (``du`` -> ``de le``);
+3. English clitic rules for unseen tokens, only when ``rules == "en"`` (English models; segmenters saved
+   before this setting existed count as English): ``...n't``, ``...'s``, ``'re``, ``'ll``, ``'ve``, ``'d``,
+   ``'m`` (with ``'``, ``’`` or `````), a possessive ``s'``, apostrophe-less ``didnt`` / ``youre`` ... as EWT
    writes them, ``gonna`` / ``wanna`` / ``gotta`` / ``cannot``;
-3. otherwise the token stays one word.
+4. otherwise the token stays one word.
 
-Every rule-based split concatenates back to the surface.
+Every rule-based split concatenates back to the surface. In a segmenter checkpoint's ``task`` entry the
+lexicon is ``mwt`` (the table), ``mwt_always``, ``mwt_rules`` and ``mwt_expander``
+(:meth:`MWTLexicon.checkpoint_entries` / :meth:`MWTLexicon.from_checkpoint`).
 """
 
 from __future__ import annotations
@@ -24,8 +30,17 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["MWTLexicon", "split_clitics"]
+from .casing import apply_case
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .expander import MWTExpander
+
+__all__ = ["MWTLexicon", "RULES", "split_clitics"]
+
+#: values of :attr:`MWTLexicon.rules`: English clitic rules, or none
+RULES = ("en", "none")
 
 _AUX = ("do|does|did|is|are|ar|was|were|have|has|had|could|would|should|ca|wo|ai|must|need|might|dare")
 _NEGATION = re.compile(rf"(?i)^({_AUX})(nt)$")  # apostrophe-less negation: dont, havent, cant
@@ -50,26 +65,24 @@ def split_clitics(surface: str) -> list[str]:
     return [surface]
 
 
-def _apply_case(words: Sequence[str], surface: str) -> list[str]:
-    if surface.isupper():
-        return [w.upper() for w in words]
-    if surface[:1].isupper():
-        return [words[0][:1].upper() + words[0][1:], *words[1:]]
-    return list(words)
-
-
 class MWTLexicon:
     """Lowercased surface -> lowercased words, learned from ``(surface, words)`` pairs, and the set
-    ``always`` of lowercased surfaces that are split whatever the character model says.
+    ``always`` of lowercased surfaces that are split whatever the character model says; ``rules``
+    (:data:`RULES`) and an optional learned ``expander`` for surfaces not in the table.
 
     >>> lex = MWTLexicon.learn([("don't", ["do", "n't"]), ("Gonna", ["Gon", "na"])])
     >>> lex.expand("DON'T"), lex.expand("gonna"), lex.expand("Obama's"), lex.expand("xyz")
     (['DO', "N'T"], ['gon', 'na'], ['Obama', "'s"], ['xyz'])
     """
 
-    def __init__(self, table: dict[str, list[str]] | None = None, always: Iterable[str] = ()) -> None:
+    def __init__(self, table: dict[str, list[str]] | None = None, always: Iterable[str] = (), rules: str = "en",
+                 expander: MWTExpander | None = None) -> None:
+        if rules not in RULES:
+            raise ValueError(f"MWTLexicon rules must be one of {RULES}, got {rules!r}")
         self.table: dict[str, list[str]] = {k: list(v) for k, v in (table or {}).items()}
         self.always: frozenset[str] = frozenset(always)
+        self.rules = rules
+        self.expander = expander
 
     @classmethod
     def learn(cls, pairs: Iterable[tuple[str, Sequence[str]]], min_count: int = 2,
@@ -90,9 +103,15 @@ class MWTLexicon:
         """The syntactic words of a token the character model did (``predicted_mwt``) or did not mark as
         a multiword token: split when marked, when its lowercased surface is in ``always``, or when it is
         an apostrophe-less negation (``dont``, ``isnt``); else the token is one word."""
-        if predicted_mwt or surface.lower() in self.always or _NEGATION.match(surface):
+        if predicted_mwt or surface.lower() in self.always or (self.rules == "en" and _NEGATION.match(surface)):
             return self.expand(surface)
         return [surface]
+
+    def prepare(self, surfaces: Iterable[str]) -> None:
+        """Run the expander once, batched, on the surfaces not in the table (their results are cached), so
+        that the following :meth:`expand` calls do not run it one token at a time."""
+        if self.expander is not None:
+            self.expander.expand_many([s for s in surfaces if s.lower() not in self.table])
 
     def __len__(self) -> int:
         return len(self.table)
@@ -104,19 +123,40 @@ class MWTLexicon:
         """The syntactic words of ``surface`` (one word when it cannot be split)."""
         words = self.table.get(surface.lower())
         if words is None:
-            return split_clitics(surface)
+            learned = self.expander.expand(surface) if self.expander is not None else None
+            if learned is not None:
+                return learned
+            return split_clitics(surface) if self.rules == "en" else [surface]
         if "".join(words) == surface.lower() and len(surface.lower()) == len(surface):
             out, pos = [], 0
             for w in words:
                 out.append(surface[pos:pos + len(w)])
                 pos += len(w)
             return out
-        return _apply_case(words, surface)
+        return apply_case(words, surface)
 
     def to_dict(self) -> dict[str, list[str]]:
         """The split table (checkpoint key ``mwt``; ``always`` is saved beside it as ``mwt_always``)."""
         return {k: list(v) for k, v in self.table.items()}
 
     @classmethod
-    def from_dict(cls, d: dict[str, list[str]], always: Iterable[str] = ()) -> MWTLexicon:
-        return cls(d, always)
+    def from_dict(cls, d: dict[str, list[str]], always: Iterable[str] = (), rules: str = "en") -> MWTLexicon:
+        return cls(d, always, rules)
+
+    def checkpoint_entries(self) -> dict:
+        """The lexicon's entries of a segmenter checkpoint's ``task`` dict (weights_only-safe)."""
+        out = {"mwt": self.to_dict(), "mwt_always": sorted(self.always), "mwt_rules": self.rules}
+        if self.expander is not None:
+            out["mwt_expander"] = self.expander.to_dict()
+        return out
+
+    @classmethod
+    def from_checkpoint(cls, task: dict, device: str | object = "cpu") -> MWTLexicon:
+        """The lexicon of a segmenter checkpoint's ``task`` dict (:meth:`checkpoint_entries`); checkpoints
+        without ``mwt_rules`` were English models (rules ``"en"``). The expander runs on ``device``."""
+        expander = None
+        if task.get("mwt_expander"):
+            from .expander import MWTExpander
+
+            expander = MWTExpander.from_dict(task["mwt_expander"], device)
+        return cls(task.get("mwt", {}), task.get("mwt_always", ()), task.get("mwt_rules", "en"), expander)

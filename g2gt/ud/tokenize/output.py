@@ -95,6 +95,7 @@ def build_sentences(text: str, spans: Spans, lexicon: MWTLexicon, sent_id_prefix
     starts, ends = spans.starts.tolist(), spans.ends.tolist()
     mwt = spans.mwt.tolist()
     n_tok = len(starts)
+    lexicon.prepare(text[a:b] for a, b, m in zip(starts, ends, mwt) if m or text[a:b].lower() in lexicon.always)
     out: list[Sentence] = []
     for s, (a, b) in enumerate(spans.sentences):
         items = []

@@ -4,7 +4,9 @@ Given, for every character of a text, whether the model ends a token, a sentence
 there, :func:`decode_spans` returns the tokens as character spans and the sentences as token ranges.
 Hard rules make the result well formed whatever the model says:
 
-* whitespace (``str.isspace``) is never part of a token and always ends one;
+* whitespace (``str.isspace``) always ends a token, except a *joinable* space (``joinable[i]``, given only by
+  models trained with ``spaces_in_tokens``: one ``" "`` between two non-space characters) after a character
+  the model did not mark as a token end: that space is inside the token (Vietnamese ``chủ tịch``);
 * no token starts with a *glue* character (combining mark, format character such as U+200B / U+200D,
   emoji skin-tone modifier) or right after a zero-width joiner: such a split is dropped, so emoji
   sequences and combining accents stay whole;
@@ -23,7 +25,7 @@ import numpy as np
 
 from .chars import is_line_break
 
-__all__ = ["Spans", "decode_spans", "line_breaks"]
+__all__ = ["Spans", "decode_spans", "joinable_spaces", "line_breaks"]
 
 ZWJ = "\u200d"
 _BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -51,18 +53,23 @@ def line_breaks(sep: str) -> int:
 
 def decode_spans(text: str, token_end: np.ndarray, sentence_end: np.ndarray, mwt_end: np.ndarray,
                  is_space: np.ndarray, is_glue: np.ndarray, sentence_score: np.ndarray | None = None,
-                 max_sentence_tokens: int = 0) -> Spans:
+                 max_sentence_tokens: int = 0, joinable: np.ndarray | None = None) -> Spans:
     """Spans from per-character booleans ``[len(text)]`` (see the module docstring for the rules).
 
     ``token_end[i]``: a token ends at character ``i``; ``sentence_end[i]`` / ``mwt_end[i]``: that token ends a
     sentence / is a multiword token; ``sentence_score`` (floats, optional) ranks cut points of over-long
-    sentences (default: cut every ``max_sentence_tokens`` tokens; 0 = no limit).
+    sentences (default: cut every ``max_sentence_tokens`` tokens; 0 = no limit); ``joinable`` (optional):
+    the spaces that may lie inside a token (:func:`joinable_spaces`).
     """
     n = len(text)
     empty = np.zeros(0, dtype=np.int64)
     if n == 0:
         return Spans(empty, empty.copy(), np.zeros(0, dtype=bool), [])
     ns = ~is_space
+    if joinable is not None and joinable.any():
+        inside = np.zeros(n, dtype=bool)  # a joinable space after a character that does not end a token
+        inside[1:] = joinable[1:] & ~token_end[:-1]
+        ns = ns | inside
     nxt = np.zeros(n, dtype=bool)
     nxt[:-1] = ns[1:]
     nxt_glue = np.zeros(n, dtype=bool)
@@ -100,6 +107,18 @@ def decode_spans(text: str, token_end: np.ndarray, sentence_end: np.ndarray, mwt
         score = sentence_score[last] if sentence_score is not None else None
         sentences = _limit(sentences, max_sentence_tokens, score)
     return Spans(starts.astype(np.int64), ends.astype(np.int64), mwt.astype(bool), sentences)
+
+
+def joinable_spaces(text: str, is_space: np.ndarray) -> np.ndarray:
+    """``[len(text)]`` bool: the characters that are one ``" "`` (U+0020) between two non-space characters,
+    the only whitespace a token may contain when a model is trained with ``spaces_in_tokens``."""
+    n = len(text)
+    out = np.zeros(n, dtype=bool)
+    if n < 3:
+        return out
+    cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    out[1:-1] = (cps[1:-1] == 32) & ~is_space[:-2] & ~is_space[2:]
+    return out
 
 
 def _gap_breaks(text: str, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -121,10 +121,12 @@ class SegmentTask:
         texts = [r.text for r in self.dev]
         outs = predict_probs(model, self.vocab, texts)
         nll, chars = 0.0, 0
-        for r, (probs, is_space, is_glue) in zip(self.dev, outs):
-            sp = decode_text(r.text, probs, is_space, is_glue)
+        for r, cp in zip(self.dev, outs):
+            sp = decode_text(r.text, *cp)
+            probs = cp.probs
             s, e = sp.starts.tolist(), sp.ends.tolist()
             mwt = sp.mwt.tolist()
+            self.lexicon.prepare(r.text[s[k]:e[k]] for k in range(len(s)) if mwt[k])
             pred_tokens = [(s[k], e[k], self.lexicon.words(r.text[s[k]:e[k]], mwt[k])) for k in range(len(s))]
             pred_sents = [(s[a], e[b - 1]) for a, b in sp.sentences]
             scorer.add(r.tokens, r.sentences, pred_tokens, pred_sents)
@@ -139,5 +141,5 @@ class SegmentTask:
     def checkpoint_extra(self) -> dict:
         from .segmenter import CHECKPOINT_KIND
 
-        return {"kind": CHECKPOINT_KIND, "vocab": self.vocab.to_list(), "mwt": self.lexicon.to_dict(),
-                "mwt_always": sorted(self.lexicon.always), "data_config": self.data.to_dict()}
+        return {"kind": CHECKPOINT_KIND, "vocab": self.vocab.to_list(), **self.lexicon.checkpoint_entries(),
+                "data_config": self.data.to_dict()}

@@ -1,31 +1,50 @@
-"""Train a segmenter: ``train_segmenter(...)`` and ``python -m g2gt.ud.tokenize.train``.
+"""Train a segmenter: ``train_segmenter(...)`` (what ``g2gt train segmenter`` runs).
 
 The recipe (defaults of :class:`SegmenterConfig`, :class:`SegmentDataConfig` and
 :func:`default_train_config`): a 3-layer d_model-64, 2-head character chain-graph encoder on windows
 of 96 non-space characters, 64 windows per batch, AdamW at lr 2e-3 with 5 % warmup and a linear cooldown over the final
-20 % of the budget, an evaluation on EWT dev every 250 updates keeping the best ``score`` (tokens F1 +
+20 % of the budget, an evaluation on dev every 250 updates keeping the best ``score`` (tokens F1 +
 sentences F1 + words F1). Example (one CPU thread, 20 minutes)::
 
-    python -m g2gt.ud.tokenize.train --train $G2GT_DATA/ud-en-ewt/en_ewt-ud-train.conllu \\
+    g2gt train segmenter --train $G2GT_DATA/ud-en-ewt/en_ewt-ud-train.conllu \\
         --dev $G2GT_DATA/ud-en-ewt/en_ewt-ud-dev.conllu --out runs/segmenter --max-minutes 20 --threads 1
 
-``--resume`` continues an interrupted run in the same folder (same budget).
+Language-dependent choices are settings, decided from the training data unless given:
+
+* ``english_rules``: the English clitic rules for unseen multiword tokens (``g2gt train segmenter`` turns
+  them on for training files named ``en_*``); off, unseen tokens are left to the expander or kept whole;
+* ``spaces_in_tokens``: a single space may be inside a token; auto: on when at least 1 % of the training
+  tokens hold a space (Vietnamese VTB: 22 %; French Sequoia: 0.08 %, off);
+* ``expander``: the learned multiword-token expander (:mod:`g2gt.ud.tokenize.expander`); auto: trained when
+  the training data has at least ``EXPANDER_MIN_TYPES`` different multiword tokens (Turkish IMST: 795;
+  French Sequoia, 7, and Greek GDT, 7, are covered by the lexicon). It is trained first, in
+  ``out_dir/expander/``, with its own small budget (:func:`expander_budget`), and saved inside the
+  segmenter's checkpoints.
+
+``resume`` continues an interrupted run in the same folder (same budget): the vocabulary, configuration,
+lexicon and expander come back from ``last.pt``.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from pathlib import Path
 
 from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
-from .config import SegmentDataConfig, SegmenterConfig
+from .config import ExpanderConfig, SegmentDataConfig, SegmenterConfig
 from .mwt import MWTLexicon
 
-__all__ = ["train_segmenter", "default_train_config", "learn_lexicon", "relearn_lexicon", "main"]
+__all__ = ["train_segmenter", "default_train_config", "learn_lexicon", "relearn_lexicon", "expander_budget",
+           "SPACES_AUTO_SHARE", "EXPANDER_MIN_TYPES"]
+
+#: ``spaces_in_tokens`` is turned on when at least this share of training tokens hold a space
+SPACES_AUTO_SHARE = 0.01
+#: the expander is trained when the training data has at least this many different multiword tokens
+EXPANDER_MIN_TYPES = 50
 
 
 def default_train_config(**overrides) -> TrainConfig:
@@ -36,18 +55,40 @@ def default_train_config(**overrides) -> TrainConfig:
     return TrainConfig(**base)
 
 
+def expander_budget(train_config: TrainConfig, minutes: float | None = None) -> TrainConfig:
+    """The expander's :class:`TrainConfig` next to a segmenter's ``train_config``: ``minutes`` of training
+    (default: 15 % of its ``max_minutes``, at most 3), else as many updates as its ``max_steps``, else 2,000
+    updates; device, seed, autocast and progress as ``train_config``."""
+    from .expander_train import expander_train_config
+
+    tc = train_config
+    common = dict(device=tc.device, seed=tc.seed, progress=tc.progress, amp=tc.amp)
+    if minutes is None and tc.max_minutes:
+        minutes = min(3.0, 0.15 * tc.max_minutes)
+    if minutes:
+        return expander_train_config(max_minutes=minutes, **common)
+    steps = tc.max_steps or 2000
+    return expander_train_config(max_steps=steps, eval_every=min(200, steps), **common)
+
+
 @holds_training_folder
 def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir: str | os.PathLike,
                     config: SegmenterConfig | None = None, train_config: TrainConfig | None = None,
-                    resume: bool = False, data_config: SegmentDataConfig | None = None):
+                    resume: bool = False, data_config: SegmentDataConfig | None = None, *,
+                    english_rules: bool = False, spaces_in_tokens: bool | None = None, expander: bool | None = None,
+                    expander_config: ExpanderConfig | None = None, expander_train_config: TrainConfig | None = None):
     """Train on CoNLL-U sentences (:class:`g2gt.ud.io.Sentence`, e.g. from :func:`g2gt.ud.io.read_conllu`) with
     their ``# newdoc`` / ``# newpar`` structure; checkpoints and ``log.jsonl`` go to ``out_dir``.
 
     The character vocabulary and the multiword-token lexicon come from the training sentences;
     ``config.vocab_size`` is set from them. ``train_config`` defaults to :func:`default_train_config`; its
-    ``metric`` must be one of :data:`g2gt.ud.tokenize.task.METRICS`. Returns the
-    :class:`g2gt.ud.tokenize.Segmenter` of ``best.pt``.
+    ``metric`` must be one of :data:`g2gt.ud.tokenize.task.METRICS`; it is the character model's budget. The
+    expander trains before it with ``expander_train_config`` (default: :func:`expander_budget`, which adds up
+    to 3 minutes to a wall-clock budget). ``english_rules``, ``spaces_in_tokens`` (None = auto) and
+    ``expander`` (None = auto): see the module docstring. Returns the :class:`g2gt.ud.tokenize.Segmenter`
+    of ``best.pt``.
     """
+    from ...core.checkpoint import load_checkpoint
     from ...core.train import Trainer
     from .chars import CharVocab
     from .data import documents_from_sentences, render_document
@@ -66,20 +107,53 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
         raise ValueError("train_segmenter: the training data has no sentences")
     if not dev_docs:
         raise ValueError("train_segmenter: the dev data has no sentences (needed for model selection)")
-    vocab = CharVocab.build((render_document(d).text for d in train_docs), data.min_char_count)
-    lexicon = learn_lexicon(train_docs)
-    cfg = dataclasses.replace(config or SegmenterConfig(), vocab_size=len(vocab))
+    last = Path(out_dir) / "last.pt"
+    if resume and last.exists():
+        extra = load_checkpoint(last)
+        vocab = CharVocab.from_list(extra["task"]["vocab"])
+        lexicon = MWTLexicon.from_checkpoint(extra["task"])
+        cfg = SegmenterConfig.from_dict(extra["model_config"])
+    else:
+        vocab = CharVocab.build((render_document(d).text for d in train_docs), data.min_char_count)
+        lexicon = learn_lexicon(train_docs, "en" if english_rules else "none")
+        if spaces_in_tokens is None:
+            tokens = [t for d in train_docs for s in d.sentences for t in s]
+            spaces_in_tokens = sum(" " in t.form for t in tokens) >= SPACES_AUTO_SHARE * max(len(tokens), 1)
+        cfg = dataclasses.replace(config or SegmenterConfig(), vocab_size=len(vocab),
+                                  spaces_in_tokens=spaces_in_tokens)
+        if expander is None:
+            expander = len(lexicon) >= EXPANDER_MIN_TYPES
+        if expander:
+            lexicon.expander = _train_expander(train_docs, dev_docs, Path(out_dir) / "expander", expander_config,
+                                               expander_train_config or expander_budget(tc), resume)
     model = SegmenterModel(cfg)
     task = SegmentTask(train_docs, dev_docs, vocab, lexicon, cfg, data, seed=tc.seed)
     Trainer(model, task, tc, out_dir).fit(resume=resume)
     return Segmenter.load(out_dir)
 
 
-def learn_lexicon(train_docs) -> MWTLexicon:
+def _train_expander(train_docs, dev_docs, folder: Path, config: ExpanderConfig | None, tc: TrainConfig,
+                    resume: bool):
+    """Train (or, with ``resume``, continue or reuse) the expander in ``folder``."""
+    from ..runs import run_finished, stored_train_config
+    from .expander_train import load_expander, mwt_pairs, one_word_forms, train_expander
+
+    if resume and (folder / "last.pt").exists():
+        if run_finished(folder):
+            return load_expander(folder)
+        tc = stored_train_config(folder, device=tc.device, progress=tc.progress)  # the same budget
+    print(f"g2gt: training the multiword-token expander in {folder}", file=sys.stderr)
+    return train_expander(mwt_pairs(train_docs), mwt_pairs(dev_docs), folder, config, tc, resume,
+                          one_word_forms(train_docs))
+
+
+def learn_lexicon(train_docs, rules: str = "en") -> MWTLexicon:
     """The multiword-token lexicon of training documents (:func:`g2gt.ud.tokenize.data.documents_from_sentences`):
     every token, one-word tokens included, so that :attr:`MWTLexicon.always` sees how often each surface was
-    split."""
-    return MWTLexicon.learn((t.form, t.words) for d in train_docs for s in d.sentences for t in s)
+    split. ``rules``: :data:`g2gt.ud.tokenize.mwt.RULES`."""
+    lex = MWTLexicon.learn((t.form, t.words) for d in train_docs for s in d.sentences for t in s)
+    lex.rules = rules
+    return lex
 
 
 def relearn_lexicon(checkpoint: str | os.PathLike, train_sentences: Iterable,
@@ -95,75 +169,12 @@ def relearn_lexicon(checkpoint: str | os.PathLike, train_sentences: Iterable,
     ck = load_checkpoint(file)
     extra = ck.get("task") or {}
     if extra.get("kind") != CHECKPOINT_KIND:
-        raise ValueError(f"{file}: not a segmenter checkpoint (written by python -m g2gt.ud.tokenize.train)")
+        raise ValueError(f"{file}: not a segmenter checkpoint (written by g2gt train segmenter)")
     lexicon = learn_lexicon(documents_from_sentences(train_sentences))
     ck["task"] = {**extra, "mwt": lexicon.to_dict(), "mwt_always": sorted(lexicon.always)}
     save_atomic(ck, out)
     return lexicon
 
 
-# --------------------------------------------------------------------------- command line
-def _add_fields(parser: argparse.ArgumentParser, cls, skip: Sequence[str] = ()) -> None:
-    group = parser.add_argument_group(cls.__name__)
-    for f in dataclasses.fields(cls):
-        if f.name in skip:
-            continue
-        opt = "--" + f.name.replace("_", "-")
-        helptext = f.metadata.get("help", "") + f" (default: {f.default})"
-        if isinstance(f.default, bool):
-            group.add_argument(opt, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
-                               help=helptext)
-        else:
-            group.add_argument(opt, dest=f.name, type=type(f.default), default=f.default, help=helptext)
-
-
-def _pick(cls, ns: argparse.Namespace, **extra):
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in vars(ns).items() if k in names}, **extra)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m g2gt.ud.tokenize.train",
-                                description="Train the learned tokenizer / sentence splitter / MWT splitter.")
-    p.add_argument("--train", required=True, help="training CoNLL-U (with # newdoc / # newpar)")
-    p.add_argument("--dev", help="dev CoNLL-U (model selection; required for training)")
-    p.add_argument("--out", required=True, help="output folder (best.pt, last.pt, log.jsonl); with "
-                   "--relearn-lexicon the checkpoint file to write")
-    p.add_argument("--relearn-lexicon", metavar="CHECKPOINT", default=None,
-                   help="do not train: copy this segmenter checkpoint (or training folder) to --out with its "
-                        "multiword-token lexicon learned anew from --train (for segmenters saved before the "
-                        "lexicon's always-split set existed)")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch default)")
-    p.add_argument("--max-minutes", type=float, default=20.0, help="training-time budget (default: 20)")
-    p.add_argument("--max-steps", type=int, default=0, help="update budget (0 = none)")
-    p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default: 2e-3)")
-    p.add_argument("--eval-every", type=int, default=250, help="updates between dev evaluations (default: 250)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default: 1)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda ...")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _add_fields(p, SegmenterConfig, skip=("vocab_size",))
-    _add_fields(p, SegmentDataConfig)
-    ns = p.parse_args(argv)
-    if ns.relearn_lexicon is None and ns.dev is None:
-        p.error("--dev is required for training (model selection)")
-
-    from ..io import read_conllu
-    from ...core.train import set_threads
-
-    if ns.relearn_lexicon is not None:
-        lex = relearn_lexicon(ns.relearn_lexicon, read_conllu(ns.train), ns.out)
-        print(f"{ns.out}: {len(lex)} multiword-token splits, {len(lex.always)} always split", file=sys.stderr)
-        return 0
-
-    set_threads(ns.threads)
-    tc = default_train_config(max_minutes=ns.max_minutes, max_steps=ns.max_steps, lr=ns.lr,
-                              eval_every=ns.eval_every, seed=ns.seed, device=ns.device, progress=not ns.no_progress)
-    seg = train_segmenter(read_conllu(ns.train), read_conllu(ns.dev), ns.out, _pick(SegmenterConfig, ns),
-                          tc, ns.resume, _pick(SegmentDataConfig, ns))
-    print(f"{seg}; best.pt in {ns.out}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the old entry point
+    sys.exit("python -m g2gt.ud.tokenize.train is now 'g2gt train segmenter' (same options; --relearn-lexicon too)")

@@ -1,0 +1,210 @@
+"""The learned multiword-token expander: a token's surface -> its syntactic words, for any language.
+
+The lexicon (:class:`g2gt.ud.tokenize.mwt.MWTLexicon`) is the fast path for surfaces seen in training; this
+model handles the unseen ones, including splits that are not a cut of the surface (French ``du`` -> ``de
+le``, Turkish ``trilyonluk`` -> ``_ trilyonluk``). It is a small character encoder-decoder on the library's
+own core (:class:`g2gt.nn.G2GTransformer`): the lowercased characters of the surface are a chain graph
+(edge label = clipped relative distance; sinusoidal positions too, so that cross-attention can find the
+character to copy next), the decoder writes the lowercased words
+joined by a separator symbol, greedily over the KV cache (:func:`g2gt.seq2seq.search.greedy_search`)::
+
+    source  <mwt> k e n a r ı n d a k i                 [n + 1]  a mode symbol + chars of lower(surface)
+    target  k e n a r ı n d a <sep> k i <eos>           [m + 1]
+
+A treebank has few multiword tokens (1,082 in Turkish IMST train), too few to learn copying characters
+from. So training also shows one-word tokens, marked ``<one>`` in the source and copied unchanged in the
+target: the model learns to copy from them and to split from the ``<mwt>`` pairs; inference always asks
+for ``<mwt>``.
+
+Casing and characters the model does not know come back from the surface
+(:func:`g2gt.ud.tokenize.casing.restore_words`): when the predicted words, concatenated, equal the lowercased
+surface (unknown characters match any character) the surface *as written* is cut at the predicted word
+boundaries (``Milas'lı`` -> ``Milas 'lı``); otherwise the predicted words get the surface's casing pattern
+(``Du`` -> ``De le``), and an output with an unknown character is rejected (``None``: the caller keeps the
+token whole).
+
+* :class:`ExpanderVocab`: characters <-> ids (0 pad, 1 BOS, 2 EOS, 3 unknown, 4 separator, 5 ``<mwt>``,
+  6 ``<one>``);
+* :func:`build_expander_model`: the :class:`G2GTransformer` of an :class:`ExpanderConfig`;
+* :class:`MWTExpander`: batched, cached inference; ``to_dict`` / ``from_dict`` for the segmenter checkpoint.
+
+Training is in :mod:`g2gt.ud.tokenize.expander_train`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import torch
+from torch import Tensor
+
+from ...core.graph import num_chain_labels, relative_position_labels
+from ...nn.transformer import G2GTConfig, G2GTransformer
+from .casing import UNKNOWN_CHAR, lower_chars, restore_words
+from .config import ExpanderConfig
+
+__all__ = ["EXPANDER_KIND", "ExpanderVocab", "MWTExpander", "build_expander_model", "chain_labels"]
+
+EXPANDER_KIND = "mwt_expander"
+PAD, BOS, EOS, UNK, SEP, MWT, ONE = 0, 1, 2, 3, 4, 5, 6
+NUM_SPECIALS = 7
+
+
+class ExpanderVocab:
+    """Characters of the training pairs (lowercased) -> ids from 7; the first seven ids are pad, BOS, EOS,
+    unknown, the word separator and the two mode symbols.
+
+    >>> v = ExpanderVocab(["a", "b"])
+    >>> v.encode_surface("Ab"), v.encode_words(["ab", "a"]), v.decode([7, 8, 4, 7, 9])
+    ([5, 7, 8], [7, 8, 4, 7], ['ab', 'a\\x00'])
+    """
+
+    def __init__(self, chars: Iterable[str]) -> None:
+        self.itos: list[str] = ["<pad>", "<s>", "</s>", "<unk>", "<sep>", "<mwt>", "<one>"]
+        self.stoi: dict[str, int] = {}
+        for c in chars:
+            if len(c) != 1:
+                raise ValueError(f"an expander vocabulary holds single characters, got {c!r}")
+            if c not in self.stoi:
+                self.stoi[c] = len(self.itos)
+                self.itos.append(c)
+
+    @classmethod
+    def build(cls, pairs: Iterable[tuple[str, Sequence[str]]]) -> ExpanderVocab:
+        """Every character of the lowercased surfaces and words, sorted."""
+        chars: set[str] = set()
+        for surface, words in pairs:
+            chars.update(lower_chars(surface))
+            for w in words:
+                chars.update(lower_chars(w))
+        return cls(sorted(chars))
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def to_list(self) -> list[str]:
+        return self.itos[NUM_SPECIALS:]
+
+    def encode_surface(self, surface: str, mode: int = MWT) -> list[int]:
+        """``mode`` (``MWT``: split it; ``ONE``: a one-word token, copy it) + the characters' ids."""
+        return [mode, *(self.stoi.get(c, UNK) for c in lower_chars(surface))]
+
+    def encode_words(self, words: Sequence[str]) -> list[int]:
+        out: list[int] = []
+        for i, w in enumerate(words):
+            if i:
+                out.append(SEP)
+            out.extend(self.stoi.get(c, UNK) for c in lower_chars(w))
+        return out
+
+    def decode(self, ids: Sequence[int]) -> list[str]:
+        """Ids (no BOS / EOS) -> words; unknown ids become ``"\\x00"``."""
+        words, cur = [], []
+        for i in ids:
+            if i == SEP:
+                words.append("".join(cur))
+                cur = []
+            elif NUM_SPECIALS <= i < len(self.itos):
+                cur.append(self.itos[i])
+            else:
+                cur.append(UNKNOWN_CHAR)
+        words.append("".join(cur))
+        return words
+
+
+def build_expander_model(config: ExpanderConfig) -> G2GTransformer:
+    """The encoder-decoder of ``config`` (``vocab_size`` must be set): chain labels in both stacks plus
+    sinusoidal absolute positions (cross-attention has no other way to find the next character to copy),
+    one character table for source, target and output."""
+    if config.vocab_size <= NUM_SPECIALS:
+        raise ValueError(f"ExpanderConfig.vocab_size must count the {NUM_SPECIALS} specials and at least one character, "
+                         f"got {config.vocab_size}")
+    return G2GTransformer(G2GTConfig(
+        src_vocab_size=config.vocab_size, tgt_vocab_size=config.vocab_size, d_model=config.d_model,
+        num_heads=config.num_heads, num_encoder_layers=config.num_layers, num_decoder_layers=config.num_layers,
+        ffn_dim=config.ffn_dim, dropout=config.dropout, encoder_labels=[num_chain_labels(config.max_distance)],
+        decoder_max_distance=config.max_distance, value_labels=False, share_embeddings=True, tie_embeddings=True,
+        positions="sinusoidal", pad_id=PAD, bos_id=BOS, eos_id=EOS))
+
+
+def chain_labels(n: int, max_distance: int, device: torch.device | str | None = None) -> Tensor:
+    """``[1, 1, n, n]`` uint8 chain labels of an ``n``-character source (broadcast over the batch)."""
+    return relative_position_labels(n, max_distance, device).to(torch.uint8)[None, None]
+
+
+class MWTExpander:
+    """A trained expander: ``expand_many(surfaces)`` -> the words of each surface (``None``: no usable
+    split). Results are cached per surface (at most ``cache_size`` of them)."""
+
+    def __init__(self, model: G2GTransformer, vocab: ExpanderVocab, config: ExpanderConfig,
+                 batch_size: int = 256, cache_size: int = 50_000) -> None:
+        self.model = model.eval()
+        self.vocab = vocab
+        self.config = config
+        self.batch_size = batch_size
+        self.cache_size = cache_size
+        self._cache: dict[str, list[str] | None] = {}
+
+    @torch.no_grad()
+    def predict(self, surfaces: Sequence[str]) -> list[list[str]]:
+        """The raw lowercased predictions (``"\\x00"`` = unknown character), no casing restored, no cache."""
+        from ...seq2seq.search import greedy_search
+
+        out: list[list[str]] = []
+        device = next(self.model.parameters()).device
+        was = self.model.training
+        self.model.eval()
+        try:
+            for b in range(0, len(surfaces), self.batch_size):
+                chunk = [self.vocab.encode_surface(s) for s in surfaces[b:b + self.batch_size]]
+                n = max(len(c) for c in chunk)
+                src = torch.tensor([c + [PAD] * (n - len(c)) for c in chunk], dtype=torch.long, device=device)
+                mask = src == PAD
+                memory = self.model.encode(src, chain_labels(n, self.config.max_distance, device),
+                                           mask if bool(mask.any()) else None)
+                ids = greedy_search(self.model, memory, mask if bool(mask.any()) else None, 2 * n + 8, BOS, EOS)
+                out.extend(self.vocab.decode(i) for i in ids)
+        finally:
+            self.model.train(was)
+        return out
+
+    def expand_many(self, surfaces: Sequence[str]) -> list[list[str] | None]:
+        """Words of each surface (:func:`restore_words`), ``None`` where the model gives no split of two or
+        more words."""
+        todo = sorted({s for s in surfaces if s not in self._cache})
+        if todo:
+            if len(self._cache) + len(todo) > self.cache_size:
+                self._cache.clear()
+            for s, words in zip(todo, self.predict(todo)):
+                restored = restore_words(s, words)
+                self._cache[s] = restored if restored is not None and len(restored) > 1 else None
+        return [self._cache.get(s) for s in surfaces]
+
+    def expand(self, surface: str) -> list[str] | None:
+        return self.expand_many([surface])[0]
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    # ------------------------------------------------------------------ checkpoint entry
+    def to_dict(self, dtype: torch.dtype = torch.float16) -> dict:
+        """What the segmenter checkpoint stores (key ``mwt_expander``): config, characters and weights
+        (floating-point ones as ``dtype``); loadable with ``weights_only=True``."""
+        state = {k: (v.detach().to("cpu", dtype) if v.is_floating_point() else v.detach().cpu()).contiguous()
+                 for k, v in self.model.state_dict().items()}
+        return {"kind": EXPANDER_KIND, "config": self.config.to_dict(), "chars": self.vocab.to_list(),
+                "state": state}
+
+    @classmethod
+    def from_dict(cls, d: dict, device: torch.device | str = "cpu") -> MWTExpander:
+        """Inverse of :meth:`to_dict` (float32 weights, ``strict=True``)."""
+        if not isinstance(d, dict) or d.get("kind") != EXPANDER_KIND:
+            raise ValueError("not a multiword-token expander entry (expected the dict MWTExpander.to_dict writes)")
+        config = ExpanderConfig.from_dict(d["config"])
+        model = build_expander_model(config)
+        model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in d["state"].items()},
+                              strict=True)
+        return cls(model.to(device), ExpanderVocab(d["chars"]), config)
+
+    def __repr__(self) -> str:
+        return f"MWTExpander({self.num_parameters():,} parameters, {len(self.vocab) - NUM_SPECIALS} characters)"

@@ -1,0 +1,184 @@
+"""Training the multiword-token expander (:mod:`g2gt.ud.tokenize.expander`) with the library's Trainer.
+
+* :func:`mwt_pairs`: the ``(surface, words)`` pairs of the multiword tokens of CoNLL-U documents, every
+  occurrence (frequent tokens weigh more, as in the text); :func:`one_word_forms`: the different one-word
+  tokens, the copy examples;
+* :class:`ExpanderTask`: an epoch is every multiword pair (mode ``<mwt>``) plus ``copy_ratio`` times as
+  many one-word tokens drawn at random (mode ``<one>``, target = the token), shuffled (seeded by
+  ``(seed, epoch)``), in batches of ``batch_pairs``;
+  loss = label-smoothed cross entropy summed over target characters (the separator and EOS included);
+  ``evaluate``: greedy exact-match ``accuracy`` (percent, lowercased words) on the dev pairs, and ``loss``;
+* :func:`train_expander`: vocabulary + model + task + :class:`g2gt.core.train.Trainer` in one call.
+
+Dev pairs come from the dev data's multiword tokens; a treebank whose dev set has none is evaluated on (at
+most 200 of) its training pairs instead, which only tracks the fit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ...core.checkpoint import holds_training_folder
+from ...core.config import TrainConfig
+from .config import ExpanderConfig
+from .expander import (
+    BOS, EOS, EXPANDER_KIND, ONE, PAD, ExpanderVocab, MWTExpander, build_expander_model, chain_labels,
+)
+
+__all__ = ["ExpanderBatch", "ExpanderTask", "mwt_pairs", "one_word_forms", "expander_train_config",
+           "train_expander", "load_expander"]
+
+Pair = tuple[str, tuple[str, ...]]
+
+
+def mwt_pairs(docs) -> list[Pair]:
+    """``(surface, words)`` of every multiword token of ``docs``
+    (:func:`g2gt.ud.tokenize.data.documents_from_sentences`), in order."""
+    return [(t.form, tuple(t.words)) for d in docs for s in d.sentences for t in s if t.is_mwt]
+
+
+def one_word_forms(docs, limit: int = 20_000) -> list[str]:
+    """The different one-word tokens of ``docs`` with at least two characters and no space (at most ``limit``,
+    the first seen)."""
+    seen: dict[str, None] = {}
+    for d in docs:
+        for s in d.sentences:
+            for t in s:
+                if not t.is_mwt and len(t.form) > 1 and " " not in t.form and len(seen) < limit:
+                    seen.setdefault(t.form, None)
+    return list(seen)
+
+
+def expander_train_config(**overrides) -> TrainConfig:
+    """The expander's :class:`TrainConfig`: lr 3e-3, 5 % warmup, 20 % cooldown, an evaluation every 200
+    updates keeping the best dev ``accuracy``."""
+    base = dict(lr=3e-3, warmup=0.05, cooldown=0.2, weight_decay=0.01, grad_clip=1.0, eval_every=200,
+                log_every=50, metric="accuracy", metric_mode="max")
+    base.update(overrides)
+    return TrainConfig(**base)
+
+
+@dataclass
+class ExpanderBatch:
+    """``src [B, n]``, ``tgt_in [B, m]`` (BOS + target), ``tgt_out [B, m]`` (target + EOS), long, ``PAD``
+    where padded."""
+
+    src: Tensor
+    tgt_in: Tensor
+    tgt_out: Tensor
+
+    def to(self, device, non_blocking: bool = False) -> ExpanderBatch:
+        return ExpanderBatch(*(t.to(device, non_blocking=non_blocking) for t in (self.src, self.tgt_in, self.tgt_out)))
+
+
+def _pad(rows: Sequence[Sequence[int]]) -> Tensor:
+    n = max(len(r) for r in rows)
+    return torch.tensor([list(r) + [PAD] * (n - len(r)) for r in rows], dtype=torch.long)
+
+
+class ExpanderTask:
+    """The Trainer task of the expander (module docstring)."""
+
+    def __init__(self, train_pairs: Sequence[Pair], dev_pairs: Sequence[Pair], vocab: ExpanderVocab,
+                 config: ExpanderConfig, seed: int = 1, copy_forms: Sequence[str] = ()) -> None:
+        if not train_pairs:
+            raise ValueError("the expander needs multiword tokens in the training data, and there are none")
+        self.vocab = vocab
+        self.config = config
+        self.seed = seed
+        self.train = [(vocab.encode_surface(s), vocab.encode_words(w)) for s, w in train_pairs]
+        self.copies = [(vocab.encode_surface(f, ONE), vocab.encode_words([f])) for f in copy_forms]
+        self.dev = list(dev_pairs) or list(train_pairs)[:200]
+
+    def train_batches(self, epoch: int, rank: int = 0, world_size: int = 1, skip: int = 0) -> Iterator[ExpanderBatch]:
+        rng = random.Random(self.seed * 1_000_003 + epoch)
+        rows_all = list(self.train)
+        if self.copies:
+            k = round(self.config.copy_ratio * len(self.train))
+            rows_all += [self.copies[rng.randrange(len(self.copies))] for _ in range(k)]
+        rng.shuffle(rows_all)
+        B = self.config.batch_pairs
+        starts = list(range(0, len(rows_all), B))
+        per = len(starts) // world_size if world_size > 1 else len(starts)
+        for s in starts[rank::world_size][:per][skip:]:
+            rows = rows_all[s:s + B]
+            yield ExpanderBatch(_pad([r[0] for r in rows]), _pad([[BOS] + r[1] for r in rows]),
+                                _pad([r[1] + [EOS] for r in rows]))
+
+    def num_tokens(self, batch: ExpanderBatch) -> int:
+        return int((batch.tgt_out != PAD).sum())
+
+    def loss(self, model, batch: ExpanderBatch) -> Tensor:
+        src_mask = batch.src == PAD
+        labels = chain_labels(batch.src.shape[1], self.config.max_distance, batch.src.device)
+        logits = model(batch.src, labels, src_mask if bool(src_mask.any()) else None, batch.tgt_in,
+                       batch.tgt_in == PAD)
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1),
+                               ignore_index=PAD, reduction="sum", label_smoothing=self.config.label_smoothing)
+
+    def evaluate(self, model) -> dict[str, float]:
+        expander = MWTExpander(model, self.vocab, self.config)
+        surfaces = [s for s, _ in self.dev]
+        predicted = expander.predict(surfaces)
+        right = sum(p == [w.lower() for w in gold] for p, (_, gold) in zip(predicted, self.dev))
+        rows = [(self.vocab.encode_surface(s), self.vocab.encode_words(w)) for s, w in self.dev]
+        total, tokens = 0.0, 0
+        for b in range(0, len(rows), 256):
+            chunk = rows[b:b + 256]
+            batch = ExpanderBatch(_pad([r[0] for r in chunk]), _pad([[BOS] + r[1] for r in chunk]),
+                                  _pad([r[1] + [EOS] for r in chunk])).to(next(model.parameters()).device)
+            total += float(self.loss(model, batch))
+            tokens += self.num_tokens(batch)
+        return {"accuracy": 100.0 * right / max(len(self.dev), 1), "loss": total / max(tokens, 1)}
+
+    def checkpoint_extra(self) -> dict:
+        return {"kind": EXPANDER_KIND, "chars": self.vocab.to_list()}
+
+
+@holds_training_folder
+def train_expander(train_pairs: Sequence[Pair], dev_pairs: Sequence[Pair], out_dir: str | os.PathLike,
+                   config: ExpanderConfig | None = None, train_config: TrainConfig | None = None,
+                   resume: bool = False, copy_forms: Sequence[str] = ()) -> MWTExpander:
+    """Train on ``(surface, words)`` pairs (:func:`mwt_pairs`) and copy examples ``copy_forms``
+    (:func:`one_word_forms`); ``out_dir`` gets ``best.pt``, ``last.pt`` and ``log.jsonl``. On resume the
+    vocabulary and configuration come from ``out_dir/last.pt``. Returns the :class:`MWTExpander` of
+    ``best.pt``."""
+    from ...core.checkpoint import load_checkpoint
+    from ...core.train import Trainer
+
+    tc = train_config or expander_train_config()
+    last = os.path.join(out_dir, "last.pt")
+    if resume and os.path.exists(last):
+        ck = load_checkpoint(last)
+        vocab = ExpanderVocab(ck["task"]["chars"])
+        cfg = ExpanderConfig.from_dict(ck["model_config"])
+    else:
+        vocab = ExpanderVocab.build([*train_pairs, *((f, (f,)) for f in copy_forms)])
+        cfg = dataclasses.replace(config or ExpanderConfig(), vocab_size=len(vocab))
+    torch.manual_seed(tc.seed)
+    model = build_expander_model(cfg)
+    task = ExpanderTask(train_pairs, dev_pairs, vocab, cfg, tc.seed, copy_forms)
+    Trainer(model, task, tc, out_dir, model_config=cfg.to_dict()).fit(resume=resume)
+    return load_expander(out_dir)
+
+
+def load_expander(path: str | os.PathLike, device: torch.device | str = "cpu") -> MWTExpander:
+    """The :class:`MWTExpander` of an expander training folder (``best.pt``, else ``last.pt``) or checkpoint."""
+    from ...core.checkpoint import load_checkpoint, resolve_checkpoint
+
+    file = resolve_checkpoint(path)
+    ck = load_checkpoint(file, device)
+    if (ck.get("task") or {}).get("kind") != EXPANDER_KIND:
+        raise ValueError(f"{file}: not a multiword-token expander checkpoint (written by train_expander)")
+    cfg = ExpanderConfig.from_dict(ck["model_config"])
+    model = build_expander_model(cfg)
+    model.load_state_dict(ck["model"], strict=True)
+    return MWTExpander(model.to(device), ExpanderVocab(ck["task"]["chars"]), cfg)
