@@ -1,0 +1,291 @@
+"""Parse a corpus with N worker processes: the same bytes as one process, N times the words per second.
+
+    from g2gt.ud.parallel import ParallelPipeline
+
+    with ParallelPipeline("en_ewt", workers=4) as nlp:            # 4 processes, one thread each
+        stats = nlp.parse_file("story.txt", "story.conllu", kind="raw")
+        for block in nlp.parse_sentences(iter_conllu("in.conllu")):  # CoNLL-U text, one sentence each
+            ...
+
+Each worker loads the pipeline once from a :class:`Recipe` (model name, device, dtype, tokenizer, call
+options -- never a loaded model) and runs with one torch thread. The main process reads the input, cuts it
+into jobs, and writes the results in input order.
+
+**Byte-identical to one process.** The one-process path (``g2gt parse``) segments raw text one paragraph
+block at a time (:meth:`g2gt.ud.pipeline.Pipeline.text_sentences`) and parses ``chunk`` (2000) sentences at
+a time (:meth:`~g2gt.ud.pipeline.Pipeline.stream`); inside a chunk the parser cuts length-sorted batches of
+at most ``max_tokens`` padded nodes (:func:`g2gt.ud.parse.batching.length_batches`). A batch's result
+depends on its whole content (int8 dynamic quantization scales activations per batch), so the jobs here are
+exactly those units:
+
+* a **segment job** is one paragraph block (the same ``Segmenter.segment`` call); the main process numbers
+  the sentences ``s1, s2 ...`` across blocks and keeps ``# newdoc`` on the first one only, as
+  ``text_sentences`` does;
+* a **parse job** is a run of whole batches of one chunk, in the chunk's length-sorted order: the batching
+  of a run that starts at a batch boundary is the same greedy cut, so the worker forms the very batches the
+  one-process path forms (with ``enhanced``, cuts are made only where the enhancer's batches also end).
+
+The main process puts each chunk back in input order. With a tokenizer without weights (rule / stanza)
+the whole text is one segment job.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, Callable, Iterable, Iterator
+
+from .pool import ProcessPool
+
+__all__ = ["Recipe", "ParallelPipeline", "job_plan", "PARSE_CHUNK"]
+
+PARSE_CHUNK = 2000  # sentences per chunk, as Pipeline.stream / g2gt parse
+_NO_PAIR_LIMIT = 1 << 62  # the enhancer cuts batches by padded nodes only
+PARSE_OPTIONS = ("keep", "enhanced", "refine_steps", "algorithm", "use_input_graph", "max_tokens")
+
+
+# ---------------------------------------------------------------------------- the worker's recipe
+@dataclass(frozen=True)
+class Recipe:
+    """What a worker needs to build its pipeline (picklable; see :func:`g2gt.load` for the fields).
+
+    ``options``: keyword arguments of every ``Pipeline.__call__`` (keep, enhanced, refine_steps, algorithm,
+    use_input_graph, max_tokens). ``keep_freed_memory``: apply :func:`g2gt.core._compat.keep_freed_memory`
+    in the worker, as the ``g2gt`` command does in its own process.
+    """
+
+    model: str = "en_ewt"
+    device: str = "cpu"
+    dtype: str | None = "auto"
+    tokenizer: str = "auto"
+    options: dict = field(default_factory=dict)
+    keep_freed_memory: bool = True
+
+    def __post_init__(self) -> None:
+        unknown = set(self.options) - set(PARSE_OPTIONS)
+        if unknown:
+            raise ValueError(f"unknown parse option(s) {sorted(unknown)}; expected some of {PARSE_OPTIONS}")
+
+    def __call__(self) -> "_Handler":
+        """Run in the worker: load the pipeline once and return the job handler."""
+        if self.keep_freed_memory:
+            from ..core._compat import keep_freed_memory
+
+            keep_freed_memory()
+        from .pipeline import Pipeline
+
+        nlp = Pipeline.load(self.model, self.device, self.dtype, tokenizer=self.tokenizer)
+        if self.options.get("enhanced") and nlp.enhancer is None:
+            raise ValueError(f"enhanced=True: the model {self.model} has no enhanced-UD stage (enhancer.pt)")
+        return _Handler(nlp, dict(self.options))
+
+
+class _Handler:
+    """The worker's side of a job: ``(kind, data) -> result``."""
+
+    def __init__(self, nlp, options: dict) -> None:
+        self.nlp, self.options = nlp, options
+
+    def __call__(self, job: tuple[str, Any]) -> Any:
+        kind, data = job
+        if kind == "parse":  # sentences in length-sorted order -> their CoNLL-U text, same order
+            return [s.serialize() for s in self.nlp(data, progress=False, **self.options)]
+        if kind == "segment":  # one paragraph block -> sentences s1, s2 ... (renumbered by the main process)
+            return self.nlp.tokenize.segment(data, sent_id_prefix="s", first_id=1)
+        if kind == "text":  # a whole text, for a tokenizer without weights
+            return self.nlp.text_sentences(data)
+        if kind == "info":
+            return {"learned_tokenizer": bool(self.nlp.learned_tokenizer), "source": self.nlp.source}
+        raise ValueError(f"unknown job kind {kind!r}")
+
+
+# ---------------------------------------------------------------------------- planning
+def job_plan(lengths: list[int], max_tokens: int, enhanced: bool = False) -> tuple[list[int], list[int]]:
+    """``(order, cuts)`` for one chunk of sentences with ``lengths`` nodes each (words + ROOT): ``order`` is
+    the parser's stable length sort, and ``order[cuts[k]:cuts[k + 1]]`` is job ``k``, a run of whole batches
+    of :func:`g2gt.ud.parse.batching.length_batches` (and, with ``enhanced``, of the enhancer's batching,
+    which cuts by padded nodes only). ``cuts`` starts with 0 and ends with ``len(lengths)``."""
+    from .parse.batching import length_batches
+
+    def ends(batches: list[list[int]]) -> set[int]:
+        out, pos = set(), 0
+        for b in batches:
+            pos += len(b)
+            out.add(pos)
+        return out
+
+    parse_batches = length_batches(lengths, max_tokens)
+    order = [i for b in parse_batches for i in b]
+    bounds = ends(parse_batches)
+    if enhanced:
+        bounds &= ends(length_batches(lengths, max_tokens, max_pairs=_NO_PAIR_LIMIT))
+    return order, [0] + sorted(bounds)
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    it = iter(items)
+    while part := list(islice(it, size)):
+        yield part
+
+
+# ---------------------------------------------------------------------------- the engine
+class ParallelPipeline:
+    """``workers`` processes, each holding one pipeline (see the module docstring).
+
+    Args:
+        model, device, dtype, tokenizer: as :func:`g2gt.load`.
+        workers: processes (one torch thread each by default, ``threads``).
+        chunk: sentences per chunk (2000, as ``g2gt parse``: the same chunks give the same bytes).
+        progress: one progress bar (sentences) over all workers, on stderr.
+        start_method, max_tries: see :class:`g2gt.ud.pool.ProcessPool`.
+        options: ``Pipeline.__call__`` keyword arguments for every sentence (keep, enhanced, refine_steps,
+            algorithm, use_input_graph, max_tokens).
+    """
+
+    def __init__(self, model: str = "en_ewt", workers: int = 2, *, device: str = "cpu", dtype: str | None = "auto",
+                 tokenizer: str = "auto", chunk: int = PARSE_CHUNK, progress: bool = False, threads: int = 1,
+                 start_method: str | None = None, max_tries: int = 3, keep_freed_memory: bool = True,
+                 **options: Any) -> None:
+        options.setdefault("max_tokens", 3000)
+        self.recipe = Recipe(str(model), str(device), dtype, tokenizer, options, keep_freed_memory)
+        self.chunk = chunk
+        self.progress = progress
+        self.pool = ProcessPool(self.recipe, workers, threads=threads, start_method=start_method,
+                                max_tries=max_tries)
+        self._info: dict | None = None
+
+    def __enter__(self) -> "ParallelPipeline":
+        self.pool.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.pool.close()
+
+    @property
+    def info(self) -> dict:
+        """What a worker's pipeline is (``learned_tokenizer``, ``source``); loads the workers."""
+        if self._info is None:
+            self._info = self.pool.run(("info", None))
+        return self._info
+
+    # ------------------------------------------------------------------ sentences
+    def parse_sentences(self, sentences: Iterable, stats: dict | None = None,
+                        on_done: Callable[[int], None] | None = None) -> Iterator[str]:
+        """The CoNLL-U text of each parsed sentence of ``sentences`` (:class:`g2gt.ud.io.Sentence`), in order.
+        Counts ``sentences`` / ``words`` into ``stats``; ``on_done(n)`` after each job of ``n`` sentences."""
+        opts = self.recipe.options
+        enhanced, max_tokens = bool(opts.get("enhanced")), int(opts["max_tokens"])
+        check = bool(opts.get("use_input_graph"))
+        meta: deque[tuple[int, list[int]]] = deque()  # per submitted job: (its chunk's number, positions)
+        chunk_sizes: dict[int, int] = {}
+
+        def jobs() -> Iterator[tuple[str, list]]:
+            for c, part in enumerate(_chunks(sentences, self.chunk)):
+                if check:  # the first bad tree in input order fails, as in one process
+                    from .parse.decode import check_input_trees
+
+                    check_input_trees(part)
+                if stats is not None:
+                    stats["sentences"] = stats.get("sentences", 0) + len(part)
+                    stats["words"] = stats.get("words", 0) + sum(len(s) for s in part)
+                order, cuts = job_plan([len(s.forms) + 1 for s in part], max_tokens, enhanced)
+                chunk_sizes[c] = len(part)
+                for a, b in zip(cuts, cuts[1:]):
+                    meta.append((c, order[a:b]))
+                    yield "parse", [part[i] for i in order[a:b]]
+
+        bar = _progress_bar(self.progress)
+        out: list[str | None] = []
+        current, filled = -1, 0
+        try:
+            for texts in self.pool.map(jobs()):
+                c, positions = meta.popleft()
+                if c != current:
+                    current, out, filled = c, [None] * chunk_sizes.pop(c), 0
+                for i, text in zip(positions, texts):
+                    out[i] = text
+                filled += len(positions)
+                if bar is not None:
+                    bar.update(len(positions))
+                if on_done is not None:
+                    on_done(len(positions))
+                if filled == len(out):
+                    yield from out  # type: ignore[misc]
+        finally:
+            if bar is not None:
+                bar.close()
+
+    # ------------------------------------------------------------------ raw text
+    def text_sentences(self, text: str) -> Iterator:
+        """The sentences of a raw-text document, segmented by the workers, numbered as
+        :meth:`g2gt.ud.pipeline.Pipeline.text_sentences` numbers them (lazily, block by block)."""
+        if not text.strip():
+            return
+        if not self.info["learned_tokenizer"]:
+            yield from self.pool.run(("text", text))
+            return
+        from .tokenize.text import paragraph_blocks
+
+        k = 0
+        for i, sents in enumerate(self.pool.map(("segment", b) for b in paragraph_blocks(text))):
+            if i and sents:
+                sents[0].tokens.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
+            for s in sents:
+                k += 1
+                s.tokens.metadata["sent_id"] = f"s{k}"
+                yield s
+
+    def parse_text(self, text: str, stats: dict | None = None) -> Iterator[str]:
+        """The CoNLL-U text of each sentence of a raw-text document, in order."""
+        return self.parse_sentences(self.text_sentences(text), stats)
+
+    # ------------------------------------------------------------------ files
+    def parse_file(self, source, output, kind: str = "conllu", name: str | None = None) -> dict:
+        """Parse one input (a path, ``"-"`` or a stream; ``kind``: ``conllu``, ``raw`` or ``lines``) into
+        ``output`` (a path, written atomically, ``"-"`` or a stream). Returns ``{"sentences", "words"}``."""
+        from ..core.files import open_output
+
+        stats = {"sentences": 0, "words": 0}
+        blocks = self.parse_sentences(read_input(source, kind, name, self.text_sentences), stats)
+        if hasattr(output, "write"):
+            for block in blocks:
+                output.write(block)
+            return stats
+        with open_output(output) as f:
+            for block in blocks:
+                f.write(block)
+        return stats
+
+
+def read_input(source, kind: str, name: str | None = None,
+               text_sentences: Callable[[str], Iterable] | None = None) -> Iterable:
+    """The unparsed sentences of an input, as the ``g2gt parse`` modes read it: ``conllu`` (streamed and
+    checked, ``FILE:LINE`` errors), ``lines`` (one sentence per line, rule tokenizer) or ``raw`` (the whole
+    text, segmented by ``text_sentences``)."""
+    from .io import iter_conllu, iter_lines, read_text
+
+    if kind == "conllu":
+        return iter_conllu(source, name=name)
+    if kind == "lines":
+        from .tokenize.text import iter_line_sentences
+
+        label = name or ("<stdin>" if source == "-" else str(source))
+        return iter_line_sentences(iter_lines(source, name), label, "rule")
+    if kind == "raw":
+        if text_sentences is None:
+            raise ValueError("kind='raw' needs text_sentences")
+        return text_sentences(read_text(source, name))
+    raise ValueError(f"kind must be conllu, raw or lines, got {kind!r}")
+
+
+def _progress_bar(enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(desc="parse", unit="sent", file=sys.stderr)

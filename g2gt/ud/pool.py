@@ -1,0 +1,322 @@
+"""A pool of worker processes that maps jobs in input order and replaces a worker that dies.
+
+:class:`ProcessPool` starts ``workers`` processes (``spawn`` / ``forkserver``, never ``fork``: torch and fork
+do not mix). Each worker calls the pool's ``factory`` once -- a picklable zero-argument callable, e.g. a
+:class:`g2gt.ud.parallel.Recipe` that loads a model -- and gets a handler ``payload -> result`` that it
+applies to every job it is sent. Only payloads and results cross the process boundary (pickled), never a
+loaded model.
+
+:meth:`ProcessPool.map` yields the results in the order of its payloads, keeping at most ``window`` jobs
+submitted ahead of the one it waits for (memory does not grow with the input). Several ``map`` streams may
+be open at once on one pool, even nested (a stream whose payloads are computed from another stream's
+results); their jobs share the workers first come, first served.
+
+Nothing lost, nothing twice: a job belongs to one worker at a time and its result is taken once. When a
+worker dies (killed, out of memory ...) the pool starts a replacement and runs its job again, at the front
+of the queue; a job that has killed ``max_tries`` workers fails with :class:`WorkerLost`. A job that raises
+fails with :class:`JobError` (a ``ValueError``: a user's input error, e.g. ``FILE:LINE: ...``) or
+:class:`WorkerFailure` (anything else), raised by ``map`` when that job's turn comes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+import traceback
+from collections import deque
+from multiprocessing.connection import wait
+from typing import Any, Callable, Iterable, Iterator
+
+__all__ = ["ProcessPool", "JobError", "WorkerFailure", "WorkerLost", "default_start_method"]
+
+
+class JobError(ValueError):
+    """A job raised a ``ValueError`` (bad input, e.g. ``FILE:LINE: ...``) in its worker; ``str(err)`` is its
+    message and ``err.kind`` the original exception's class name."""
+
+    def __init__(self, message: str, kind: str = "ValueError", details: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.details = details
+
+
+class WorkerFailure(RuntimeError):
+    """A job (or a worker's start-up) raised something else than a ``ValueError``; ``err.details`` holds the
+    worker's traceback."""
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details
+
+
+class WorkerLost(RuntimeError):
+    """A job whose worker died ``max_tries`` times (e.g. killed for memory each time)."""
+
+
+def default_start_method() -> str:
+    """``forkserver`` where the platform has it (Linux: a clean server process forks the workers), else
+    ``spawn`` (macOS, Windows)."""
+    return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+
+
+# ---------------------------------------------------------------------------- the worker side
+def _worker_main(conn, factory: Callable[[], Callable[[Any], Any]], threads: int) -> None:
+    """A worker process: set the thread count, build the handler once, then answer jobs until told to stop."""
+    if threads > 0:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(threads)
+        if "torch" in sys.modules or _torch_importable():
+            import torch
+
+            torch.set_num_threads(threads)
+    try:
+        handler = factory()
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
+        conn.send(("init_error", None, _describe(e)))
+        return
+    conn.send(("ready", None, os.getpid()))
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent is gone
+        if msg is None:
+            return
+        job_id, payload = msg
+        try:
+            result = handler(payload)
+        except BaseException as e:  # noqa: BLE001 - the job fails, the worker lives on
+            conn.send(("error", job_id, _describe(e)))
+            continue
+        conn.send(("ok", job_id, result))
+
+
+def _torch_importable() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def _describe(e: BaseException) -> tuple[str, str, bool, str]:
+    """``(class name, message, is a ValueError, traceback)`` of an exception, to re-raise in the parent."""
+    return type(e).__name__, str(e), isinstance(e, ValueError), traceback.format_exc()
+
+
+def _rebuild(desc: tuple[str, str, bool, str]) -> Exception:
+    kind, message, is_value_error, details = desc
+    if is_value_error:
+        return JobError(message, kind, details)
+    return WorkerFailure(f"{kind}: {message}", details)
+
+
+# ---------------------------------------------------------------------------- the parent side
+class _Job:
+    __slots__ = ("id", "payload", "tries", "done", "result", "error", "cancelled")
+
+    def __init__(self, job_id: int, payload: Any) -> None:
+        self.id, self.payload, self.tries = job_id, payload, 0
+        self.done, self.result, self.error, self.cancelled = False, None, None, False
+
+
+class _Slot:
+    """One worker process, its pipe, and the job it is running."""
+
+    __slots__ = ("process", "conn", "ready", "job")
+
+    def __init__(self, process, conn) -> None:
+        self.process, self.conn, self.ready, self.job = process, conn, False, None
+
+
+class ProcessPool:
+    """``workers`` processes, each with the handler ``factory()`` built once (see the module docstring).
+
+    Args:
+        factory: a picklable zero-argument callable run in each worker; returns ``payload -> result``.
+        workers: number of processes (>= 1).
+        threads: torch / OpenMP threads per worker (default 1; 0 = leave the library default).
+        start_method: ``"forkserver"`` or ``"spawn"`` (default: :func:`default_start_method`).
+        max_tries: runs of one job that may end in a dead worker before it fails with :class:`WorkerLost`.
+
+    Use it as a context manager (``with ProcessPool(...) as pool: ...``); leaving it stops the workers.
+    ``pool.pids`` are the live workers' process ids, ``pool.replaced`` counts the workers started to
+    replace dead ones.
+    """
+
+    def __init__(self, factory: Callable[[], Callable[[Any], Any]], workers: int, *, threads: int = 1,
+                 start_method: str | None = None, max_tries: int = 3) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        if max_tries < 1:
+            raise ValueError(f"max_tries must be >= 1, got {max_tries}")
+        method = start_method or default_start_method()
+        if method == "fork":
+            raise ValueError("start_method='fork' is not supported (torch and fork do not mix); use 'forkserver' "
+                             "or 'spawn'")
+        self._ctx = mp.get_context(method)
+        self.factory, self.workers, self.threads, self.max_tries = factory, workers, threads, max_tries
+        self._slots: list[_Slot] = []
+        self._queue: deque[_Job] = deque()
+        self._next_id = 0
+        self._closed = False
+        self.replaced = 0
+
+    # ------------------------------------------------------------------ lifetime
+    def __enter__(self) -> "ProcessPool":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Start the workers (they build their handlers in parallel; :meth:`map` waits for them)."""
+        while len(self._slots) < self.workers:
+            self._slots.append(self._spawn())
+
+    def _spawn(self) -> _Slot:
+        parent, child = self._ctx.Pipe(duplex=True)
+        proc = self._ctx.Process(target=_worker_main, args=(child, self.factory, self.threads), daemon=True,
+                                 name="g2gt-worker")
+        proc.start()
+        child.close()
+        return _Slot(proc, parent)
+
+    def close(self) -> None:
+        """Ask every worker to stop, wait a little, then terminate the stragglers."""
+        if self._closed:
+            return
+        self._closed = True
+        for s in self._slots:
+            try:
+                s.conn.send(None)
+            except (OSError, ValueError):
+                pass
+        for s in self._slots:
+            s.process.join(timeout=5)
+            if s.process.is_alive():
+                s.process.terminate()
+                s.process.join(timeout=5)
+            s.conn.close()
+        self._slots.clear()
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the current workers."""
+        return [s.process.pid for s in self._slots if s.process.pid is not None]
+
+    # ------------------------------------------------------------------ mapping
+    def map(self, payloads: Iterable[Any], window: int | None = None) -> Iterator[Any]:
+        """The results of ``payloads``, in order; at most ``window`` (default ``2 * workers``) jobs are
+        submitted ahead of the one awaited. The first failed job raises when its turn comes; the jobs
+        after it are cancelled."""
+        if self._closed:
+            raise RuntimeError("the pool is closed")
+        if not self._slots:
+            self.start()
+        window = max(1, window or 2 * self.workers)
+        pending: deque[_Job] = deque()
+        it = iter(payloads)
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(pending) < window:
+                    try:
+                        payload = next(it)  # may drive another stream of this pool
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    pending.append(self._submit(payload))
+                if not pending:
+                    return
+                job = pending[0]
+                while not job.done:
+                    self._pump()
+                pending.popleft()
+                if job.error is not None:
+                    raise job.error
+                result, job.result = job.result, None
+                yield result
+        finally:
+            for job in pending:
+                job.cancelled = True
+            if pending:
+                self._queue = deque(j for j in self._queue if not j.cancelled)
+
+    def run(self, payload: Any) -> Any:
+        """One job's result (a one-item :meth:`map`)."""
+        return next(iter(self.map([payload], window=1)))
+
+    def _submit(self, payload: Any) -> _Job:
+        job = _Job(self._next_id, payload)
+        self._next_id += 1
+        self._queue.append(job)
+        return job
+
+    def _dispatch(self) -> None:
+        for slot in self._slots:
+            if not self._queue:
+                return
+            if slot.ready and slot.job is None:
+                job = self._queue.popleft()
+                slot.job = job
+                job.tries += 1
+                try:
+                    slot.conn.send((job.id, job.payload))
+                except (OSError, ValueError):
+                    pass  # the worker is dead: its sentinel tells, and the job is run again
+
+    def _pump(self) -> None:
+        """Dispatch waiting jobs, then wait for and handle at least one event (a message or a death)."""
+        self._dispatch()
+        by_conn = {s.conn: s for s in self._slots}
+        by_sentinel = {s.process.sentinel: s for s in self._slots}
+        ready = wait(list(by_conn) + list(by_sentinel))
+        dead = []
+        for obj in ready:
+            if obj in by_conn:
+                self._read(by_conn[obj])
+        for obj in ready:
+            if obj in by_sentinel:
+                dead.append(by_sentinel[obj])
+        for slot in dead:
+            self._replace(slot)
+
+    def _read(self, slot: _Slot) -> None:
+        """Take every message waiting on ``slot``'s pipe (a worker may answer and then die)."""
+        try:
+            while slot.conn.poll():
+                kind, job_id, value = slot.conn.recv()
+                if kind == "ready":
+                    slot.ready = True
+                elif kind == "init_error":
+                    raise _rebuild(value)
+                else:
+                    job, slot.job = slot.job, None
+                    if job is None or job.id != job_id or job.cancelled:
+                        continue
+                    if kind == "ok":
+                        job.result = value
+                    else:
+                        job.error = _rebuild(value)
+                    job.done = True
+        except (EOFError, OSError):
+            pass  # a broken pipe: the process is dead or dying, its sentinel handles it
+
+    def _replace(self, slot: _Slot) -> None:
+        """``slot``'s process died: put its job back in front of the queue and start a new worker."""
+        self._read(slot)
+        slot.process.join(timeout=1)
+        slot.conn.close()
+        job = slot.job
+        if job is not None and not job.cancelled:
+            if job.tries >= self.max_tries:
+                job.error = WorkerLost(f"a job killed its worker {job.tries} times (exit code "
+                                       f"{slot.process.exitcode}); last worker pid {slot.process.pid}")
+                job.done = True
+            else:
+                self._queue.appendleft(job)
+        elif not slot.ready and self.replaced > self.workers * self.max_tries:
+            raise WorkerLost(f"worker processes keep dying while starting (exit code {slot.process.exitcode})")
+        self._slots[self._slots.index(slot)] = self._spawn()
+        self.replaced += 1
