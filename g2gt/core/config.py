@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-__all__ = ["AMP_HELP", "AMP_MODES", "TrainConfig", "dataclass_from_dict", "option"]
+__all__ = ["AMP_HELP", "AMP_MODES", "DictConfig", "TrainConfig", "dataclass_from_dict", "option"]
 
 T = TypeVar("T")
 
@@ -46,8 +46,21 @@ def dataclass_from_dict(cls: type[T], d: dict, strict: bool = False) -> T:
     return cls(**kw)
 
 
+class DictConfig:
+    """Mixin for config dataclasses: :meth:`to_dict` (JSON-ready, tuples as lists: what checkpoints and
+    ``config.json`` hold) and :meth:`from_dict` (:func:`dataclass_from_dict`: unknown keys of other versions
+    are ignored, lists become tuples again)."""
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls: type[T], d: dict) -> T:
+        return dataclass_from_dict(cls, d)
+
+
 @dataclass
-class TrainConfig:
+class TrainConfig(DictConfig):
     """Optimisation and bookkeeping settings of the :class:`g2gt.core.train.Trainer` (saved inside checkpoints).
 
     The budget is ``max_steps`` updates and / or ``max_minutes`` of training time, both counted over the
@@ -87,12 +100,3 @@ class TrainConfig:
     progress: bool = option(True, "progress bar", "runtime")
     find_unused_parameters: bool = option(False, "DDP: set when some parameters get no gradient in a step",
                                           "runtime")
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["betas"] = list(self.betas)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> TrainConfig:
-        return dataclass_from_dict(cls, d)

@@ -11,9 +11,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ..core.config import AMP_HELP, TrainConfig, dataclass_from_dict, option
+from ..core.config import AMP_HELP, DictConfig, TrainConfig, option
 
 __all__ = ["Seq2SeqSettings", "Seq2SeqTrainConfig", "SELECT_MODES"]
 
@@ -22,7 +22,7 @@ SELECT_MODES = {"dev_loss": "min", "bleu": "max"}
 
 
 @dataclass
-class Seq2SeqSettings:
+class Seq2SeqSettings(DictConfig):
     """Data and decoding settings of a seq2seq model (saved inside its checkpoint).
 
     ``max_distance``: clip distance ``k`` of the source chain labels (0 = no chain
@@ -46,16 +46,10 @@ class Seq2SeqSettings:
     max_len_a: float = 1.5
     max_len_b: int = 10
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Seq2SeqSettings:
-        return dataclass_from_dict(cls, d)
 
 
 @dataclass
-class Seq2SeqTrainConfig:
+class Seq2SeqTrainConfig(DictConfig):
     """Everything :func:`train_seq2seq` needs besides the data; the defaults are the project's recipe.
 
     Field metadata ``{"help", "group"}`` documents each field; ``g2gt train seq2seq`` builds its options
@@ -111,12 +105,6 @@ class Seq2SeqTrainConfig:
     amp: str = option("auto", AMP_HELP, "runtime")
     progress: bool = option(True, "progress bars and a data summary on stderr", "runtime")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Seq2SeqTrainConfig:
-        return dataclass_from_dict(cls, d)
 
     def train_config(self) -> TrainConfig:
         """The :class:`g2gt.core.config.TrainConfig` of this recipe (``select`` chooses ``best.pt``)."""

@@ -31,12 +31,13 @@ Loss (summed over words): binary cross-entropy of every (word, candidate head) p
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ...core.config import DictConfig
 from ...core.graph import num_chain_labels, relative_position_labels
 from ...nn.heads import MLP, BiaffineLabelScorer, CharCNNWordEncoder
 from ...nn.transformer import GraphEncoder
@@ -49,7 +50,7 @@ NUM_PATHS = len(PATH_NAMES)
 
 
 @dataclass
-class EnhancedConfig:
+class EnhancedConfig(DictConfig):
     """Hyper-parameters of :class:`EnhancedModel` (saved in checkpoints as ``model_config``)."""
 
     num_words: int
@@ -74,13 +75,6 @@ class EnhancedConfig:
     activation: str = "gelu"
     label_weight: float = 1.0
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "EnhancedConfig":
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def tree_channel(heads: Tensor, rels: Tensor, words_mask: Tensor) -> Tensor:
