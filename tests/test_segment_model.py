@@ -17,7 +17,8 @@ from g2gt.ud.tokenize import (
     render_document, text_from_sentences, train_segmenter,
 )
 from g2gt.ud.tokenize.data import STYLES
-from g2gt.ud.tokenize.train import default_train_config, main, relearn_lexicon
+from g2gt.cli.main import main as g2gt_main
+from g2gt.ud.tokenize.train import default_train_config, relearn_lexicon
 
 TINY = dict(d_model=32, num_layers=2, num_heads=2, ffn_dim=64, window=48, context=8)
 
@@ -163,8 +164,8 @@ def test_relearn_lexicon_upgrades_an_old_checkpoint_and_keeps_the_weights(tmp_pa
     old = {**state, "task": {k: v for k, v in state["task"].items() if k != "mwt_always"}}
     torch.save(old, tmp_path / "old.pt")  # as saved before the always-split set existed
     assert Segmenter.load(tmp_path / "old.pt").lexicon.always == frozenset()
-    assert main(["--train", str(EWT_SAMPLE_TRAIN), "--relearn-lexicon", str(tmp_path / "old.pt"),
-                 "--out", str(tmp_path / "new.pt")]) == 0
+    assert g2gt_main(["train", "segmenter", "--train", str(EWT_SAMPLE_TRAIN), "--relearn-lexicon",
+                      str(tmp_path / "old.pt"), "--out", str(tmp_path / "new.pt")]) == 0
     new = torch.load(tmp_path / "new.pt", weights_only=True)
     assert new["task"]["mwt_always"] and "don't" in new["task"]["mwt_always"]
     assert all(torch.equal(new["model"][k], v) for k, v in state["model"].items())

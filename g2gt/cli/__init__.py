@@ -10,6 +10,7 @@ COMMAND_MODULES = [
     "g2gt.cli.ud",        # evaluate, draw
     "g2gt.cli.enhanced",  # train enhanced, enhance
     "g2gt.cli.models",    # models, export-model
+    "g2gt.cli.treebank",  # train segmenter, train pipeline, package
     "g2gt.cli.bench",     # bench
     "g2gt.cli.serve",     # serve
 ]

@@ -19,16 +19,17 @@ def register(subparsers) -> None:
 
 
 def _configure_models(p: argparse.ArgumentParser) -> None:
-    p.description = ("List the models shipped inside the package (g2gt/models/NAME: no download needed), "
-                     "with their parts and measured scores. Use one with 'g2gt parse --model NAME' or "
-                     "g2gt.load(NAME); the default is en_ewt.")
+    p.description = ("List the models shipped inside the package (g2gt/ud/models/NAME: no download needed) and "
+                     "the model packages installed in this environment (pip install models/NAME; see "
+                     "'g2gt package'), with their parts and measured scores. Use one with 'g2gt parse --model "
+                     "NAME' or g2gt.load(NAME); the default is en_ewt.")
     p.add_argument("name", nargs="?", help="show this model's whole card (model.json)")
     add_common_options(p)
     p.set_defaults(func=run_models)
 
 
 def run_models(args: argparse.Namespace) -> int:
-    from ..ud.models import available_models, model_card
+    from ..ud.models import available_models, installed_models, model_card, shipped_models
 
     if args.name:
         try:
@@ -37,13 +38,14 @@ def run_models(args: argparse.Namespace) -> int:
             raise UsageError(str(e)) from None
         print(json.dumps(card, indent=2, ensure_ascii=False))
         return 0
-    names = available_models()
+    names, shipped, installed = available_models(), shipped_models(), installed_models()
     if not names:
-        print("no shipped models in this installation")
+        print("no shipped or installed models in this installation")
     for name in names:
         card = model_card(name)
         parts = ", ".join(card.get("parts", {})) or "?"
-        print(f"{name}\t{card.get('description', '')}\tparts: {parts}")
+        where = "shipped" if name in shipped else f"installed package: {installed[name]}"
+        print(f"{name}\t{card.get('description', '')}\tparts: {parts}\t({where})")
         print(f"\t{_score_line(card)}")
     return 0
 

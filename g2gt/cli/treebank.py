@@ -1,0 +1,247 @@
+"""From a UD treebank to an installable model: ``g2gt train segmenter``, ``g2gt train pipeline`` and
+``g2gt package``.
+
+Segmenter options come from :class:`g2gt.ud.tokenize.SegmenterConfig` / :class:`SegmentDataConfig`,
+optimisation options from :class:`g2gt.core.config.TrainConfig` with the recipe's defaults
+(:func:`g2gt.ud.tokenize.train.default_train_config`), the language-dependent settings from
+:func:`g2gt.ud.tokenize.train_segmenter`'s keyword arguments (auto by default). The pipeline recipe is
+:mod:`g2gt.ud.recipe`; packages are written by :mod:`g2gt.ud.models.package`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from ..data import EWT_DEV, EWT_TRAIN
+from .common import (
+    UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime, check_folder_path,
+    check_input_path, data_file_arg, option_values, progress_enabled,
+)
+
+SEG_MODEL_SKIP = ("vocab_size", "spaces_in_tokens")
+SEG_TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
+                     "eval_every", "seed", "amp")
+SEG_TRAIN_CLI_DEFAULTS = {"max_minutes": 20.0}
+SEG_TASK_OPTIONS = ("english_rules", "spaces_in_tokens", "expander")
+SEG_TASK_HELP = {
+    "english_rules": "English clitic rules for unseen multiword tokens (default: on when the --train file is "
+                     "named en_*)",
+    "spaces_in_tokens": "a single space may be inside a token, as in Vietnamese words (default: on when at "
+                        "least 1% of the training tokens hold a space)",
+    "expander": "train the learned multiword-token expander (default: when the training data has at least 50 "
+                "different multiword tokens)",
+}
+
+
+def register(subparsers) -> None:
+    subparsers.add_parser("package", help="make an installable Python package (pip install DIR) of a model folder",
+                          configure=_configure_package)
+
+
+def register_train(subparsers) -> None:
+    subparsers.add_parser("segmenter", help="train the learned tokenizer / sentence splitter / multiword-token "
+                          "expander", configure=_configure_segmenter)
+    subparsers.add_parser("pipeline", help="train every stage a UD treebank supports into one model folder",
+                          configure=_configure_pipeline)
+
+
+def _pipeline_command(args: argparse.Namespace) -> str:
+    """The ``g2gt train pipeline`` command of ``args`` (for the model card), with the options that were set."""
+    from ..ud.recipe import STAGE_SHARES
+
+    words = ["g2gt", "train", "pipeline"]
+    for flag, value in (("--treebank", args.treebank), ("--train", args.train), ("--dev", args.dev),
+                        ("--out", args.out), ("--name", args.name), ("--lang", args.lang),
+                        ("--max-minutes", f"{args.max_minutes:g}"),
+                        *((f"--{s}-minutes", getattr(args, f"{s}_minutes")) for s in STAGE_SHARES),
+                        ("--threads", args.threads or None), ("--batch-tokens", args.batch_tokens),
+                        ("--device", None if args.device == "auto" else args.device)):
+        if value is not None:
+            words += [flag, str(value)]
+    words += [flag for flag, on in (("--resume", args.resume), ("--no-enhancer", not args.enhancer)) if on]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+# ---------------------------------------------------------------------------- train segmenter
+def _configure_segmenter(p: argparse.ArgumentParser) -> None:
+    from ..core.config import AMP_MODES, TrainConfig
+    from ..ud.tokenize import SegmentDataConfig, SegmenterConfig, train_segmenter
+    from ..ud.tokenize.train import default_train_config
+
+    p.description = (
+        "Train the learned tokenizer, sentence splitter and multiword-token expander on a CoNLL-U treebank "
+        "(its # newdoc / # newpar structure and SpaceAfter give the raw text back). A character chain-graph "
+        "tagger marks token, sentence and multiword-token ends; a small character encoder-decoder expands "
+        "multiword tokens not seen in training (trained first, in OUT/expander, when the treebank has enough "
+        "of them). Writes OUT/best.pt, last.pt and log.jsonl.")
+    p.epilog = (
+        "examples:\n"
+        "  g2gt train segmenter --train fr_sequoia-ud-train.conllu.gz --dev fr_sequoia-ud-dev.conllu.gz \\\n"
+        "      --out runs/fr_sequoia/segmenter --max-minutes 10 --threads 1\n"
+        "  g2gt train segmenter --out runs/segmenter --resume        # continue an interrupted run\n"
+        "  g2gt train segmenter --train train.conllu --relearn-lexicon runs/segmenter --out relexed.pt\n"
+        "Defaults for --train / --dev: $G2GT_DATA/" + EWT_TRAIN + " and $G2GT_DATA/" + EWT_DEV + ".")
+    data = p.add_argument_group("data")
+    data.add_argument("--train", metavar="FILE", help="training CoNLL-U (plain or .gz; default: UD EWT train)")
+    data.add_argument("--dev", metavar="FILE", help="development CoNLL-U for model selection (default: UD EWT dev)")
+    data.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs); with "
+                      "--relearn-lexicon the checkpoint file to write")
+    data.add_argument("--resume", action="store_true", help="continue from OUT/last.pt (same budget, same settings)")
+    data.add_argument("--relearn-lexicon", metavar="CHECKPOINT", default=None,
+                      help="do not train: copy this segmenter checkpoint (or training folder) to --out with its "
+                           "multiword-token lexicon learned anew from --train, weights untouched")
+    fields = [f for f in SegmenterConfig.__dataclass_fields__ if f not in SEG_MODEL_SKIP]
+    add_dataclass_options(p.add_argument_group("model"), SegmenterConfig, fields)
+    add_dataclass_options(p.add_argument_group("training text"), SegmentDataConfig)
+    add_signature_options(p.add_argument_group("language"), train_segmenter, SEG_TASK_OPTIONS, help=SEG_TASK_HELP,
+                          defaults={"english_rules": None})
+    p.add_argument_group("language").add_argument(
+        "--expander-minutes", type=float, default=None, metavar="X",
+        help="the expander's training minutes, added to --max-minutes (default: 15%% of it, at most 3)")
+    base = default_train_config()
+    defaults = {name: getattr(base, name) for name in SEG_TRAIN_OPTIONS} | SEG_TRAIN_CLI_DEFAULTS
+    add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, SEG_TRAIN_OPTIONS,
+                          defaults=defaults, choices={"amp": AMP_MODES})
+    add_common_options(p, uses=("device", "threads", "progress", "debug"))
+    p.set_defaults(func=run_segmenter)
+
+
+def is_english_treebank(path: str | Path) -> bool:
+    """Whether a UD file name says English (``en_ewt-ud-train.conllu``)."""
+    return Path(path).name.lower().startswith("en_")
+
+
+def run_segmenter(args: argparse.Namespace) -> int:
+    from ..ud.io.conllu import read_conllu
+    from ..ud.tokenize import SegmentDataConfig, SegmenterConfig, train_segmenter
+    from ..ud.tokenize.train import default_train_config, expander_budget, relearn_lexicon
+
+    train_path = data_file_arg(args.train, EWT_TRAIN, "--train")
+    if args.relearn_lexicon is not None:
+        lex = relearn_lexicon(args.relearn_lexicon, read_conllu(train_path), args.out)
+        print(f"{args.out}: {len(lex)} multiword-token splits, {len(lex.always)} always split", file=sys.stderr)
+        return 0
+    dev_path = data_file_arg(args.dev, EWT_DEV, "--dev")
+    check_folder_path(args.out, "--out")
+    device = apply_runtime(args)
+    tc = default_train_config(**option_values(args, SEG_TRAIN_OPTIONS), device=device, progress=progress_enabled(args))
+    fields = [f for f in SegmenterConfig.__dataclass_fields__ if f not in SEG_MODEL_SKIP]
+    english = args.english_rules if args.english_rules is not None else is_english_treebank(train_path)
+    t0 = time.time()
+    seg = train_segmenter(read_conllu(train_path), read_conllu(dev_path), args.out,
+                          SegmenterConfig(**option_values(args, fields)), tc, args.resume,
+                          SegmentDataConfig(**option_values(args, SegmentDataConfig.__dataclass_fields__)),
+                          english_rules=english, spaces_in_tokens=args.spaces_in_tokens, expander=args.expander,
+                          expander_train_config=expander_budget(tc, args.expander_minutes))
+    print(f"done in {(time.time() - t0) / 60:.1f} min: {seg}; best.pt in {args.out}", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- train pipeline
+def _configure_pipeline(p: argparse.ArgumentParser) -> None:
+    from ..ud.recipe import DEFAULT_MINUTES, STAGE_SHARES
+
+    shares = ", ".join(f"{k} {v:.0%}" for k, v in STAGE_SHARES.items())
+    p.description = (
+        "Train every stage a UD treebank supports and write one model folder: the tokenizer, sentence splitter "
+        "and multiword-token expander (g2gt train segmenter), the tagger (UPOS / XPOS / UFeats, the columns the "
+        "treebank fills), lemmatizer and parser (g2gt train parser), and the enhanced-UD model when the "
+        "treebank has DEPS (g2gt train enhanced). Each stage trains in its own folder OUT/<stage>; --resume "
+        "continues an interrupted stage with its own stored budget and reuses finished ones (also runs made by "
+        f"those commands). The budget is split {shares} unless a stage gets its own minutes. Then OUT/model is "
+        "written and scored on dev with the official CoNLL 2018 scorer, from raw text and from the gold "
+        "tokenisation; model.json holds the scores, the command, the wall time and the CPU.")
+    p.epilog = (
+        "examples:\n"
+        "  g2gt train pipeline --treebank UD_French-Sequoia --out runs/fr_sequoia --max-minutes 60 --threads 1\n"
+        "  g2gt train pipeline --train tr-train.conllu --dev tr-dev.conllu --name tr_imst --out runs/tr\n"
+        "  g2gt train pipeline --treebank UD_French-Sequoia --out runs/fr_sequoia --resume\n"
+        "  g2gt package runs/fr_sequoia/model --name fr_sequoia -o models/fr_sequoia\n"
+        "--treebank DIR: a folder as UD releases ship it, with *-ud-train.conllu[.gz] and *-ud-dev.conllu[.gz].")
+    data = p.add_argument_group("data")
+    data.add_argument("--treebank", metavar="DIR", help="a UD treebank folder (*-ud-train / *-ud-dev .conllu[.gz])")
+    data.add_argument("--train", metavar="FILE", help="training CoNLL-U (instead of --treebank)")
+    data.add_argument("--dev", metavar="FILE", help="development CoNLL-U (instead of --treebank)")
+    data.add_argument("--out", required=True, metavar="DIR", help="the run's folder: OUT/<stage> training "
+                      "folders, OUT/model the model folder, OUT/eval the dev predictions")
+    data.add_argument("--name", help="model name (default: from the file names, e.g. fr_sequoia)")
+    data.add_argument("--lang", help="language code (default: from the file names, e.g. fr)")
+    data.add_argument("--resume", action="store_true", help="continue unfinished stages, reuse finished ones")
+    budget = p.add_argument_group("budget")
+    budget.add_argument("--max-minutes", type=float, default=DEFAULT_MINUTES, metavar="X",
+                        help=f"training minutes of all stages together (default: {DEFAULT_MINUTES:g})")
+    for stage in STAGE_SHARES:
+        budget.add_argument(f"--{stage}-minutes", type=float, default=None, metavar="X",
+                            help=f"minutes of the {stage} stage (default: its share of --max-minutes)")
+    budget.add_argument("--no-enhancer", dest="enhancer", action="store_false",
+                        help="no enhanced-UD stage even when the treebank has DEPS")
+    budget.add_argument("--no-eval", dest="evaluate", action="store_false", help="skip the dev evaluation")
+    add_common_options(p, batch_tokens=None)
+    p.set_defaults(func=run_pipeline)
+
+
+def run_pipeline(args: argparse.Namespace) -> int:
+    from ..ud.recipe import STAGE_SHARES, find_treebank, train_pipeline
+
+    if args.treebank and (args.train or args.dev):
+        raise UsageError("give --treebank DIR or --train FILE --dev FILE, not both")
+    if args.treebank:
+        if not Path(args.treebank).is_dir():
+            raise UsageError(f"--treebank {args.treebank}: no such folder")
+        files = find_treebank(args.treebank)
+    elif args.train and args.dev:
+        check_input_path(args.train, "--train")
+        check_input_path(args.dev, "--dev")
+        files = find_treebank(None, args.train, args.dev)
+    else:
+        raise UsageError("give --treebank DIR (a UD treebank folder) or both --train FILE and --dev FILE")
+    check_folder_path(args.out, "--out")
+    if args.max_minutes <= 0:
+        raise UsageError(f"--max-minutes must be > 0, got {args.max_minutes:g}")
+    device = apply_runtime(args)
+    minutes = {s: getattr(args, f"{s}_minutes") for s in STAGE_SHARES if getattr(args, f"{s}_minutes") is not None}
+    card = train_pipeline(files, args.out, name=args.name, lang=args.lang, max_minutes=args.max_minutes,
+                          stage_minutes=minutes, resume=args.resume, device=device, progress=progress_enabled(args),
+                          batch_tokens=args.batch_tokens, enhancer=args.enhancer, evaluate=args.evaluate,
+                          command=_pipeline_command(args), threads=args.threads)
+    print(f"model folder: {Path(args.out) / 'model'} ({card.get('name')}); card: model.json", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- package
+def _configure_package(p: argparse.ArgumentParser) -> None:
+    from ..ud.models.package import MAX_PACKAGE_MB
+
+    p.description = (
+        "Write an installable Python package of a model folder (as spaCy ships its models): DIR/pyproject.toml "
+        "and the package g2gt_model_NAME with the model folder as package data, registered under the entry-point "
+        "group g2gt.models. 'pip install DIR' then works offline (the build backend is a small stdlib-only file "
+        "inside DIR), g2gt.load(NAME) finds the model and 'g2gt models' lists it. Refuses models over "
+        f"{MAX_PACKAGE_MB:g} MB.")
+    p.epilog = ("examples:\n"
+                "  g2gt package runs/fr_sequoia/model --name fr_sequoia -o models/fr_sequoia\n"
+                "  pip install models/fr_sequoia && g2gt parse --model fr_sequoia --text 'Il est parti.'")
+    p.add_argument("model", metavar="MODEL_DIR", help="a model folder (parser.pt, segmenter.pt ..., model.json)")
+    p.add_argument("--name", required=True, help="model name: lowercase letters, digits and _ (e.g. fr_sequoia)")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="the package folder to write (e.g. models/NAME)")
+    p.add_argument("--version", dest="pkg_version", default=None, help="package version (default: the library's)")
+    p.add_argument("--max-mb", type=float, default=MAX_PACKAGE_MB, help=f"size limit (default: {MAX_PACKAGE_MB:g})")
+    add_common_options(p, uses=("debug",))
+    p.set_defaults(func=run_package)
+
+
+def run_package(args: argparse.Namespace) -> int:
+    from ..ud.models import is_model_folder
+    from ..ud.models.package import build_package
+
+    if not is_model_folder(args.model):
+        raise UsageError(f"MODEL_DIR {args.model}: not a model folder (expected parser.pt and model.json, as "
+                         "'g2gt train pipeline' writes in OUT/model)")
+    check_folder_path(args.out, "-o")
+    out = build_package(args.model, args.name, args.out, version=args.pkg_version, max_mb=args.max_mb)
+    print(f"wrote {out}: pip install {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,258 @@
+"""Any UD treebank -> a model folder in one call: what ``g2gt train pipeline`` runs.
+
+:func:`train_pipeline` trains, in this order, each in its own training folder under ``out``:
+
+==============  =========================================================  ======================
+stage (folder)  what                                                       share of the budget
+==============  =========================================================  ======================
+``segmenter``   tokens, sentences, multiword tokens (+ the learned          20 %
+                expander when the treebank has enough multiword tokens)
+``parser``      UPOS / XPOS / UFeats (the columns the treebank fills),      65 %
+                lemmas, the dependency tree
+``enhancer``    enhanced UD graphs (DEPS), when the training data has them  15 %
+==============  =========================================================  ======================
+
+Shares are renormalised over the stages a treebank has; ``stage_minutes`` gives a stage its own minutes.
+A stage folder whose run used its whole budget is reused as it is (``resume=True``), one with an
+interrupted run is continued with the budget stored in its ``last.pt`` (:mod:`g2gt.ud.runs`): a parser
+trained before with ``g2gt train parser --out OUT/parser`` is picked up. Without ``resume`` an existing run
+is an error, never overwritten.
+
+Then ``out/model`` is written (:func:`g2gt.ud.models.export.export_model`: one file per stage, float16
+weights, ``model.json``) and scored on the dev set with the official CoNLL 2018 scorer from raw text and
+from the gold tokenisation (:mod:`g2gt.ud.recipe_eval`); the card gets the scores, the multiword-token
+accuracy, whether ``# text`` was rebuilt exactly, the UD validator's verdict, the command, the wall time
+and the CPU. The training settings of each stage are the defaults of its own command (``g2gt train
+segmenter / parser / enhanced``): :data:`PARSER_RECIPE`, :data:`ENHANCER_RECIPE`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["DEFAULT_MINUTES", "STAGE_SHARES", "PARSER_RECIPE", "ENHANCER_RECIPE", "TreebankFiles",
+           "find_treebank", "split_budget", "train_pipeline"]
+
+DEFAULT_MINUTES = 30.0
+#: share of the budget of each stage (renormalised over the stages a treebank has)
+STAGE_SHARES = {"segmenter": 0.20, "parser": 0.65, "enhancer": 0.15}
+#: ``g2gt train parser``'s defaults (g2gt/cli/parsing.py; a test checks they agree): model overrides,
+#: optimisation overrides, padded words per batch
+PARSER_RECIPE = {"model": {"num_layers": 4, "ffn_dim": 512, "dropout": 0.15},
+                 "train": {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 200}, "batch_tokens": 1500}
+#: ``g2gt train enhanced``'s defaults (g2gt/cli/enhanced.py)
+ENHANCER_RECIPE = {"model": {}, "train": {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 250, "cooldown": 0.3},
+                   "batch_tokens": 1500}
+_UD_FILE = re.compile(r"^(?P<name>(?P<lang>[a-z]{2,3})_[a-z0-9]+)-ud-(?P<split>train|dev|test)\.conllu(\.gz)?$")
+
+
+@dataclass
+class TreebankFiles:
+    """The training and dev files of a treebank, its ``name`` (``fr_sequoia``) and language code (``fr``);
+    ``folder``: the treebank folder when there is one (its ``LICENSE.txt`` goes into the card)."""
+
+    train: Path
+    dev: Path
+    name: str
+    lang: str
+    folder: Path | None = None
+
+
+def find_treebank(folder: str | os.PathLike | None, train: str | os.PathLike | None = None,
+                  dev: str | os.PathLike | None = None) -> TreebankFiles:
+    """The files of a UD treebank folder (``*-ud-train.conllu[.gz]``, ``*-ud-dev.conllu[.gz]``), or the
+    ``train`` / ``dev`` files given; name and language come from UD file names (``xx_name-ud-train``),
+    else ``xx`` / the file's stem."""
+    if folder is not None:
+        root = Path(folder)
+        found = {}
+        for split in ("train", "dev"):
+            hits = sorted(p for p in root.iterdir() if p.is_file() and re.search(rf"-ud-{split}\.conllu(\.gz)?$", p.name))
+            if len(hits) != 1:
+                what = "no" if not hits else f"{len(hits)}"
+                raise FileNotFoundError(f"{root}: {what} *-ud-{split}.conllu[.gz] file(s); a UD treebank folder has "
+                                        f"exactly one (or give --train FILE --dev FILE)")
+            found[split] = hits[0]
+        train, dev = found["train"], found["dev"]
+    if train is None or dev is None:
+        raise ValueError("find_treebank needs a treebank folder or both train and dev files")
+    m = _UD_FILE.match(Path(train).name)
+    name = m.group("name") if m else re.sub(r"\.conllu(\.gz)?$", "", Path(train).name).replace("-", "_")
+    return TreebankFiles(Path(train), Path(dev), name, m.group("lang") if m else "xx",
+                         Path(folder) if folder is not None else None)
+
+
+def split_budget(max_minutes: float, stages: Sequence[str], stage_minutes: dict[str, float] | None = None
+                 ) -> dict[str, float]:
+    """Minutes per stage: ``stage_minutes`` where given, the rest of ``max_minutes`` shared by
+    :data:`STAGE_SHARES` among the other ``stages``."""
+    fixed = {s: float(m) for s, m in (stage_minutes or {}).items() if s in stages}
+    rest = [s for s in stages if s not in fixed]
+    left = max(max_minutes - sum(fixed.values()), 0.0)
+    total = sum(STAGE_SHARES[s] for s in rest) or 1.0
+    out = {s: fixed[s] if s in fixed else left * STAGE_SHARES[s] / total for s in stages}
+    for s, m in out.items():
+        if m <= 0:
+            raise ValueError(f"the {s} stage gets {m:g} minutes; raise --max-minutes or give --{s}-minutes")
+    return out
+
+
+def _say(msg: str) -> None:
+    print(f"g2gt: {msg}", file=sys.stderr, flush=True)
+
+
+def _has_deps(sentences) -> bool:
+    return any(w["deps"] not in (None, "_", []) for s in sentences for w in s.words)
+
+
+def _mwt_types(sentences) -> int:
+    """Number of different (lowercased) multiword-token surfaces."""
+    from .tokenize.data import surface_tokens
+
+    return len({t.form.lower() for s in sentences for t in surface_tokens(s) if t.is_mwt})
+
+
+def _stage_config(folder: Path, resume: bool, fresh: Callable[[], object], **runtime):
+    """``(train_config, resume_flag, reused)`` for a stage folder (module docstring)."""
+    from .runs import run_state, stored_train_config
+
+    state = run_state(folder)
+    if not state.exists:
+        return fresh(), False, False
+    if not resume:
+        raise ValueError(f"{folder} already holds a training run ({state.step} updates); pass --resume to continue "
+                         "or reuse it, or give another --out")
+    if state.finished:
+        _say(f"{folder.name}: reusing the finished run in {folder} ({state.step} updates, {state.minutes:.1f} min, "
+             f"budget {state.budget})")
+        return None, True, True
+    _say(f"{folder.name}: resuming {folder} at update {state.step} ({state.minutes:.1f} of {state.budget})")
+    return stored_train_config(folder, **runtime), True, False
+
+
+def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | None = None, lang: str | None = None,
+                   max_minutes: float = DEFAULT_MINUTES, stage_minutes: dict[str, float] | None = None,
+                   resume: bool = False, device: str = "cpu", progress: bool = False, batch_tokens: int | None = None,
+                   enhancer: bool = True, evaluate: bool = True, command: str | None = None,
+                   threads: int = 0) -> dict:
+    """Train every stage ``files`` supports into ``out/<stage>``, write ``out/model`` and score it on dev
+    (module docstring). Returns the model card as written to ``out/model/model.json``."""
+    from ..core.config import TrainConfig
+    from .io.conllu import read_conllu
+    from .models.export import export_model
+    from .tokenize.train import EXPANDER_MIN_TYPES, default_train_config, expander_budget
+
+    t_start = time.time()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    name, lang = name or files.name, lang or files.lang
+    train = read_conllu(files.train, require_heads=True)
+    dev = read_conllu(files.dev, require_heads=True)
+    stages = ["segmenter", "parser"] + (["enhancer"] if enhancer and _has_deps(train) and _has_deps(dev) else [])
+    minutes = split_budget(max_minutes, stages, stage_minutes)
+    plan = ", ".join(f"{s} {minutes[s]:.1f} min" for s in stages)
+    _say(f"{name}: {len(train)} training and {len(dev)} dev sentences; stages: {plan}")
+    runtime = dict(device=device, progress=progress)
+    info: dict[str, dict] = {}
+
+    # ---- 1. tokenizer, sentence splitter, multiword tokens
+    from .tokenize import train_segmenter
+
+    folder = out / "segmenter"
+    seg_tc = default_train_config(max_minutes=minutes["segmenter"], **runtime)
+    exp_tc = expander_budget(seg_tc)
+    expander = _mwt_types(train) >= EXPANDER_MIN_TYPES
+    if expander:  # the expander's minutes come out of the stage's
+        seg_tc = dataclasses.replace(seg_tc, max_minutes=max(minutes["segmenter"] - exp_tc.max_minutes, 0.01))
+    _say(f"[1/{len(stages)}] segmenter -> {folder}")
+    tc, resumed, reused = _stage_config(folder, resume, lambda: seg_tc, **runtime)
+    if not reused:
+        train_segmenter(train, dev, folder, train_config=tc, resume=resumed, english_rules=lang == "en",
+                        expander=expander, expander_train_config=exp_tc)
+    info["segmenter"] = _stage_info(folder, reused)
+
+    # ---- 2. tagger, lemmatizer, parser
+    from .parse import train_parser
+
+    folder = out / "parser"
+    par_tc = TrainConfig(**PARSER_RECIPE["train"], max_minutes=minutes["parser"], metric="las", metric_mode="max",
+                         **runtime)
+    _say(f"[2/{len(stages)}] parser -> {folder}")
+    tc, resumed, reused = _stage_config(folder, resume, lambda: par_tc, **runtime)
+    if not reused:
+        train_parser(train, dev, folder, dict(PARSER_RECIPE["model"]), tc,
+                     max_tokens=batch_tokens or PARSER_RECIPE["batch_tokens"], resume=resumed)
+    info["parser"] = _stage_info(folder, reused)
+
+    # ---- 3. enhanced UD
+    if "enhancer" in stages:
+        from .enhance import train_enhanced
+
+        folder = out / "enhancer"
+        enh_tc = TrainConfig(**ENHANCER_RECIPE["train"], max_minutes=minutes["enhancer"], metric="elas",
+                             metric_mode="max", **runtime)
+        _say(f"[3/{len(stages)}] enhancer -> {folder}")
+        tc, resumed, reused = _stage_config(folder, resume, lambda: enh_tc, **runtime)
+        if not reused:
+            train_enhanced(train, dev, folder, dict(ENHANCER_RECIPE["model"]), tc,
+                           max_tokens=batch_tokens or ENHANCER_RECIPE["batch_tokens"], resume=resumed)
+        info["enhancer"] = _stage_info(folder, reused)
+
+    # ---- the model folder and its card
+    from .recipe_eval import machine_facts, score_model, treebank_facts
+
+    card = {
+        "name": name, "language": lang,
+        "description": f"{name}: tokenizer, sentence splitter, multiword tokens, tagger, lemmatizer, parser"
+                       + (", enhanced UD" if "enhancer" in stages else "") + f" (trained on {files.train.name})",
+        **treebank_facts(files, train, dev),
+        "commands": {"pipeline": command or f"train_pipeline({files.train.name!r}, {str(out)!r})"},
+        "training_minutes": {s: round(i["minutes"], 2) for s, i in info.items()},
+        "steps": {s: i["step"] for s, i in info.items()},
+        "budget_minutes": {s: round(m, 2) for s, m in minutes.items()},
+        "stages": info,
+    }
+    model_dir = out / "model"
+    export_model(model_dir, out / "parser", out / "segmenter", out / "enhancer" if "enhancer" in stages else None,
+                 card)
+    t_trained = time.time()
+    if evaluate:
+        _say(f"scoring {model_dir} on {files.dev.name} (raw text and gold tokenisation)")
+        card.update(score_model(model_dir, dev, lang, out / "eval", enhanced="enhancer" in stages))
+    card["training"] = {"wall_minutes": round((t_trained - t_start) / 60, 2),
+                        "wall_minutes_with_evaluation": round((time.time() - t_start) / 60, 2),
+                        "max_minutes": max_minutes, "threads": threads or None, "device": device, **machine_facts()}
+    from .models import write_card
+
+    write_card(model_dir, card)
+    _say(f"done in {(time.time() - t_start) / 60:.1f} min; {model_dir}/model.json")
+    return card
+
+
+def _stage_info(folder: Path, reused: bool) -> dict:
+    """Facts of a finished stage folder for the card: updates, minutes, best dev value, parameters."""
+    from ..core.checkpoint import load_checkpoint, resolve_checkpoint
+    from .runs import run_state
+
+    state = run_state(folder)
+    best = load_checkpoint(resolve_checkpoint(folder))
+    params = sum(v.numel() for v in best["model"].values())
+    task = best.get("task") or {}
+    out = {"folder": str(folder), "step": state.step, "minutes": state.minutes, "budget": state.budget,
+           "reused": reused, "best_dev_internal": best.get("best"), "best_step": best.get("step"),
+           "parameters": params}
+    if task.get("kind") == "segmenter":
+        from .tokenize.config import SegmenterConfig
+
+        exp = task.get("mwt_expander")
+        out.update(spaces_in_tokens=SegmenterConfig.from_dict(best["model_config"]).spaces_in_tokens,
+                   mwt_rules=task.get("mwt_rules", "en"), mwt_lexicon=len(task.get("mwt", {})),
+                   expander_parameters=sum(v.numel() for v in exp["state"].values()) if exp else 0)
+    return out

@@ -1,0 +1,163 @@
+"""Language-agnostic tokenisation: the learned multiword-token expander, the lexicon's rules setting, and tokens
+that contain a space (Vietnamese), with the text rebuilt exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
+from g2gt.ud.io import read_conllu, sentence_from_tokens
+from g2gt.ud.tokenize import SegmentDataConfig, Segmenter, SegmenterConfig, text_from_sentences, train_segmenter
+from g2gt.ud.tokenize.casing import lower_chars, restore_words
+from g2gt.ud.tokenize.chars import CharVocab
+from g2gt.ud.tokenize.config import ExpanderConfig
+from g2gt.ud.tokenize.data import Document, GoldToken, render_document
+from g2gt.ud.tokenize.expander import ExpanderVocab, MWTExpander
+from g2gt.ud.tokenize.expander_train import expander_train_config, train_expander
+from g2gt.ud.tokenize.mwt import MWTLexicon
+from g2gt.ud.tokenize.output import build_sentences
+from g2gt.ud.tokenize.spans import decode_spans, joinable_spaces
+from g2gt.ud.tokenize.train import default_train_config
+
+TINY_EXP = ExpanderConfig(d_model=32, num_heads=2, num_layers=1, ffn_dim=64, dropout=0.0, label_smoothing=0.0,
+                          batch_pairs=16)
+SEG_TINY = SegmenterConfig(d_model=32, num_layers=1, num_heads=2, ffn_dim=64, window=48, context=8)
+
+
+# ---------------------------------------------------------------------------- casing and vocabulary
+@given(st.text(min_size=2, max_size=12).filter(lambda s: not any(c.isspace() for c in s)), st.data())
+def test_a_predicted_cut_of_the_surface_keeps_its_exact_characters(surface, data):
+    cut = data.draw(st.integers(1, len(surface) - 1))
+    words = [lower_chars(surface[:cut]), lower_chars(surface[cut:])]
+    assert restore_words(surface, words) == [surface[:cut], surface[cut:]]
+    hidden = ["\x00" * len(words[0]), words[1]]  # characters the model does not know come back too
+    assert restore_words(surface, hidden) == [surface[:cut], surface[cut:]]
+
+
+def test_restore_words_casing_and_rejections():
+    assert restore_words("Du", ["de", "le"]) == ["De", "le"]
+    assert restore_words("AUX", ["à", "les"]) == ["À", "LES"]
+    assert restore_words("στο", ["σ", "το"]) == ["σ", "το"]
+    assert restore_words("du", ["d\x00", "le"]) is None  # an unknown character it cannot give back
+    assert restore_words("du", ["de", ""]) is None and restore_words("du", []) is None
+
+
+def test_expander_vocab_round_trip():
+    v = ExpanderVocab.build([("Du", ("de", "le")), ("στο", ("σ", "το"))])
+    ids = v.encode_words(["de", "le"])
+    assert v.decode(ids) == ["de", "le"]
+    assert v.encode_surface("DU")[1:] == v.encode_surface("du")[1:]  # lowercased
+    assert ExpanderVocab(v.to_list()).itos == v.itos
+
+
+# ---------------------------------------------------------------------------- lexicon rules
+def test_english_rules_only_when_asked():
+    en, none = MWTLexicon({}, rules="en"), MWTLexicon({}, rules="none")
+    assert en.expand("don't") == ["do", "n't"] and en.words("dont", False) == ["do", "nt"]
+    assert none.expand("don't") == ["don't"] and none.words("dont", False) == ["dont"]
+    assert none.words("les", True) == ["les"]  # no English possessive rule on a French word
+    with pytest.raises(ValueError, match="rules"):
+        MWTLexicon({}, rules="fr")
+
+
+def test_checkpoint_entries_round_trip_and_old_checkpoints_are_english():
+    lex = MWTLexicon({"du": ["de", "le"]}, ["du"], rules="none")
+    again = MWTLexicon.from_checkpoint(lex.checkpoint_entries())
+    assert (again.table, again.always, again.rules, again.expander) == (lex.table, lex.always, "none", None)
+    assert MWTLexicon.from_checkpoint({"mwt": {}, "mwt_always": []}).rules == "en"
+    assert again.words("Du", False) == ["De", "le"]
+
+
+# ---------------------------------------------------------------------------- the expander
+PAIRS = [("du", ("de", "le")), ("au", ("à", "le")), ("aux", ("à", "les")), ("des", ("de", "les")),
+         ("evdeki", ("evde", "ki")), ("yoldaki", ("yolda", "ki")), ("bahçedeki", ("bahçede", "ki")),
+         ("masadaki", ("masada", "ki"))] * 4
+
+
+def test_expander_learns_its_pairs_and_round_trips_through_the_checkpoint_entry(tmp_path):
+    tc = expander_train_config(max_steps=150, eval_every=150, lr=1e-2, warmup=0.05, progress=False, device="cpu")
+    exp = train_expander(PAIRS, PAIRS[:8], tmp_path, TINY_EXP, tc)
+    log = (tmp_path / "log.jsonl").read_text()
+    assert '"accuracy": 100.0' in log  # the model fits the eight pairs exactly
+    assert exp.expand_many(["Du", "AUX", "evdeki"]) == [["De", "le"], ["À", "LES"], ["evde", "ki"]]
+    again = MWTExpander.from_dict(exp.to_dict())
+    assert again.expand_many([s for s, _ in PAIRS[:8]]) == exp.expand_many([s for s, _ in PAIRS[:8]])
+    lex = MWTLexicon({}, rules="none", expander=again)
+    lex.prepare(["du", "yoldaki"])
+    assert lex.words("du", True) == ["de", "le"] and lex.words("du", False) == ["du"]
+
+
+def test_a_segmenter_checkpoint_carries_its_expander(tmp_path):
+    train, dev = read_conllu(EWT_SAMPLE_TRAIN)[:300], read_conllu(EWT_SAMPLE_DEV)[:20]
+    tc = default_train_config(max_steps=2, eval_every=0, progress=False, device="cpu")
+    exp_tc = expander_train_config(max_steps=3, eval_every=3, progress=False, device="cpu")
+    seg = train_segmenter(train, dev, tmp_path, SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=8),
+                          expander=True, expander_config=TINY_EXP, expander_train_config=exp_tc)
+    assert seg.lexicon.expander is not None and seg.lexicon.rules == "none"
+    saved = torch.load(tmp_path / "expander" / "best.pt", weights_only=True)["model"]
+    mine = seg.lexicon.expander.model.state_dict()
+    assert all(torch.equal(mine[k], v.half().float()) for k, v in saved.items())
+    seg.save(tmp_path / "segmenter.pt")  # the stage file of a model folder keeps it
+    back = Segmenter.load(tmp_path / "segmenter.pt", dtype=None)
+    assert back.lexicon.expander is not None and back.lexicon.rules == "none"
+    surfaces = ["gonna", "cannot", "wanna"]
+    assert back.lexicon.expander.expand_many(surfaces) == seg.lexicon.expander.expand_many(surfaces)
+
+
+# ---------------------------------------------------------------------------- tokens with a space
+VI = "Tôi nhớ chủ tịch xã Bùi Văn Luyến .  Hiện nay\txã có"
+VI_TOKENS = ["Tôi", "nhớ", "chủ tịch", "xã", "Bùi Văn Luyến", ".", "Hiện nay", "xã", "có"]
+
+
+def _decisions(text: str, tokens: list[str]):
+    ends = np.zeros(len(text), bool)
+    pos = 0
+    for t in tokens:
+        pos = text.index(t, pos) + len(t)
+        ends[pos - 1] = True
+    return ends
+
+
+def test_joinable_spaces_are_single_spaces_between_characters():
+    is_space = np.array([c.isspace() for c in VI])
+    j = joinable_spaces(VI, is_space)
+    assert all(VI[i] == " " and not VI[i - 1].isspace() and not VI[i + 1].isspace() for i in np.flatnonzero(j))
+    assert not j[VI.index("  ")] and not j[VI.index("\t")]
+
+
+def test_tokens_with_spaces_and_the_text_back():
+    vocab = CharVocab(list("abc"))
+    _, _, is_space, is_glue = vocab.lookup(VI)
+    ends = _decisions(VI, VI_TOKENS)
+    sents = np.zeros(len(VI), bool)
+    sents[VI.index(".")] = True
+    z = np.zeros(len(VI), bool)
+    spans = decode_spans(VI, ends, sents, z, is_space, is_glue, joinable=joinable_spaces(VI, is_space))
+    got = [VI[a:b] for a, b in zip(spans.starts.tolist(), spans.ends.tolist())]
+    assert got == VI_TOKENS
+    sentences = build_sentences(VI, spans, MWTLexicon(rules="none"))
+    assert [s.forms for s in sentences] == [VI_TOKENS[:6], VI_TOKENS[6:]]
+    assert sentences[0].metadata["text"] == "Tôi nhớ chủ tịch xã Bùi Văn Luyến ."
+    assert text_from_sentences(sentences) == VI
+    plain = decode_spans(VI, ends, sents, z, is_space, is_glue)  # a model without spaces_in_tokens
+    assert len(plain) == len(VI.split())
+
+
+def test_spaces_in_tokens_is_chosen_from_the_data(tmp_path):
+    def doc(sentences):
+        return [sentence_from_tokens([(t, [t], True) for t in s]) for s in sentences]
+
+    vi = doc([VI_TOKENS[:6], VI_TOKENS[6:] + ["."]] * 20)
+    rendered = render_document(Document(None, [[[GoldToken(t, (t,)) for t in VI_TOKENS]]]), "wrap")
+    assert "chủ tịch" in rendered.text  # wrapping never breaks a token at its inner space
+    tc = default_train_config(max_steps=1, eval_every=0, progress=False, device="cpu")
+    seg = train_segmenter(vi, vi[:4], tmp_path / "vi", SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=4))
+    assert seg.model.config.spaces_in_tokens and seg.lexicon.expander is None
+    assert text_from_sentences(seg(VI)) == VI  # whatever the one-step model decides, the text comes back
+    en = read_conllu(EWT_SAMPLE_TRAIN)[:40]
+    seg = train_segmenter(en, en[:4], tmp_path / "en", SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=4))
+    assert not seg.model.config.spaces_in_tokens
