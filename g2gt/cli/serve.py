@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 
 from .common import UsageError, add_common_options, apply_runtime, non_negative_int, positive_int
 
@@ -84,5 +86,15 @@ def run_serve(args: argparse.Namespace) -> int:
     server = make_server(app, access_log=args.access_log, graceful_timeout=args.graceful_timeout,
                          log_level="debug" if args.debug else "warning")
     announce(sock, list(models), args.workers, torch.get_num_threads())
-    server.run(sockets=[sock])
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again once it has restored the handler it
+    # found: this one, so that a graceful stop ends with status 0 instead of death by signal
+    stopped: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stopped.append(signum))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    stats = app.state.batcher.stats
+    print(f"g2gt serve: stopped{' (SIGTERM)' if stopped else ''} after {stats['jobs']} parse requests",
+          file=sys.stderr, flush=True)
     return 0

@@ -3,9 +3,15 @@
 A request becomes a :class:`Job` (a ``key`` naming what may share a batch, e.g. model and options; a
 ``size``, e.g. words; a ``payload``) and waits on an asyncio future. Each worker thread repeatedly takes the
 oldest job and every later job with the same key, in arrival order, until the batch holds ``max_size`` (always
-at least one job); when the oldest job is younger than ``max_wait`` seconds and the batch is not full, it
-waits for more, but never past ``oldest arrival + max_wait``. So under load a batch is whatever piled up while
-the previous batch ran (no added wait), and a lone request waits at most ``max_wait``.
+at least one job).
+
+How long it waits for company: a worker that becomes free expects ``target`` = the jobs of the batch it just
+finished + the jobs already queued: the clients it knows to be active. It takes the batch as soon as ``target``
+same-key jobs are queued or ``max_size`` is reached, and at the latest ``max_wait`` seconds after ``max(it
+became free, the oldest job arrived)``. So no job waits for company longer than ``max_wait``, a lone client
+does not wait at all, and under load the clients just answered get up to ``max_wait`` to send their next
+request and join the batch, instead of splitting into two half-size batches that alternate (each batch pays
+the model's fixed cost per call).
 
 ``run(key, payloads) -> results`` does the work in the worker thread: one result per payload, an exception
 instance for a payload that failed (raised to its caller only). Latency of a job = its wait for a worker +
@@ -115,20 +121,25 @@ class Batcher:
             job.future.cancel()
 
     # ------------------------------------------------------------------ worker side
-    def _take(self) -> list[Job] | None:
-        """The next batch (None when closing with nothing left)."""
+    def _take(self, last: int) -> list[Job] | None:
+        """The next batch (None when closing with nothing left); ``last``: jobs in this worker's last batch."""
         with self._cond:
+            free = time.monotonic()
+            target = max(1, last + len(self._queue))
             while True:
                 while not self._queue:
                     if self._closing:
                         return None
                     self._cond.wait()
                 first = self._queue[0]
-                wait = first.arrived + self.max_wait - time.monotonic()
-                if wait <= 0 or self._closing or self._size_for(first.key) >= self.max_size:
+                key = first.key
+                wait = max(free, first.arrived) + self.max_wait - time.monotonic()
+                if wait <= 0 or self._closing:
+                    break
+                same = [j for j in self._queue if j.key == key]
+                if len(same) >= target or sum(j.size for j in same) >= self.max_size:
                     break
                 self._cond.wait(wait)
-            key = first.key
             batch, size = [], 0
             for job in list(self._queue):
                 if job.key != key:
@@ -145,14 +156,13 @@ class Batcher:
             self.stats["max_batch_jobs"] = max(self.stats["max_batch_jobs"], len(batch))
             return batch
 
-    def _size_for(self, key: Hashable) -> int:
-        return sum(j.size for j in self._queue if j.key == key)
-
     def _work(self) -> None:
+        last = 0
         while True:
-            batch = self._take()
+            batch = self._take(last)
             if batch is None:
                 return
+            last = len(batch)
             try:
                 results = list(self.run(batch[0].key, [j.payload for j in batch]))
                 if len(results) != len(batch):

@@ -17,7 +17,9 @@ __all__ = ["bind", "make_server", "announce"]
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host:port`` (``port`` 0: any free port; IPv6 when ``host`` has a colon)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on accepted sockets whose proto says TCP, and
+    # without it a keep-alive response written in two parts waits ~40 ms for the client's delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

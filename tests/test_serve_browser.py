@@ -1,0 +1,127 @@
+"""The web page of ``g2gt serve`` driven as a person would: headless Chromium (Debian's ``chromium`` and
+``chromium-driver``) through Selenium types text, presses Parse, and the drawn trees are checked against the
+model's own parse: one word node per word and one arc per word, from the right head. A screenshot is saved
+(``$G2GT_TEST_ARTIFACTS`` or the test's temporary folder)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from test_serve_harness import LiveServer
+
+from g2gt.serve.adapter import load_models
+from g2gt.serve.app import create_app
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (pip install selenium)")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="needs Debian's chromium and chromium-driver "
+                                "(apt-get install -y chromium chromium-driver; .ci/run installs them)")
+
+TEXT = "The dog that barked ran away. I don't think it will rain tomorrow."
+
+
+@pytest.fixture(scope="module")
+def models():
+    return load_models(["en_ewt"])
+
+
+@pytest.fixture(scope="module")
+def server(models):
+    with LiveServer(create_app(models)) as live:
+        yield live
+
+
+@pytest.fixture
+def browser(tmp_path):
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1000,1100", f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _arcs(svg) -> set[tuple[int, int]]:
+    """``(head, dependent)`` pairs (1-based, head 0 = root) read off the drawing's geometry: each arc starts
+    near its head's word and ends near its dependent's."""
+    from selenium.webdriver.common.by import By
+
+    centers = [float(w.get_attribute("x")) for w in svg.find_elements(By.CSS_SELECTOR, "text.word")]
+
+    def nearest(x: float) -> int:
+        return 1 + min(range(len(centers)), key=lambda i: abs(centers[i] - x))
+
+    pairs = set()
+    for path in svg.find_elements(By.CSS_SELECTOR, "path.arc"):
+        xs = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", path.get_attribute("d"))][0::2]
+        if "root" in path.get_attribute("class"):
+            pairs.add((0, nearest(xs[0])))
+        else:
+            pairs.add((nearest(xs[0]), nearest(xs[-1])))
+    return pairs
+
+
+def test_page_parses_text_and_draws_the_right_trees(server, models, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(server.url + "/")
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
+    box = browser.find_element(By.ID, "text")
+    box.clear()
+    box.send_keys(TEXT)
+    browser.find_element(By.ID, "enhanced").click()
+    browser.find_element(By.ID, "parse").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "words"))
+
+    expected = models["en_ewt"].nlp(TEXT)
+    sections = browser.find_elements(By.CSS_SELECTOR, "#results section.sentence")
+    assert len(sections) == len(expected) == 2
+    for section, sent in zip(sections, expected):
+        svg = section.find_element(By.CSS_SELECTOR, ".tree svg")
+        words = [w.text for w in svg.find_elements(By.CSS_SELECTOR, "text.word")]
+        assert words == sent.forms  # one node per word, in order
+        assert len(svg.find_elements(By.CSS_SELECTOR, "path.arc")) == len(sent)  # one arc per word
+        assert _arcs(svg) == {(h, d) for d, h in enumerate(sent.heads, 1)}
+        labels = sorted(t.text for t in svg.find_elements(By.CSS_SELECTOR, "text.label"))
+        assert labels == sorted(sent.deprels)
+        rows = section.find_elements(By.CSS_SELECTOR, "table.columns tr.word")
+        assert [r.find_elements(By.TAG_NAME, "td")[6].text for r in rows] == [str(h) for h in sent.heads]
+        graph = section.find_element(By.CSS_SELECTOR, ".enhanced svg.graph-enhanced")
+        assert len(graph.find_elements(By.CSS_SELECTOR, "text.word")) >= len(sent)
+    assert section.find_elements(By.CSS_SELECTOR, "tr.mwt")  # don't = do + n't has its own row
+    href = browser.find_element(By.ID, "download").get_attribute("href")
+    assert href.startswith("blob:")
+
+    out = Path(os.environ.get("G2GT_TEST_ARTIFACTS") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    shot = out / "serve_page.png"
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 1000
+
+
+def test_page_shows_a_server_error(server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(server.url + "/")
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
+    browser.find_element(By.ID, "parse").click()  # nothing typed
+    WebDriverWait(browser, 30).until(ec.visibility_of_element_located((By.ID, "error")))
+    assert "Type some text" in browser.find_element(By.ID, "error").text
