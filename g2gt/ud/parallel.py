@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator
 
+from .corpus import FilesReport, plan_files
 from .pool import ProcessPool
 
 __all__ = ["Recipe", "ParallelPipeline", "job_plan", "PARSE_CHUNK"]
@@ -49,49 +50,48 @@ PARSE_OPTIONS = ("keep", "enhanced", "refine_steps", "algorithm", "use_input_gra
 # ---------------------------------------------------------------------------- the worker's recipe
 @dataclass(frozen=True)
 class Recipe:
-    """What a worker needs to build its pipeline (picklable; see :func:`g2gt.load` for the fields).
-
-    ``options``: keyword arguments of every ``Pipeline.__call__`` (keep, enhanced, refine_steps, algorithm,
-    use_input_graph, max_tokens). ``keep_freed_memory``: apply :func:`g2gt.core._compat.keep_freed_memory`
-    in the worker, as the ``g2gt`` command does in its own process.
-    """
+    """What a worker needs to build its pipeline (picklable; the fields are :func:`g2gt.load`'s).
+    ``keep_freed_memory``: apply :func:`g2gt.core._compat.keep_freed_memory` in the worker, as the ``g2gt``
+    command does in its own process. Calling it (in the worker) loads the pipeline and returns the job
+    handler."""
 
     model: str = "en_ewt"
     device: str = "cpu"
     dtype: str | None = "auto"
     tokenizer: str = "auto"
-    options: dict = field(default_factory=dict)
     keep_freed_memory: bool = True
 
-    def __post_init__(self) -> None:
-        unknown = set(self.options) - set(PARSE_OPTIONS)
-        if unknown:
-            raise ValueError(f"unknown parse option(s) {sorted(unknown)}; expected some of {PARSE_OPTIONS}")
-
-    def __call__(self) -> "_Handler":
-        """Run in the worker: load the pipeline once and return the job handler."""
+    def __call__(self) -> "JobHandler":
         if self.keep_freed_memory:
             from ..core._compat import keep_freed_memory
 
             keep_freed_memory()
         from .pipeline import Pipeline
 
-        nlp = Pipeline.load(self.model, self.device, self.dtype, tokenizer=self.tokenizer)
-        if self.options.get("enhanced") and nlp.enhancer is None:
-            raise ValueError(f"enhanced=True: the model {self.model} has no enhanced-UD stage (enhancer.pt)")
-        return _Handler(nlp, dict(self.options))
+        return JobHandler(Pipeline.load(self.model, self.device, self.dtype, tokenizer=self.tokenizer))
 
 
-class _Handler:
-    """The worker's side of a job: ``(kind, data) -> result``."""
+def check_options(options: dict) -> dict:
+    """``options`` for ``Pipeline.__call__`` (a ``ValueError`` naming an unknown one), ``max_tokens`` filled in."""
+    unknown = set(options) - set(PARSE_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown parse option(s) {sorted(unknown)}; expected some of {', '.join(PARSE_OPTIONS)}")
+    return {"max_tokens": 3000, **options}
 
-    def __init__(self, nlp, options: dict) -> None:
-        self.nlp, self.options = nlp, options
 
-    def __call__(self, job: tuple[str, Any]) -> Any:
-        kind, data = job
+class JobHandler:
+    """The worker's side of a job, ``(kind, data, options) -> result``, around one loaded pipeline ``nlp``."""
+
+    def __init__(self, nlp) -> None:
+        self.nlp = nlp
+
+    def __call__(self, job: tuple[str, Any, dict]) -> Any:
+        kind, data, options = job
         if kind == "parse":  # sentences in length-sorted order -> their CoNLL-U text, same order
-            return [s.serialize() for s in self.nlp(data, progress=False, **self.options)]
+            if options.get("enhanced") and self.nlp.enhancer is None:
+                raise ValueError(f"enhanced=True: the model {self.nlp.source} has no enhanced-UD stage "
+                                 "(enhancer.pt); use a model folder that has one, e.g. the shipped en_ewt")
+            return [s.serialize() for s in self.nlp(data, progress=False, **options)]
         if kind == "segment":  # one paragraph block -> sentences s1, s2 ... (renumbered by the main process)
             return self.nlp.tokenize.segment(data, sent_id_prefix="s", first_id=1)
         if kind == "text":  # a whole text, for a tokenizer without weights
@@ -135,25 +135,24 @@ class ParallelPipeline:
     """``workers`` processes, each holding one pipeline (see the module docstring).
 
     Args:
-        model, device, dtype, tokenizer: as :func:`g2gt.load`.
+        model, device, dtype, tokenizer: as :func:`g2gt.load` (``tokenizer`` matters for raw text only).
         workers: processes (one torch thread each by default, ``threads``).
         chunk: sentences per chunk (2000, as ``g2gt parse``: the same chunks give the same bytes).
         progress: one progress bar (sentences) over all workers, on stderr.
         start_method, max_tries: see :class:`g2gt.ud.pool.ProcessPool`.
-        options: ``Pipeline.__call__`` keyword arguments for every sentence (keep, enhanced, refine_steps,
-            algorithm, use_input_graph, max_tokens).
+
+    The parsing methods take ``Pipeline.__call__``'s keyword arguments (keep, enhanced, refine_steps,
+    algorithm, use_input_graph, max_tokens) as ``**options``.
     """
 
     def __init__(self, model: str = "en_ewt", workers: int = 2, *, device: str = "cpu", dtype: str | None = "auto",
                  tokenizer: str = "auto", chunk: int = PARSE_CHUNK, progress: bool = False, threads: int = 1,
-                 start_method: str | None = None, max_tries: int = 3, keep_freed_memory: bool = True,
-                 **options: Any) -> None:
-        options.setdefault("max_tokens", 3000)
-        self.recipe = Recipe(str(model), str(device), dtype, tokenizer, options, keep_freed_memory)
+                 start_method: str | None = None, max_tries: int = 3, keep_freed_memory: bool = True) -> None:
+        self.recipe = Recipe(str(model), str(device), dtype, tokenizer, keep_freed_memory)
         self.chunk = chunk
         self.progress = progress
         self.pool = ProcessPool(self.recipe, workers, threads=threads, start_method=start_method,
-                                max_tries=max_tries)
+                                max_tries=max_tries, preload=("torch",))
         self._info: dict | None = None
 
     def __enter__(self) -> "ParallelPipeline":
@@ -168,25 +167,24 @@ class ParallelPipeline:
 
     @property
     def info(self) -> dict:
-        """What a worker's pipeline is (``learned_tokenizer``, ``source``); loads the workers."""
+        """What a worker's pipeline is (``learned_tokenizer``, ``source``); waits for the workers to load."""
         if self._info is None:
-            self._info = self.pool.run(("info", None))
+            self._info = self.pool.run(("info", None, {}))
         return self._info
 
     # ------------------------------------------------------------------ sentences
     def parse_sentences(self, sentences: Iterable, stats: dict | None = None,
-                        on_done: Callable[[int], None] | None = None) -> Iterator[str]:
+                        on_done: Callable[[int], None] | None = None, **options: Any) -> Iterator[str]:
         """The CoNLL-U text of each parsed sentence of ``sentences`` (:class:`g2gt.ud.io.Sentence`), in order.
         Counts ``sentences`` / ``words`` into ``stats``; ``on_done(n)`` after each job of ``n`` sentences."""
-        opts = self.recipe.options
-        enhanced, max_tokens = bool(opts.get("enhanced")), int(opts["max_tokens"])
-        check = bool(opts.get("use_input_graph"))
+        options = check_options(options)
+        enhanced, max_tokens = bool(options.get("enhanced")), int(options["max_tokens"])
         meta: deque[tuple[int, list[int]]] = deque()  # per submitted job: (its chunk's number, positions)
-        chunk_sizes: dict[int, int] = {}
+        sizes: dict[int, int] = {}
 
-        def jobs() -> Iterator[tuple[str, list]]:
+        def jobs() -> Iterator[tuple[str, list, dict]]:
             for c, part in enumerate(_chunks(sentences, self.chunk)):
-                if check:  # the first bad tree in input order fails, as in one process
+                if options.get("use_input_graph"):  # the first bad tree in input order fails, as in one process
                     from .parse.decode import check_input_trees
 
                     check_input_trees(part)
@@ -194,10 +192,10 @@ class ParallelPipeline:
                     stats["sentences"] = stats.get("sentences", 0) + len(part)
                     stats["words"] = stats.get("words", 0) + sum(len(s) for s in part)
                 order, cuts = job_plan([len(s.forms) + 1 for s in part], max_tokens, enhanced)
-                chunk_sizes[c] = len(part)
+                sizes[c] = len(part)
                 for a, b in zip(cuts, cuts[1:]):
                     meta.append((c, order[a:b]))
-                    yield "parse", [part[i] for i in order[a:b]]
+                    yield "parse", [part[i] for i in order[a:b]], options
 
         bar = _progress_bar(self.progress)
         out: list[str | None] = []
@@ -206,7 +204,7 @@ class ParallelPipeline:
             for texts in self.pool.map(jobs()):
                 c, positions = meta.popleft()
                 if c != current:
-                    current, out, filled = c, [None] * chunk_sizes.pop(c), 0
+                    current, out, filled = c, [None] * sizes.pop(c), 0
                 for i, text in zip(positions, texts):
                     out[i] = text
                 filled += len(positions)
@@ -222,17 +220,17 @@ class ParallelPipeline:
 
     # ------------------------------------------------------------------ raw text
     def text_sentences(self, text: str) -> Iterator:
-        """The sentences of a raw-text document, segmented by the workers, numbered as
+        """The sentences of a raw-text document, segmented by the workers and numbered as
         :meth:`g2gt.ud.pipeline.Pipeline.text_sentences` numbers them (lazily, block by block)."""
         if not text.strip():
             return
         if not self.info["learned_tokenizer"]:
-            yield from self.pool.run(("text", text))
+            yield from self.pool.run(("text", text, {}))
             return
         from .tokenize.text import paragraph_blocks
 
         k = 0
-        for i, sents in enumerate(self.pool.map(("segment", b) for b in paragraph_blocks(text))):
+        for i, sents in enumerate(self.pool.map(("segment", b, {}) for b in paragraph_blocks(text))):
             if i and sents:
                 sents[0].tokens.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
             for s in sents:
@@ -240,18 +238,18 @@ class ParallelPipeline:
                 s.tokens.metadata["sent_id"] = f"s{k}"
                 yield s
 
-    def parse_text(self, text: str, stats: dict | None = None) -> Iterator[str]:
+    def parse_text(self, text: str, stats: dict | None = None, **options: Any) -> Iterator[str]:
         """The CoNLL-U text of each sentence of a raw-text document, in order."""
-        return self.parse_sentences(self.text_sentences(text), stats)
+        return self.parse_sentences(self.text_sentences(text), stats, **options)
 
     # ------------------------------------------------------------------ files
-    def parse_file(self, source, output, kind: str = "conllu", name: str | None = None) -> dict:
+    def parse_file(self, source, output, kind: str = "conllu", name: str | None = None, **options: Any) -> dict:
         """Parse one input (a path, ``"-"`` or a stream; ``kind``: ``conllu``, ``raw`` or ``lines``) into
         ``output`` (a path, written atomically, ``"-"`` or a stream). Returns ``{"sentences", "words"}``."""
         from ..core.files import open_output
 
         stats = {"sentences": 0, "words": 0}
-        blocks = self.parse_sentences(read_input(source, kind, name, self.text_sentences), stats)
+        blocks = self.parse_sentences(read_input(source, kind, name, self.text_sentences), stats, **options)
         if hasattr(output, "write"):
             for block in blocks:
                 output.write(block)
@@ -260,6 +258,24 @@ class ParallelPipeline:
             for block in blocks:
                 f.write(block)
         return stats
+
+    def parse_files(self, inputs: Iterable, output_dir, kind: str = "conllu", resume: bool = False,
+                    **options: Any) -> FilesReport:
+        """One output per input in ``output_dir`` (see :mod:`g2gt.ud.corpus`): each written atomically, with
+        ``resume`` the finished ones skipped; a file that fails (``FILE:LINE: ...``) is reported in the
+        returned :class:`~g2gt.ud.corpus.FilesReport` and the others go on."""
+        todo, skipped = plan_files(inputs, output_dir, resume)
+        report = FilesReport(skipped=[str(d) for _, d in skipped])
+        for src, dst in todo:
+            try:
+                stats = self.parse_file(src, dst, kind, **options)
+            except (ValueError, OSError) as e:  # bad input (InputError, CoNLLUError, JobError), unreadable file
+                report.failed.append((src, str(e)))
+                continue
+            report.done.append(str(dst))
+            report.sentences += stats["sentences"]
+            report.words += stats["words"]
+        return report
 
 
 def read_input(source, kind: str, name: str | None = None,

@@ -64,17 +64,16 @@ def default_start_method() -> str:
 def _worker_main(conn, factory: Callable[[], Callable[[Any], Any]], threads: int) -> None:
     """A worker process: set the thread count, build the handler once, then answer jobs until told to stop."""
     if threads > 0:
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # read by torch when it is imported
             os.environ[var] = str(threads)
-        if "torch" in sys.modules or _torch_importable():
-            import torch
-
-            torch.set_num_threads(threads)
+        _torch_threads(threads)
     try:
         handler = factory()
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("init_error", None, _describe(e)))
         return
+    if threads > 0:
+        _torch_threads(threads)  # the factory may have imported torch
     conn.send(("ready", None, os.getpid()))
     while True:
         try:
@@ -92,10 +91,11 @@ def _worker_main(conn, factory: Callable[[], Callable[[Any], Any]], threads: int
         conn.send(("ok", job_id, result))
 
 
-def _torch_importable() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("torch") is not None
+def _torch_threads(threads: int) -> None:
+    """``torch.set_num_threads`` when torch is imported (a handler without torch does not pay its import)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
 
 
 def _describe(e: BaseException) -> tuple[str, str, bool, str]:
@@ -137,6 +137,8 @@ class ProcessPool:
         threads: torch / OpenMP threads per worker (default 1; 0 = leave the library default).
         start_method: ``"forkserver"`` or ``"spawn"`` (default: :func:`default_start_method`).
         max_tries: runs of one job that may end in a dead worker before it fails with :class:`WorkerLost`.
+        preload: modules the ``forkserver`` imports before it forks the workers (e.g. ``("torch",)``: paid
+            once, and its memory pages are shared); takes effect when this process's server first starts.
 
     Use it as a context manager (``with ProcessPool(...) as pool: ...``); leaving it stops the workers.
     ``pool.pids`` are the live workers' process ids, ``pool.replaced`` counts the workers started to
@@ -144,7 +146,7 @@ class ProcessPool:
     """
 
     def __init__(self, factory: Callable[[], Callable[[Any], Any]], workers: int, *, threads: int = 1,
-                 start_method: str | None = None, max_tries: int = 3) -> None:
+                 start_method: str | None = None, max_tries: int = 3, preload: tuple[str, ...] = ()) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if max_tries < 1:
@@ -154,6 +156,8 @@ class ProcessPool:
             raise ValueError("start_method='fork' is not supported (torch and fork do not mix); use 'forkserver' "
                              "or 'spawn'")
         self._ctx = mp.get_context(method)
+        if method == "forkserver" and preload:
+            self._ctx.set_forkserver_preload(list(preload))  # imported once in the server, shared by the forks
         self.factory, self.workers, self.threads, self.max_tries = factory, workers, threads, max_tries
         self._slots: list[_Slot] = []
         self._queue: deque[_Job] = deque()

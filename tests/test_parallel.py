@@ -1,0 +1,200 @@
+"""Worker processes (g2gt.ud.pool, g2gt.ud.parallel): input order, the bytes of one process, nothing lost
+or doubled when a worker is killed, one bad file failing alone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from g2gt.data import EWT_SAMPLE_DEV
+from g2gt.ud.corpus import output_name, plan_files
+from g2gt.ud.pool import JobError, ProcessPool, WorkerLost
+
+
+# ---------------------------------------------------------------------------- the pool, without a model
+class Squarer:
+    """A factory (picklable, runs in the worker): a handler that squares, slowly; ``-1`` is bad input,
+    ``-2`` kills its own worker."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+
+    def __call__(self):
+        def handle(x: int) -> tuple[int, int]:
+            if x == -1:
+                raise ValueError("bad.txt:7: not a number")
+            if x == -2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(self.delay)
+            return x * x, os.getpid()
+
+        return handle
+
+
+def test_pool_keeps_input_order_and_uses_every_worker():
+    with ProcessPool(Squarer(0.02), 2) as pool:
+        out = list(pool.map(range(30)))
+    assert [r for r, _ in out] == [x * x for x in range(30)]
+    assert len({pid for _, pid in out}) == 2
+
+
+def test_pool_job_error_is_a_value_error_with_the_message():
+    with ProcessPool(Squarer(), 2) as pool:
+        it = pool.map([1, 2, -1, 4])
+        assert [next(it)[0], next(it)[0]] == [1, 4]
+        with pytest.raises(JobError, match=r"bad\.txt:7: not a number"):
+            next(it)
+        assert [r for r, _ in pool.map([5, 6])] == [25, 36]  # the pool goes on
+
+
+def test_pool_replaces_a_killed_worker_and_redoes_its_job():
+    n = 24
+    with ProcessPool(Squarer(0.1), 2) as pool:
+        out = []
+        for k, (r, _) in enumerate(pool.map(range(n))):
+            out.append(r)
+            if k == 2:
+                victim = pool.pids[0]
+                os.kill(victim, signal.SIGKILL)
+        assert pool.replaced == 1
+        assert victim not in pool.pids and len(pool.pids) == 2
+    assert out == [x * x for x in range(n)]  # every result exactly once, in order
+
+
+def test_pool_gives_up_on_a_job_that_kills_every_worker():
+    with ProcessPool(Squarer(), 2, max_tries=2) as pool:
+        with pytest.raises(WorkerLost, match="2 times"):
+            list(pool.map([1, -2, 3]))
+
+
+def test_pool_refuses_fork():
+    with pytest.raises(ValueError, match="fork"):
+        ProcessPool(Squarer(), 1, start_method="fork")
+
+
+# ---------------------------------------------------------------------------- output names
+def test_output_names_and_plan(tmp_path):
+    assert output_name("a/story.txt") == "story.conllu"
+    assert output_name("b/dev.conllu.gz") == "dev.conllu"
+    assert output_name("notes") == "notes.conllu"
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    for p in ("x/a.txt", "y/a.conllu", "x/b.txt"):
+        (tmp_path / p).write_text("Hi.\n")
+    with pytest.raises(ValueError, match="both write"):
+        plan_files([tmp_path / "x/a.txt", tmp_path / "y/a.conllu"], tmp_path / "out")
+    out = tmp_path / "out"
+    todo, skipped = plan_files([tmp_path / "x/a.txt", tmp_path / "x/b.txt"], out)
+    assert [d.name for _, d in todo] == ["a.conllu", "b.conllu"] and not skipped
+    (out / "a.conllu").write_text("")
+    todo, skipped = plan_files([tmp_path / "x/a.txt", tmp_path / "x/b.txt"], out, resume=True)
+    assert [d.name for _, d in todo] == ["b.conllu"] and [d.name for _, d in skipped] == ["a.conllu"]
+
+
+# ---------------------------------------------------------------------------- the shipped model
+@pytest.fixture(scope="module")
+def nlp():
+    import g2gt
+
+    return g2gt.load("en_ewt")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from g2gt.ud.parallel import ParallelPipeline
+
+    with ParallelPipeline("en_ewt", workers=2, chunk=60) as pp:
+        yield pp
+
+
+@pytest.fixture(scope="module")
+def sample():
+    from g2gt.ud.io import read_conllu
+
+    return read_conllu(EWT_SAMPLE_DEV)[:150]
+
+
+def _text(sentences, paragraph: int = 6) -> str:
+    """Raw text of ``sentences``: ``paragraph`` sentences per paragraph, blank lines between."""
+    paras = [" ".join(s.text for s in sentences[i:i + paragraph]) for i in range(0, len(sentences), paragraph)]
+    return "\n\n".join(paras) + "\n"
+
+
+def test_raw_text_sentence_ids_across_blocks_match_one_process(nlp, engine, sample):
+    from g2gt.ud.io import to_conllu_string
+    from g2gt.ud.tokenize.text import paragraph_blocks
+
+    text = _text(sample * 4)  # > 50,000 characters: several paragraph blocks, ids running across them
+    assert len(list(paragraph_blocks(text))) >= 2
+    one = to_conllu_string(nlp.text_sentences(text))
+    many = to_conllu_string(engine.text_sentences(text))
+    assert many == one
+    assert many.count("# newdoc") == one.count("# newdoc") >= 1
+
+
+def test_parse_text_is_byte_identical_to_one_process(nlp, engine, sample):
+    text = _text(sample)
+    kw = dict(max_tokens=400)  # many batches, several jobs per chunk, several chunks
+    one = "".join(s.serialize() for s in nlp.stream(nlp.text_sentences(text), engine.chunk, **kw))
+    stats: dict = {}
+    many = "".join(engine.parse_text(text, stats, **kw))
+    assert many == one
+    assert stats["sentences"] == one.count("# sent_id") and stats["words"] > 1000
+
+
+def test_conllu_enhanced_is_byte_identical_to_one_process(nlp, engine, sample):
+    part = sample[:80]
+    kw = dict(max_tokens=300, enhanced=True, keep=("lemma",))
+    one = "".join(s.serialize() for s in nlp.stream(part, engine.chunk, **kw))
+    many = "".join(engine.parse_sentences(part, **kw))
+    assert many == one
+    assert "_\t_\n" not in many.replace("\t_\t_\n", "")  # DEPS predicted
+
+
+def test_killed_worker_mid_run_loses_and_doubles_nothing(nlp, engine, sample):
+    from g2gt.ud.io import parse_conllu_string
+
+    part = sample[:120]
+    kw = dict(max_tokens=300)
+    killed = []
+
+    def kill_once(n: int) -> None:
+        if not killed:
+            killed.append(engine.pool.pids[0])
+            os.kill(killed[0], signal.SIGKILL)
+
+    before = engine.pool.replaced
+    many = "".join(engine.parse_sentences(part, on_done=kill_once, **kw))
+    assert killed and engine.pool.replaced == before + 1
+    out = parse_conllu_string(many)
+    assert len(out) == len(part)
+    assert [s.forms for s in out] == [s.forms for s in part]  # every sentence once, in order
+    assert many == "".join(s.serialize() for s in nlp.stream(part, engine.chunk, **kw))
+
+
+def test_parse_files_bad_file_fails_alone_and_resume_skips(engine, sample, tmp_path):
+    from g2gt.ud.io import read_conllu, to_conllu_string
+
+    good = tmp_path / "good.conllu"
+    good.write_text(to_conllu_string(sample[:10]), encoding="utf-8")
+    text = tmp_path / "story.txt"
+    text.write_text(_text(sample[10:16]), encoding="utf-8")
+    bad = tmp_path / "bad.conllu"
+    lines = to_conllu_string(sample[:3]).split("\n")
+    lines[5] = lines[5].replace("\t", " ")  # line 6: not 10 tab-separated columns
+    bad.write_text("\n".join(lines), encoding="utf-8")
+    out = tmp_path / "out"
+    report = engine.parse_files([good, bad], out)
+    assert report.done == [str(out / "good.conllu")]
+    assert len(report.failed) == 1 and report.failed[0][1].startswith(f"{bad}:6:")
+    assert not (out / "bad.conllu").exists() and not any(p.name.startswith(".") for p in out.iterdir())
+    assert [s.forms for s in read_conllu(out / "good.conllu")] == [s.forms for s in sample[:10]]
+    assert "1 failed" in report.summary() and f"{bad}:6:" in report.summary()
+    stamp = (out / "good.conllu").stat().st_mtime_ns
+    report = engine.parse_files([good, bad], out, resume=True)
+    assert report.skipped == [str(out / "good.conllu")] and (out / "good.conllu").stat().st_mtime_ns == stamp
+    report = engine.parse_files([text], out, kind="raw")
+    assert report.ok and report.sentences >= 5
