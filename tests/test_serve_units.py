@@ -68,13 +68,14 @@ def test_batcher_lone_client_does_not_wait_and_a_queue_forms_one_batch():
         rest = [batcher.submit(Job("k", 1, p)) for p in ("a", "b", "c")]
         gate.set()
         await asyncio.gather(f1, *rest)
+        await batcher.submit(Job("k", 1, "once"))  # after a batch of 3 it waits (up to 1 s) for 3 clients
         t0 = time.monotonic()
-        await batcher.submit(Job("k", 1, "alone"))  # one client, one job: no wait for company
+        await batcher.submit(Job("k", 1, "alone"))  # then one client, one job: no wait for company
         return time.monotonic() - t0
 
     alone = asyncio.run(main())
     batcher.close()
-    assert calls == [["first"], ["a", "b", "c"], ["alone"]]
+    assert calls == [["first"], ["a", "b", "c"], ["once"], ["alone"]]
     assert alone < 0.9  # max_wait is 1 s: it did not wait for it (generous bound: the machine is shared)
 
 
