@@ -38,7 +38,12 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 namespace {
 
@@ -69,6 +74,41 @@ inline void exp_inplace(float* x, int64_t n) {
 
 inline void exp_inplace(double* x, int64_t n) {
   for (int64_t j = 0; j < n; ++j) x[j] = std::exp(x[j]);
+}
+
+// s[0:n) += t[l[j]]: the label gather. With AVX-512, uint8 labels and a table of at most 128 entries,
+// 16 lanes at a time by in-register permutes (vpermi2ps over 32-entry slices of the table, the slice
+// picked by the label's bits 5-6); otherwise one lane at a time.
+template <typename T, typename Lab>
+inline void gather_add(T* s, int64_t n, const T* t, int64_t size, const Lab* l) {
+  int64_t j = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Lab, uint8_t>) {
+    if (size <= 128) {
+      alignas(64) float tab[128] = {0};
+      std::memcpy(tab, t, size * sizeof(float));
+      __m512 lo[4], hi[4];
+      for (int c = 0; c < 4; ++c) {
+        lo[c] = _mm512_load_ps(tab + 32 * c);
+        hi[c] = _mm512_load_ps(tab + 32 * c + 16);
+      }
+      const int slices = static_cast<int>((size + 31) / 32);
+      for (; j + 16 <= n; j += 16) {
+        const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l + j)));
+        __m512 g = _mm512_permutex2var_ps(lo[0], idx, hi[0]);
+        if (slices > 1) {
+          const __m512i slice = _mm512_srli_epi32(idx, 5);
+          for (int c = 1; c < slices; ++c) {
+            const __mmask16 m = _mm512_cmpeq_epi32_mask(slice, _mm512_set1_epi32(c));
+            g = _mm512_mask_blend_ps(m, g, _mm512_permutex2var_ps(lo[c], idx, hi[c]));
+          }
+        }
+        _mm512_storeu_ps(s + j, _mm512_add_ps(_mm512_loadu_ps(s + j), g));
+      }
+    }
+  }
+#endif
+  for (; j < n; ++j) s[j] += t[l[j]];
 }
 
 template <typename T>
@@ -108,14 +148,14 @@ struct Problem {
 
   // visible key columns of row i: [0, ncols(i))
   int64_t ncols(int64_t i) const { return causal ? std::clamp<int64_t>(i + offset + 1, 0, nk) : nk; }
+  int64_t size(int64_t c) const { return (c + 1 < C ? offs[c + 1] : L) - offs[c]; }
   const Lab* lab_row(int64_t b, int64_t c, int64_t i) const { return lab + b * lab_sb + c * lab_sc + i * lab_si; }
 
   // s[0:n) (scaled q.k) += label bias + add; -inf where masked.
   void score_row(T* s, int64_t n, int64_t b, int64_t h, int64_t i, const T* qa_row) const {
     for (int64_t c = 0; c < C; ++c) {
       const Lab* l = lab_row(b, c, i);
-      const T* t = qa_row + offs[c];
-      for (int64_t j = 0; j < n; ++j) s[j] += t[l[j]];
+      gather_add(s, n, qa_row + offs[c], size(c), l);
     }
     if (add.data) {
       const T* a = add.row(b, h, i);
@@ -134,33 +174,35 @@ struct Problem {
     }
   }
 
-  // dst[0:L) += sum_c sum_j [off_c + l^c_ij = l] src[j]; acc: 4 * L zeros (left zero). Four partial
-  // tables break the store-to-load chains of runs of equal labels (chain graphs).
-  void scatter_row(T* dst, const T* src, int64_t n, int64_t b, int64_t i, T* acc) const {
-    const bool split = 4 * L <= n;
+  // dst[r, 0:L) += sum_c sum_j [off_c + l^c_ij = l] src[r, j] for the block's rows r (query i0 + r);
+  // both with row stride ld (they are the label and key columns of one [rows, L + nk] buffer). Four rows are interleaved: a run of equal labels in one
+  // row (chain graphs) is a chain of dependent read-modify-writes, and four independent chains overlap.
+  void scatter_block(T* dst, const T* src, int64_t ld, int64_t rows, int64_t ncol, int64_t b, int64_t i0) const {
     for (int64_t c = 0; c < C; ++c) {
-      const Lab* l = lab_row(b, c, i);
-      T* base = split ? acc + offs[c] : dst + offs[c];
-      if (split) {
-        int64_t j = 0;
-        for (; j + 4 <= n; j += 4) {
-          base[l[j]] += src[j];
-          base[L + l[j + 1]] += src[j + 1];
-          base[2 * L + l[j + 2]] += src[j + 2];
-          base[3 * L + l[j + 3]] += src[j + 3];
+      int64_t r = 0;
+      for (; r + 4 <= rows; r += 4) {
+        const Lab* __restrict l0 = lab_row(b, c, i0 + r);
+        const Lab* __restrict l1 = lab_row(b, c, i0 + r + 1);
+        const Lab* __restrict l2 = lab_row(b, c, i0 + r + 2);
+        const Lab* __restrict l3 = lab_row(b, c, i0 + r + 3);
+        const T* __restrict s0 = src + r * ld;
+        T* d0 = dst + r * ld + offs[c];
+        for (int64_t j = 0; j < ncol; ++j) {
+          d0[l0[j]] += s0[j];
+          d0[ld + l1[j]] += s0[ld + j];
+          d0[2 * ld + l2[j]] += s0[2 * ld + j];
+          d0[3 * ld + l3[j]] += s0[3 * ld + j];
         }
-        for (; j < n; ++j) base[l[j]] += src[j];
-      } else {
-        for (int64_t j = 0; j < n; ++j) base[l[j]] += src[j];
       }
-    }
-    if (split) {
-      for (int64_t x = 0; x < L; ++x) {
-        dst[x] += (acc[x] + acc[L + x]) + (acc[2 * L + x] + acc[3 * L + x]);
-        acc[x] = acc[L + x] = acc[2 * L + x] = acc[3 * L + x] = T(0);
+      for (; r < rows; ++r) {
+        const Lab* l = lab_row(b, c, i0 + r);
+        const T* sr = src + r * ld;
+        T* d = dst + r * ld + offs[c];
+        for (int64_t j = 0; j < ncol; ++j) d[l[j]] += sr[j];
       }
     }
   }
+
 };
 
 
@@ -220,38 +262,59 @@ Problem<T, Lab> make_problem(const Tensor& q, const Tensor& k, const Tensor& a_k
   return p;
 }
 
+// [a; m_bh]: the label table a [L, dh] on top of the rows of m for one (b, h), as one contiguous
+// [L + n, dh] matrix, so that one product covers keys (values) and labels: with S_ext = Q [a_K; K]^T the
+// first L columns are qa and the rest the scores; [per | P] [a_V; V] = P V + per a_V.
+template <typename T>
+struct Stacked {
+  std::vector<T> buf;
+  int64_t L, n, dh;
+  Stacked(const Tensor& a, int64_t n_, bool used) : L(a.size(0)), n(n_), dh(a.size(1)) {
+    if (!used) return;
+    buf.resize((L + n) * dh);
+    std::memcpy(buf.data(), a.data_ptr<T>(), L * dh * sizeof(T));
+  }
+  void load(const Rows<T>& m, int64_t b, int64_t h, int64_t rows) {
+    for (int64_t j = 0; j < rows; ++j) std::memcpy(buf.data() + (L + j) * dh, m.row(b, h, j), dh * sizeof(T));
+  }
+  Tensor mat(int64_t rows, const at::TensorOptions& o) { return at::from_blob(buf.data(), {L + rows, dh}, o); }
+};
+
 template <typename T, typename Lab>
 void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a_k,
                   const std::optional<Tensor>& a_v, Tensor& out, Tensor& lse) {
-  const int64_t nq = P.nq, dh = P.dh, L = P.L, H = P.H;
-  const int64_t br = block_rows(nq, P.nk);
+  const int64_t nq = P.nq, nk = P.nk, dh = P.dh, L = P.L, H = P.H;
+  const int64_t br = block_rows(nq, nk);
   const int64_t nblk = (nq + br - 1) / br;
   const Rows<T> Q(q), K(k), V(v), O(out);
   T* lp = lse.data_ptr<T>();
   const bool values = a_v.has_value() && a_v->defined();
   const auto opts = q.options();
-  const Tensor akT = a_k.t();
   at::parallel_for(0, P.B * H * nblk, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> sbuf(br * P.nk), qa(br * L), per(values ? br * L : 0), acc(4 * L);
+    std::vector<T> sbuf(br * (L + nk));
+    Stacked<T> KA(a_k, nk, true), VA(values ? *a_v : a_k, nk, values);
+    int64_t loaded = -1;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / nblk, i0 = (task % nblk) * br, b = bh / H, h = bh % H;
       const int64_t rows = std::min(br, nq - i0);
-      const int64_t jmax = P.ncols(i0 + rows - 1);
+      const int64_t jmax = P.ncols(i0 + rows - 1), w = L + jmax;  // w: row width of [qa | S]
       Tensor Ob = O.mat(b, h, i0, rows, dh, opts);
       if (jmax == 0) {
         Ob.zero_();
         std::fill(lp + bh * nq + i0, lp + bh * nq + i0 + rows, kNegInf<T>);
         continue;
       }
-      Tensor Qb = Q.mat(b, h, i0, rows, dh, opts), S = buffer(sbuf, rows, jmax, opts);
-      at::addmm_out(S, S, Qb, K.mat(b, h, 0, jmax, dh, opts).t(), 0, P.scale);
-      Tensor QA = buffer(qa, rows, L, opts);
-      at::addmm_out(QA, QA, Qb, akT, 0, P.scale);
-      if (values) std::fill(per.begin(), per.end(), T(0));
+      if (bh != loaded) {
+        KA.load(K, b, h, nk);
+        if (values) VA.load(V, b, h, nk);
+        loaded = bh;
+      }
+      Tensor S = at::from_blob(sbuf.data(), {rows, w}, opts);
+      at::addmm_out(S, S, Q.mat(b, h, i0, rows, dh, opts), KA.mat(jmax, opts).t(), 0, P.scale);  // [qa | S]
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r, n = P.ncols(i);
-        T* s = sbuf.data() + r * jmax;
-        P.score_row(s, n, b, h, i, qa.data() + r * L);
+        T* s = sbuf.data() + r * w + L;
+        P.score_row(s, n, b, h, i, s - L);
         T m = kNegInf<T>;
 #pragma omp simd reduction(max : m)
         for (int64_t j = 0; j < n; ++j) m = s[j] > m ? s[j] : m;
@@ -271,10 +334,14 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
         for (int64_t j = 0; j < n; ++j) s[j] *= inv;
         std::fill(s + n, s + jmax, T(0));
         lp[bh * nq + i] = m + std::log(sum);
-        if (values) P.scatter_row(per.data() + r * L, s, n, b, i, acc.data());
       }
-      at::mm_out(Ob, S, V.mat(b, h, 0, jmax, dh, opts));
-      if (values) at::addmm_out(Ob, Ob, buffer(per, rows, L, opts), *a_v, 1, 1);
+      if (values) {  // [per | P] [a_V; V]
+        for (int64_t r = 0; r < rows; ++r) std::fill(sbuf.data() + r * w, sbuf.data() + r * w + L, T(0));
+        P.scatter_block(sbuf.data(), sbuf.data() + L, w, rows, jmax, b, i0);
+        at::mm_out(Ob, S, VA.mat(jmax, opts));
+      } else {
+        at::mm_out(Ob, S.narrow(1, L, jmax), V.mat(b, h, 0, jmax, dh, opts));
+      }
     }
   });
 }
@@ -282,24 +349,23 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
 template <typename T, typename Lab>
 void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                    const Tensor& out, const Tensor& lse, const Tensor& a_k, const std::optional<Tensor>& a_v,
-                   Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dak, Tensor& dav) {
+                   Tensor& dq, Tensor& dk_ext, Tensor& dv_ext) {
   const int64_t nq = P.nq, nk = P.nk, dh = P.dh, L = P.L;
   const int64_t br = block_rows(nq, nk);
   const bool values = a_v.has_value() && a_v->defined();
-  const Rows<T> Q(q), K(k), V(v), G(dout), O(out), dQ(dq), dK(dk), dV(dv);
+  const Rows<T> Q(q), K(k), V(v), G(dout), O(out), dQ(dq), dKA(dk_ext), dVA(dv_ext);
   const T* lp = lse.data_ptr<T>();
   const auto opts = q.options();
-  const Tensor akT = a_k.t();
-  std::mutex lock;
   at::parallel_for(0, P.B * P.H, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> pbuf(br * nk), dsbuf(br * nk), qa(br * L), dqa(br * L), acc(4 * L), delta(br);
-    std::vector<T> doa(values ? br * L : 0), per(values ? br * L : 0);
-    Tensor dAK = at::zeros({L, dh}, opts), dAV = values ? at::zeros({L, dh}, opts) : Tensor();
+    std::vector<T> pbuf(br * (L + nk)), dsbuf(br * (L + nk)), delta(br);
+    Stacked<T> KA(a_k, nk, true), VA(values ? *a_v : a_k, nk, values);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / P.H, h = bh % P.H;
+      KA.load(K, b, h, nk);
+      if (values) VA.load(V, b, h, nk);
       for (int64_t i0 = 0; i0 < nq; i0 += br) {
         const int64_t rows = std::min(br, nq - i0);
-        const int64_t jmax = P.ncols(i0 + rows - 1);
+        const int64_t jmax = P.ncols(i0 + rows - 1), w = L + jmax;
         const int64_t row0 = bh * nq + i0;
         Tensor dQb = dQ.mat(b, h, i0, rows, dh, opts);
         if (jmax == 0) {
@@ -307,63 +373,64 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
           continue;
         }
         Tensor Qb = Q.mat(b, h, i0, rows, dh, opts), Gb = G.mat(b, h, i0, rows, dh, opts);
-        Tensor Kj = K.mat(b, h, 0, jmax, dh, opts), Vj = V.mat(b, h, 0, jmax, dh, opts);
-        Tensor Pm = buffer(pbuf, rows, jmax, opts), dS = buffer(dsbuf, rows, jmax, opts);
-        Tensor QA = buffer(qa, rows, L, opts), dQA = buffer(dqa, rows, L, opts);
-        at::addmm_out(Pm, Pm, Qb, Kj.t(), 0, P.scale);
-        at::addmm_out(QA, QA, Qb, akT, 0, P.scale);
-        at::mm_out(dS, Gb, Vj.t());  // dP
+        Tensor Pm = at::from_blob(pbuf.data(), {rows, w}, opts), dS = at::from_blob(dsbuf.data(), {rows, w}, opts);
+        at::addmm_out(Pm, Pm, Qb, KA.mat(jmax, opts).t(), 0, P.scale);  // [qa | S]
         if (values) {
-          Tensor DOA = buffer(doa, rows, L, opts);
-          at::mm_out(DOA, Gb, a_v->t());
-          std::fill(per.begin(), per.begin() + rows * L, T(0));
+          at::mm_out(dS, Gb, VA.mat(jmax, opts).t());  // [doa | dP]
+        } else {
+          Tensor dP = dS.narrow(1, L, jmax);
+          at::mm_out(dP, Gb, V.mat(b, h, 0, jmax, dh, opts).t());
         }
-        std::fill(dqa.begin(), dqa.begin() + rows * L, T(0));
+        for (int64_t r = 0; r < rows; ++r) {  // D_i = dO_i . out_i
+          const T* g = G.row(b, h, i0 + r);
+          const T* o = O.row(b, h, i0 + r);
+          T d = 0;
+#pragma omp simd reduction(+ : d)
+          for (int64_t x = 0; x < dh; ++x) d += g[x] * o[x];
+          delta[r] = d;
+        }
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = i0 + r, n = P.ncols(i);
-          T* p = pbuf.data() + r * jmax;
-          T* ds = dsbuf.data() + r * jmax;
+          T* p = pbuf.data() + r * w + L;
+          T* ds = dsbuf.data() + r * w + L;
           const T l = lp[row0 + r];
           if (n == 0 || l == kNegInf<T>) {  // no visible key: no gradient
             std::fill(p, p + jmax, T(0));
             std::fill(ds, ds + jmax, T(0));
             continue;
           }
-          const T* g = G.row(b, h, i);
-          const T* o = O.row(b, h, i);
-          T d = 0;
-#pragma omp simd reduction(+ : d)
-          for (int64_t x = 0; x < dh; ++x) d += g[x] * o[x];
-          P.score_row(p, n, b, h, i, qa.data() + r * L);
+          P.score_row(p, n, b, h, i, p - L);
 #pragma omp simd
           for (int64_t j = 0; j < n; ++j) p[j] -= l;
           exp_inplace(p, n);
           std::fill(p + n, p + jmax, T(0));
           if (values) {
-            P.scatter_row(per.data() + r * L, p, n, b, i, acc.data());
-            for (int64_t c = 0; c < P.C; ++c) {
-              const Lab* lab = P.lab_row(b, c, i);
-              const T* tc = doa.data() + r * L + P.offs[c];
-              for (int64_t j = 0; j < n; ++j) ds[j] += tc[lab[j]];
-            }
+            for (int64_t c = 0; c < P.C; ++c) gather_add(ds, n, ds - L + P.offs[c], P.size(c), P.lab_row(b, c, i));
           }
+          const T d = delta[r];
 #pragma omp simd
           for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - d);
           std::fill(ds + n, ds + jmax, T(0));
-          P.scatter_row(dqa.data() + r * L, ds, n, b, i, acc.data());
         }
-        at::addmm_out(dQb, dQb, dS, Kj, 0, P.scale);
-        at::addmm_out(dQb, dQb, dQA, a_k, 1, P.scale);
-        at::addmm_out(dAK, dAK, dQA.t(), Qb, 1, P.scale);
-        if (values) at::addmm_out(dAV, dAV, buffer(per, rows, L, opts).t(), Gb, 1, 1);
-        Tensor dKj = dK.mat(b, h, 0, jmax, dh, opts), dVj = dV.mat(b, h, 0, jmax, dh, opts);
+        // [dqa | dS] and [per | P]: the label columns take the scatters (entries past a row's keys are 0)
+        for (int64_t r = 0; r < rows; ++r) std::fill(dsbuf.data() + r * w, dsbuf.data() + r * w + L, T(0));
+        P.scatter_block(dsbuf.data(), dsbuf.data() + L, w, rows, jmax, b, i0);
+        if (values) {
+          for (int64_t r = 0; r < rows; ++r) std::fill(pbuf.data() + r * w, pbuf.data() + r * w + L, T(0));
+          P.scatter_block(pbuf.data(), pbuf.data() + L, w, rows, jmax, b, i0);
+        }
+        at::addmm_out(dQb, dQb, dS, KA.mat(jmax, opts), 0, P.scale);  // dS k + dqa a_K
+        Tensor dKj = dKA.mat(b, h, 0, w, dh, opts);  // [da_K part; dk]
         at::addmm_out(dKj, dKj, dS.t(), Qb, 1, P.scale);
-        at::addmm_out(dVj, dVj, Pm.t(), Gb, 1, 1);
+        if (values) {
+          Tensor dVj = dVA.mat(b, h, 0, w, dh, opts);  // [da_V part; dv]
+          at::addmm_out(dVj, dVj, Pm.t(), Gb, 1, 1);
+        } else {
+          Tensor dVj = dVA.mat(b, h, L, jmax, dh, opts);
+          at::addmm_out(dVj, dVj, Pm.narrow(1, L, jmax).t(), Gb, 1, 1);
+        }
       }
     }
-    std::lock_guard<std::mutex> guard(lock);
-    dak.add_(dAK);
-    if (values) dav.add_(dAV);
   });
 }
 
@@ -423,16 +490,19 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> label_backward(
                   dout.scalar_type() == q.scalar_type(),
               "g2gt label attention kernel: the output and its gradient must be like q, unit stride along d_head");
   const bool values = a_v.has_value() && a_v->defined();
-  Tensor dq = at::empty_like(q, at::MemoryFormat::Contiguous), dk = at::zeros(k.sizes(), k.options());
-  Tensor dv = at::zeros(v.sizes(), v.options()), dak = at::zeros_like(a_k);
-  Tensor dav = values ? at::zeros_like(*a_v) : at::empty({0}, a_k.options());
+  const int64_t B = q.size(0), H = q.size(1), nk = k.size(2), L = a_k.size(0), dh = q.size(3);
+  // dk / dv with the label-table gradients of each (b, h) on top: [B, H, L + nk, dh]
+  Tensor dq = at::empty_like(q, at::MemoryFormat::Contiguous);
+  Tensor dk_ext = at::zeros({B, H, L + nk, dh}, q.options()), dv_ext = at::zeros({B, H, L + nk, dh}, q.options());
   dispatch(q, labels, [&](auto t, auto l) {
     using T = decltype(t);
     using Lab = decltype(l);
     auto P = make_problem<T, Lab>(q, k, a_k, labels, offsets, kpm, allowed, add, causal, offset, scale);
-    backward_impl<T, Lab>(P, dout, q, k, v, out, lse, a_k, a_v, dq, dk, dv, dak, dav);
+    backward_impl<T, Lab>(P, dout, q, k, v, out, lse, a_k, a_v, dq, dk_ext, dv_ext);
   });
-  return {dq, dk, dv, dak, dav};
+  Tensor dak = dk_ext.narrow(2, 0, L).sum({0, 1});
+  Tensor dav = values ? dv_ext.narrow(2, 0, L).sum({0, 1}) : at::empty({0}, a_k.options());
+  return {dq, dk_ext.narrow(2, L, nk), dv_ext.narrow(2, L, nk), dak, dav};
 }
 
 }  // namespace
