@@ -30,7 +30,7 @@ __all__ = [
     "CommandParser", "UsageError", "add_common_options", "add_dataclass_options", "add_signature_options",
     "field_default",
     "option_values", "positive_int", "non_negative_int", "resolve_device", "apply_runtime", "progress_enabled",
-    "check_input_path", "check_output_path", "check_folder_path",
+    "check_input_path", "check_output_path", "check_folder_path", "add_workers_option",
 ]
 
 
@@ -158,6 +158,13 @@ def add_common_options(parser: argparse.ArgumentParser, uses: Iterable[str] = CO
                    help=h("progress", "progress bars on stderr (default: when stderr is a terminal)"))
     g.add_argument("--debug", action="store_true",
                    help=h("debug", "show the Python traceback of an error instead of a one-line message"))
+
+
+def add_workers_option(parser: argparse.ArgumentParser) -> None:
+    """``--workers N``: worker processes, one thread each (:mod:`g2gt.ud.parallel`); default 1 = this process."""
+    parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                        help="worker processes, one thread each, each loading the model once; the output is "
+                             "byte-identical to --workers 1 (default: 1 = this process, --threads threads)")
 
 
 def progress_enabled(args: argparse.Namespace) -> bool:

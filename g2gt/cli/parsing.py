@@ -15,7 +15,7 @@ from pathlib import Path
 from ..ud.models import DEFAULT_MODEL
 from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime,
+    UsageError, add_common_options, add_dataclass_options, add_signature_options, add_workers_option, apply_runtime,
     check_folder_path, check_input_path, check_output_path, data_file_arg, non_negative_int, option_values,
     progress_enabled,
 )
@@ -166,6 +166,9 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
         "  g2gt parse --model runs/parser dev.conllu -o pred.conllu  # your own training folder\n"
         "  g2gt parse --lines train.en.gz -o train.en.conllu   # one sentence a line, never split\n"
         "  cat in.conllu | g2gt parse - --refine-steps 3\n"
+        "  g2gt parse --raw big.txt -o big.conllu --workers 4   # 4 processes, the same bytes as 1\n"
+        "  g2gt parse corpus/*.conllu --output-dir parsed/ --workers 4 --resume\n"
+        "  g2gt parse --ray local --raw docs/*.txt --output-dir parsed/   # Ray (pip install 'g2gt[ray]')\n"
         "  g2gt parse other_parser.conllu --refine   # refine another parser's trees\n"
         "--refine: the HEAD/DEPREL columns of the input are iteration 0's graph; they must form one\n"
         "single-rooted tree per sentence, otherwise parsing stops with an error naming FILE:LINE\n"
@@ -174,14 +177,15 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR",
                    help=f"a shipped model's name, a model or training folder, or a checkpoint file "
                         f"(default: {DEFAULT_MODEL}, shipped in the package)")
-    p.add_argument("input", nargs="?", metavar="INPUT", help="CoNLL-U file (plain or .gz), or - for stdin")
+    p.add_argument("input", nargs="*", metavar="INPUT", help="CoNLL-U file (plain or .gz), or - for stdin (several "
+                   "with --output-dir)")
     p.add_argument("-o", "--output", metavar="FILE", help="output CoNLL-U (default: stdout)")
     p.add_argument("--in-place", action="store_true", help="write the output over INPUT (needed when -o is INPUT)")
     p.add_argument("--text", help="raw text to tokenize, split into sentences and parse instead of an input file")
-    p.add_argument("--raw", metavar="FILE", default=None,
+    p.add_argument("--raw", metavar="FILE", default=None, nargs="+",
                    help="raw text file (plain or .gz) or - for stdin: a document, tokenized and split into "
                         "sentences (paragraphs are blank-line separated; # newpar marks them)")
-    p.add_argument("--lines", metavar="FILE", default=None,
+    p.add_argument("--lines", metavar="FILE", default=None, nargs="+",
                    help="raw text file (plain or .gz), one sentence per line: tokenized but never split, "
                         "so line k becomes sentence k (sent_id = k), e.g. to parse the source side of a "
                         "parallel corpus for 'g2gt train seq2seq --src-graphs'")
@@ -211,6 +215,10 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
     # old spelling of --batch-tokens (it already meant padded tokens here)
     p.add_argument("--batch-size", dest="batch_tokens", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     add_common_options(p)
+    from .scale import add_files_options
+
+    add_workers_option(p)
+    add_files_options(p)
     p.set_defaults(func=run_parse)
 
 
@@ -229,6 +237,14 @@ def _check_parse_args(args: argparse.Namespace) -> str:
     check_input_path(args.lines, "--lines")
     if args.in_place and (args.input in (None, "-")):
         raise UsageError("--in-place needs an input file (not stdin, --text, --raw or --lines)")
+    _check_keep_args(args)
+    output = args.output or (args.input if args.in_place else "-")
+    check_output_path(output, "-o", inputs=(args.input, args.raw, args.lines), in_place=args.in_place)
+    return output
+
+
+def _check_keep_args(args: argparse.Namespace) -> None:
+    """``--keep`` (and old ``--keep-upos``) -> a sorted tuple of column names in ``args.keep``."""
     keep = [c.strip().lower() for c in args.keep.split(",") if c.strip()] + (["upos"] if args.keep_upos else [])
     from ..ud.parse.columns import check_keep
 
@@ -238,9 +254,6 @@ def _check_parse_args(args: argparse.Namespace) -> str:
         raise UsageError(f"--keep: {e}") from None
     if args.enhanced and "deps" in args.keep:
         raise UsageError("--enhanced predicts DEPS; it cannot be combined with --keep deps")
-    output = args.output or (args.input if args.in_place else "-")
-    check_output_path(output, "-o", inputs=(args.input, args.raw, args.lines), in_place=args.in_place)
-    return output
 
 
 def _open_input(args: argparse.Namespace):
@@ -281,9 +294,17 @@ def load_pipeline(args: argparse.Namespace, device, tokenizer: str = "auto"):
 
 
 def run_parse(args: argparse.Namespace) -> int:
+    from .scale import normalize_inputs, run_files, run_workers, uses_files
+
+    if uses_files(args):  # INPUTS... --output-dir DIR, local workers or Ray
+        _check_keep_args(args)
+        return run_files(args, apply_runtime(args), _parse_kwargs(args))
+    normalize_inputs(args)
     output = _check_parse_args(args)
     device = apply_runtime(args)
     source = _open_input(args)  # opens and checks the input before the model is loaded
+    if args.workers > 1:
+        return run_workers(args, source, output, device, _parse_kwargs(args))
     from ..ud.io import write_conllu
 
     nlp = load_pipeline(args, device, args.tokenizer if isinstance(source, str) else "rule")
@@ -291,10 +312,7 @@ def run_parse(args: argparse.Namespace) -> int:
         raise UsageError(f"--enhanced: the model {args.model} has no enhanced-UD part (enhancer.pt); use a "
                          "model folder that has one (e.g. the shipped en_ewt) or 'g2gt enhance --model M'")
     sentences = nlp.text_sentences(source) if isinstance(source, str) else source
-    kw = dict(refine_steps=args.refine_steps, algorithm=args.algorithm, use_input_graph=args.refine,
-              progress=progress_enabled(args), keep=args.keep, enhanced=args.enhanced)
-    if args.batch_tokens is not None:
-        kw["max_tokens"] = args.batch_tokens
+    kw = _parse_kwargs(args)
     stats = {"sentences": 0, "words": 0}
     t0 = time.time()
     write_conllu(nlp.stream(sentences, PARSE_CHUNK, stats, **kw), output)
@@ -302,6 +320,15 @@ def run_parse(args: argparse.Namespace) -> int:
     print(f"parsed {stats['sentences']} sentences, {stats['words']} words in {dt:.2f}s "
           f"({stats['words'] / max(dt, 1e-9):.0f} words/s)", file=sys.stderr)
     return 0
+
+
+def _parse_kwargs(args: argparse.Namespace) -> dict:
+    """``Pipeline.__call__`` keyword arguments from the parse options."""
+    kw = dict(refine_steps=args.refine_steps, algorithm=args.algorithm, use_input_graph=args.refine,
+              progress=progress_enabled(args), keep=args.keep, enhanced=args.enhanced)
+    if args.batch_tokens is not None:
+        kw["max_tokens"] = args.batch_tokens
+    return kw
 
 
 # ---------------------------------------------------------------------------- demo

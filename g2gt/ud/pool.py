@@ -14,8 +14,8 @@ results); their jobs share the workers first come, first served.
 Nothing lost, nothing twice: a job belongs to one worker at a time and its result is taken once. When a
 worker dies (killed, out of memory ...) the pool starts a replacement and runs its job again, at the front
 of the queue; a job that has killed ``max_tries`` workers fails with :class:`WorkerLost`. A job that raises
-fails with :class:`JobError` (a ``ValueError``: a user's input error, e.g. ``FILE:LINE: ...``) or
-:class:`WorkerFailure` (anything else), raised by ``map`` when that job's turn comes.
+fails with :class:`JobError` (a ``ValueError`` for a user's error: bad input, e.g. ``FILE:LINE: ...``, or
+a missing file) or :class:`WorkerFailure` (anything else), raised by ``map`` when that job's turn comes.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ __all__ = ["ProcessPool", "JobError", "WorkerFailure", "WorkerLost", "default_st
 
 
 class JobError(ValueError):
-    """A job raised a ``ValueError`` (bad input, e.g. ``FILE:LINE: ...``) in its worker; ``str(err)`` is its
-    message and ``err.kind`` the original exception's class name."""
+    """A job raised a ``ValueError`` (bad input, e.g. ``FILE:LINE: ...``) or an ``OSError`` (a missing file)
+    in its worker; ``str(err)`` is its message and ``err.kind`` the original exception's class name."""
 
     def __init__(self, message: str, kind: str = "ValueError", details: str = "") -> None:
         super().__init__(message)
@@ -99,8 +99,9 @@ def _torch_threads(threads: int) -> None:
 
 
 def _describe(e: BaseException) -> tuple[str, str, bool, str]:
-    """``(class name, message, is a ValueError, traceback)`` of an exception, to re-raise in the parent."""
-    return type(e).__name__, str(e), isinstance(e, ValueError), traceback.format_exc()
+    """``(class name, message, is a user's error, traceback)`` of an exception, to re-raise in the parent;
+    a user's error is a ``ValueError`` (bad input) or an ``OSError`` (a missing model or file)."""
+    return type(e).__name__, str(e), isinstance(e, (ValueError, OSError)), traceback.format_exc()
 
 
 def _rebuild(desc: tuple[str, str, bool, str]) -> Exception:

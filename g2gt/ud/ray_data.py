@@ -1,0 +1,223 @@
+"""Parse with Ray Data: documents mapped through an actor pool of pipelines, on a laptop or a cluster.
+
+Needs the optional extra ``pip install "g2gt[ray]"``.
+
+    import ray, ray.data
+    from g2gt.ud.ray_data import parse_dataset
+
+    ray.init()                                           # or ray.init(address="auto") on a cluster
+    ds = ray.data.from_items([{"text": "He sat. Then he left."}, {"conllu": open("in.conllu").read()}])
+    for row in parse_dataset(ds, "en_ewt", actors=4, enhanced=True).iter_rows():
+        print(row["parsed"])                             # CoNLL-U; row["error"] is "" or FILE:LINE: ...
+
+:func:`parse_dataset` runs ``Dataset.map_batches`` with the callable class :class:`PipelineActor` on an
+actor pool (``ActorPoolStrategy(size=actors)``, one CPU and one torch thread per actor); each actor loads
+one :class:`g2gt.ud.pipeline.Pipeline` from a :class:`g2gt.ud.parallel.Recipe` and parses every document it
+is given exactly as ``g2gt parse`` does (raw text: ``Pipeline.text_sentences``; both: ``Pipeline.stream``
+with 2000-sentence chunks), so a document gives the same bytes as one process. A row whose document is
+malformed gets its message in ``error`` and an empty ``parsed``; the others go on. Ray restarts an actor
+that dies and retries its task (Ray Data's defaults for actor pools: ``max_restarts=-1``,
+``max_task_retries=-1``), so a killed actor loses nothing.
+
+:func:`parse_files` is ``g2gt parse --ray ADDRESS|local INPUTS... --output-dir DIR``: the driver reads and
+checks the inputs (``FILE:LINE`` errors), cuts CoNLL-U inputs into the 2000-sentence chunks of one process
+(a raw-text file is one row), and writes one CoNLL-U file per input, atomically and in order, from the rows
+that come back (so the inputs and outputs need only be on the driver's machine).
+"""
+
+from __future__ import annotations
+
+import sys
+from itertools import islice
+from typing import Any, Iterable, Iterator
+
+from .corpus import FilesReport, plan_files
+from .parallel import PARSE_CHUNK, Recipe, check_options, read_input
+
+__all__ = ["PipelineActor", "parse_dataset", "parse_files", "init_ray", "ROWS_PER_RUN"]
+
+ROWS_PER_RUN = 64  # rows (documents / chunks) per Dataset run: driver and object-store memory stay bounded
+
+
+class PipelineActor:
+    """The callable class of :func:`parse_dataset`: ``batch -> batch`` with ``parsed`` (CoNLL-U),
+    ``error``, ``sentences`` and ``words`` columns added. A row holds ``text`` (raw text) or ``conllu``."""
+
+    def __init__(self, recipe: Recipe, options: dict, chunk: int = PARSE_CHUNK, threads: int = 1) -> None:
+        if threads > 0:
+            import torch
+
+            torch.set_num_threads(threads)
+        self.nlp = recipe().nlp
+        self.options = check_options(options)
+        self.chunk = chunk
+
+    def parse_document(self, text: str | None, conllu: str | None, name: str) -> tuple[str, int, int]:
+        """``(CoNLL-U, sentences, words)`` of one document."""
+        from .io import parse_conllu_string
+
+        if conllu is not None:
+            sentences: Iterable = parse_conllu_string(conllu, name=name)
+        else:
+            sentences = self.nlp.text_sentences(text or "")
+        stats = {"sentences": 0, "words": 0}
+        out = "".join(s.serialize() for s in self.nlp.stream(sentences, self.chunk, stats, **self.options))
+        return out, stats["sentences"], stats["words"]
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        n = len(next(iter(batch.values())))
+        texts, docs = batch.get("text"), batch.get("conllu")
+        names = batch.get("path")
+        parsed, errors, sents, words = [], [], [], []
+        for i in range(n):
+            text = _value(texts, i)
+            doc = _value(docs, i)
+            name = _value(names, i) or f"<row {i}>"
+            try:
+                out, ns, nw = self.parse_document(text, doc, name)
+                err = ""
+            except ValueError as e:  # a malformed document fails alone
+                out, ns, nw, err = "", 0, 0, str(e)
+            parsed.append(out)
+            errors.append(err)
+            sents.append(ns)
+            words.append(nw)
+        return {**batch, "parsed": parsed, "error": errors, "sentences": sents, "words": words}
+
+
+def _value(column, i: int) -> str | None:
+    if column is None:
+        return None
+    v = column[i]
+    return None if v is None or (isinstance(v, float) and v != v) else str(v)
+
+
+def parse_dataset(ds, model: str = "en_ewt", *, actors: int = 2, device: str = "cpu", dtype: str | None = "auto",
+                  tokenizer: str = "auto", chunk: int = PARSE_CHUNK, threads: int = 1, **options: Any):
+    """``ds`` (a ``ray.data.Dataset`` with a ``text`` or a ``conllu`` column, any others kept) mapped through
+    ``actors`` :class:`PipelineActor` actors; returns the lazy Dataset with ``parsed`` / ``error`` /
+    ``sentences`` / ``words`` added. ``options``: ``Pipeline.__call__``'s (keep, enhanced, refine_steps,
+    algorithm, use_input_graph, max_tokens)."""
+    from ray.data import ActorPoolStrategy
+
+    recipe = Recipe(str(model), str(device), dtype, tokenizer)
+    return ds.map_batches(PipelineActor, fn_constructor_kwargs=dict(recipe=recipe, options=check_options(options),
+                                                                    chunk=chunk, threads=threads),
+                          batch_size=1, compute=ActorPoolStrategy(size=actors), num_cpus=max(1, threads))
+
+
+def init_ray(address: str = "local", num_cpus: int | None = None, object_store_memory: int | None = None) -> None:
+    """Connect to Ray unless already connected: ``"local"`` starts a one-machine cluster (``num_cpus``,
+    ``object_store_memory`` in bytes), anything else is a cluster address (``"auto"``, ``"ray://host:10001"``)."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address == "local":
+        ray.init(num_cpus=num_cpus, object_store_memory=object_store_memory, include_dashboard=False,
+                 log_to_driver=False)
+    else:
+        ray.init(address=address, log_to_driver=False)
+
+
+def _file_rows(src: str, dst: str, kind: str, chunk: int, check_trees: bool) -> Iterator[dict]:
+    """The rows of one input, read and checked here: a raw text whole, CoNLL-U / lines as the chunks of one
+    process. Each row says whether it is the file's ``last``; a ``FILE:LINE`` error while reading ends the
+    file with a row that carries it (``fail``), so the writer drops what it has of that file."""
+    def parts() -> Iterator[dict]:
+        if kind == "raw":
+            from .io import read_text
+
+            yield {"text": read_text(src), "conllu": None}
+            return
+        it = iter(read_input(src, kind))
+        while part := list(islice(it, chunk)):
+            if check_trees:
+                from .parse.decode import check_input_trees
+
+                check_input_trees(part)
+            yield {"text": None, "conllu": "".join(s.serialize() for s in part)}
+
+    it = parts()
+    row = {"text": "", "conllu": None}  # an empty input gives an empty output
+    try:
+        row = next(it, row)
+        for nxt in it:  # one chunk of look-ahead: a row knows whether it is the last one
+            yield {**row, "path": src, "dst": dst, "last": False, "fail": ""}
+            row = nxt
+    except (ValueError, OSError) as e:
+        yield {"text": "", "conllu": None, "path": src, "dst": dst, "last": True, "fail": str(e)}
+        return
+    yield {**row, "path": src, "dst": dst, "last": True, "fail": ""}
+
+
+def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: str = "conllu", resume: bool = False,
+                actors: int | None = None, model: str = "en_ewt", device: str = "cpu", dtype: str | None = "auto",
+                tokenizer: str = "auto", chunk: int = PARSE_CHUNK, num_cpus: int | None = None,
+                object_store_memory: int | None = None, rows_per_run: int = ROWS_PER_RUN,
+                log=sys.stderr, **options: Any) -> FilesReport:
+    """One CoNLL-U file per input in ``output_dir`` through Ray (see the module docstring); ``actors``
+    (default: the cluster's CPUs) pipelines. The inputs are read ``rows_per_run`` rows at a time, so the
+    driver's memory does not grow with the corpus. Returns the :class:`~g2gt.ud.corpus.FilesReport`."""
+    import ray
+    import ray.data
+
+    todo, skipped = plan_files(inputs, output_dir, resume)
+    report = FilesReport(skipped=[str(d) for _, d in skipped])
+    if not todo:
+        return report
+    init_ray(address, num_cpus, object_store_memory)
+    ray.data.DataContext.get_current().execution_options.preserve_order = True
+    n_actors = actors or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    options = check_options(options)
+    check_trees = bool(options.get("use_input_graph"))
+    rows = (r for src, dst in todo for r in _file_rows(src, str(dst), kind, chunk, check_trees))
+    writer = _Writer(report)
+    try:
+        while run := list(islice(rows, rows_per_run)):
+            ds = ray.data.from_items(run)
+            for row in parse_dataset(ds, model, actors=n_actors, device=device, dtype=dtype, tokenizer=tokenizer,
+                                     chunk=chunk, **options).iter_rows():
+                writer.add(row)
+    finally:
+        writer.close()
+    if log is not None and report.failed:
+        print(report.summary(), file=log)
+    return report
+
+
+class _Writer:
+    """Rows back in input order -> one atomic output per input; a row with an error fails its file."""
+
+    def __init__(self, report: FilesReport) -> None:
+        self.report = report
+        self.out = None  # the AtomicOutput being written, None while a failed file's rows go by
+        self.file = None
+        self.current = None  # the output path of the file being written
+
+    def add(self, row: dict) -> None:
+        from ..core.files import AtomicOutput
+
+        if row["dst"] != self.current:
+            self.current, self.out = row["dst"], AtomicOutput(row["dst"])
+            self.file = self.out.__enter__()
+        error = row["fail"] or row["error"]
+        if self.out is not None and error:
+            self.report.failed.append((row["path"], error))
+            self._drop()
+        elif self.out is not None:
+            self.file.write(row["parsed"])
+            self.report.sentences += int(row["sentences"])
+            self.report.words += int(row["words"])
+            if row["last"]:
+                self.out.__exit__(None, None, None)  # renamed into place
+                self.report.done.append(row["dst"])
+                self.out = self.file = None
+
+    def _drop(self) -> None:
+        self.out.__exit__(ValueError, ValueError("dropped"), None)  # removes the temporary file
+        self.out = self.file = None
+
+    def close(self) -> None:
+        if self.out is not None:  # an interrupted run leaves no partial output
+            self._drop()
