@@ -198,3 +198,32 @@ def test_parse_files_bad_file_fails_alone_and_resume_skips(engine, sample, tmp_p
     assert report.skipped == [str(out / "good.conllu")] and (out / "good.conllu").stat().st_mtime_ns == stamp
     report = engine.parse_files([text], out, kind="raw")
     assert report.ok and report.sentences >= 5
+
+
+# ---------------------------------------------------------------------------- the command line
+def test_cli_workers_2_writes_the_bytes_of_workers_1(sample, tmp_path, capsys):
+    from g2gt.cli.main import main
+
+    raw = tmp_path / "doc.txt"
+    raw.write_text(_text(sample[:40]), encoding="utf-8")
+    one, two = tmp_path / "one.conllu", tmp_path / "two.conllu"
+    assert main(["parse", "--raw", str(raw), "-o", str(one), "--no-progress"]) == 0
+    assert main(["parse", "--raw", str(raw), "-o", str(two), "--workers", "2", "--no-progress"]) == 0
+    assert two.read_bytes() == one.read_bytes() and one.stat().st_size > 1000
+    assert "2 workers" in capsys.readouterr().err
+
+
+def test_cli_output_dir_reports_a_bad_file_and_exits_1(sample, tmp_path, capsys):
+    from g2gt.cli.main import main
+    from g2gt.ud.io import to_conllu_string
+
+    good, bad = tmp_path / "good.conllu", tmp_path / "bad.conllu"
+    good.write_text(to_conllu_string(sample[:5]), encoding="utf-8")
+    bad.write_text(to_conllu_string(sample[:2]).replace("\tNOUN\t", "\tNOUN\t\t", 1), encoding="utf-8")
+    out = tmp_path / "out"
+    rc = main(["parse", str(good), str(bad), "--output-dir", str(out), "--workers", "2", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 1 and f"failed: {bad}:" in err and "1 file(s) written" in err
+    assert [p.name for p in out.iterdir()] == ["good.conllu"]
+    assert main(["parse", str(good), str(bad), "--no-progress"]) == 2  # several inputs need --output-dir
+    assert "--output-dir" in capsys.readouterr().err
