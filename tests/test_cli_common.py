@@ -37,6 +37,9 @@ COMMANDS = {
     "bench": ["bench"],
     "models": ["models"],
     "export-model": ["export-model", "--parser", "p", "-o", "o"],
+    "train segmenter": ["train", "segmenter", "--out", "o"],
+    "train pipeline": ["train", "pipeline", "--out", "o"],
+    "package": ["package", "m", "--name", "x", "-o", "o"],
 }
 COMMON = ["--device", "cpu", "--threads", "1", "--batch-tokens", "123", "--no-progress", "--debug"]
 

@@ -101,7 +101,8 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
                           defaults={"english_rules": None})
     p.add_argument_group("language").add_argument(
         "--expander-minutes", type=float, default=None, metavar="X",
-        help="the expander's training minutes, added to --max-minutes (default: 15%% of it, at most 3)")
+        help="the expander's training minutes, added to --max-minutes (default: a quarter of it, at least 1 "
+             "where that is at most half of it, at most 4)")
     base = default_train_config()
     defaults = {name: getattr(base, name) for name in SEG_TRAIN_OPTIONS} | SEG_TRAIN_CLI_DEFAULTS
     add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, SEG_TRAIN_OPTIONS,
