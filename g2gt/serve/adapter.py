@@ -1,13 +1,13 @@
 """The one place where the server touches a model: load it, segment raw text, tag and parse sentences.
 
-Everything else in :mod:`g2gt.serve` sees a :class:`LoadedModel` and :class:`g2gt.io.Sentence` objects, so
+Everything else in :mod:`g2gt.serve` sees a :class:`LoadedModel` and :class:`g2gt.ud.io.Sentence` objects, so
 pointing the server at another pipeline class means editing this module only. It uses the library's public
-API: :func:`g2gt.load`, the pipeline's ``parse`` / ``to_sentences`` / ``segmenter`` / ``enhancer`` /
-``columns``, and :func:`g2gt.models.model_card`.
+API: :func:`g2gt.load` (a :class:`g2gt.ud.pipeline.Pipeline`), its ``tokenize`` / ``parser`` / ``enhancer``
+stages, ``card``, ``to_sentences`` and ``__call__`` with ``keep`` / ``enhanced``.
 
 UDPipe's steps map onto one call of the pipeline: ``tag=False`` keeps the input's UPOS / XPOS / FEATS /
-LEMMA (``parse(..., keep=...)``); ``parse=False`` puts the input's HEAD / DEPREL back after the call; with
-neither, the model is not called at all.
+LEMMA (``keep=...``); ``parse=False`` puts the input's HEAD / DEPREL back after the call; with neither, the
+model is not called at all.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from ..ud.io import Sentence
 __all__ = ["LoadedModel", "load_models", "model_name"]
 
 TAG_COLUMNS = ("upos", "xpos", "feats", "lemma")
+WARM_UP_TEXT = ("The server parses this text once at start-up. It has two sentences, and the second one is a little "
+                "longer than the first, so that every stage of the pipeline runs before the first request.")
 
 
 def model_name(spec: str) -> tuple[str, str]:
@@ -49,25 +51,28 @@ class LoadedModel:
 
     @classmethod
     def load(cls, spec: str, device: str = "cpu", dtype: str | None = "auto") -> "LoadedModel":
-        """Load ``spec`` (a shipped name, a model folder, or ``NAME=DIR``) and its enhanced-UD part, so the
-        first request that asks for it does not pay the loading time."""
+        """Load ``spec`` (a shipped or installed name, a model folder, or ``NAME=DIR``) and its enhanced-UD
+        stage, so the first request that asks for it does not pay the loading time."""
         import g2gt
-        from ..ud.models import model_card
 
         name, where = model_name(spec)
         nlp = g2gt.load(where, device=device, dtype=dtype)
-        _ = nlp.enhancer  # loaded now: several worker threads must not race to load it later
-        try:
-            card = model_card(where)
-        except (FileNotFoundError, OSError, ValueError):
-            card = {}
-        return cls(name, nlp, card)
+        model = cls(name, nlp, dict(getattr(nlp, "card", None) or {}))
+        model.warm_up()
+        return model
+
+    def warm_up(self) -> None:
+        """Run every stage once (the enhancer is loaded, lazy initialisation and kernel builds happen now), so
+        the first request does not pay for it and worker threads never race to load a stage."""
+        text = WARM_UP_TEXT
+        sentences = [s for part in self.segment_many([text]) for s in part]
+        self.parse(sentences, enhanced=self.has_enhancer)
 
     # ------------------------------------------------------------------ facts
     @property
     def components(self) -> list[str]:
         """UDPipe's component names this model provides."""
-        cols = set(self.nlp.columns)
+        cols = set(self.nlp.parser.columns)
         return ["tokenizer"] + (["tagger"] if cols & set(TAG_COLUMNS) else []) + ["parser"]
 
     @property
@@ -87,9 +92,8 @@ class LoadedModel:
     # ------------------------------------------------------------------ work
     def segment_many(self, texts: Sequence[str]) -> list[list[Sentence]]:
         """Raw texts -> their sentences (tokens, multiword tokens, ``SpaceAfter`` in MISC), one list per text.
-        A learned segmenter reads all texts in shared batches; any other segmenter one text at a time."""
-        seg = self.nlp.segmenter
-        many = getattr(seg, "segment_many", None)
+        A learned tokenizer reads all texts in shared batches; any other one text at a time."""
+        many = getattr(self.nlp.tokenize, "segment_many", None)
         if many is not None:
             return [list(s) for s in many(list(texts))]
         return [self.nlp.to_sentences(t) for t in texts]
