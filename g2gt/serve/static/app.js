@@ -108,7 +108,9 @@ function renderSentence(sentence, index) {
     graph.appendChild(drawGraph(sentence));
     section.appendChild(graph);
   }
-  section.appendChild(renderTable(sentence));
+  const columns = element("div", "table-wrap");
+  columns.appendChild(renderTable(sentence));
+  section.appendChild(columns);
   return section;
 }
 
@@ -127,7 +129,10 @@ function renderTable(sentence) {
   const row = (cells, className) => {
     const tr = body.insertRow();
     if (className) tr.className = className;
-    for (const c of cells) tr.insertCell().textContent = c === null || c === undefined ? "_" : String(c);
+    for (const c of cells) {
+      // a zero-width space after each "|" lets long FEATS / DEPS / MISC values wrap
+      tr.insertCell().textContent = c === null || c === undefined ? "_" : String(c).replaceAll("|", "|\u200b");
+    }
   };
   for (const e of emptyAfter.get(0) || []) row([e.id, e.form, e.lemma, e.upos, null, null, null, null, e.deps, null], "empty");
   for (const w of sentence.words) {
