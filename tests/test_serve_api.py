@@ -285,3 +285,21 @@ def test_client_that_disconnects_frees_its_slot(server):
     assert wait_for(lambda: batcher.stats["running"] == 0, timeout=30)
     assert batcher.stats["batches"] == batches  # the cancelled request never ran
     assert server.json("/v1/parse", {"text": "Next one."})[0] == 200
+
+
+def test_two_workers_share_the_models(models):
+    texts = [f"Worker test {i}: the {'big ' * (i % 4)}cat sat on mat number {i}." for i in range(12)]
+    with LiveServer(create_app(models, ServeConfig(workers=2))) as live:
+        with ThreadPoolExecutor(6) as pool:
+            results = list(pool.map(lambda t: live.json("/v1/parse", {"text": t}), texts))
+        assert live.app.state.batcher.stats["failed"] == 0
+    nlp = models["en_ewt"].nlp
+    agree = total = 0
+    for text, (status, out) in zip(texts, results):
+        assert status == 200
+        direct = nlp(text)
+        assert [[w["form"] for w in s["words"]] for s in out["sentences"]] == [s.forms for s in direct]
+        for s, d in zip(out["sentences"], direct):
+            agree += sum(w["head"] == h for w, h in zip(s["words"], d.heads))
+            total += len(d)
+    assert agree >= 0.9 * total  # batch-mates change padding, not the parse (margin for near ties)
