@@ -22,6 +22,7 @@ from g2gt.ud.tokenize.mwt import MWTLexicon
 from g2gt.ud.tokenize.output import build_sentences
 from g2gt.ud.tokenize.spans import decode_spans, joinable_spaces
 from g2gt.ud.tokenize.train import default_train_config
+from g2gt.ud.tokenize.words import WORD_SPACE, WordMatcher, mark_word_spaces, space_words_of
 
 TINY_EXP = ExpanderConfig(d_model=32, num_heads=2, num_layers=1, ffn_dim=64, dropout=0.0, label_smoothing=0.0,
                           batch_pairs=16)
@@ -147,6 +148,23 @@ def test_tokens_with_spaces_and_the_text_back():
     assert len(plain) == len(VI.split())
 
 
+def test_dictionary_feature_marks_the_spaces_of_known_words():
+    assert space_words_of(VI_TOKENS + ["Chủ tịch", "a  b"]) == ["bùi văn luyến", "chủ tịch", "hiện nay"]
+    matcher = WordMatcher(space_words_of(VI_TOKENS) + ["nhớ chủ tịch xã"])  # the longest match wins
+    inner = matcher.inner_spaces(VI)
+    assert [VI[i - 1:i + 2] for i in inner] == ["ớ c", "ủ t", "h x", "i V", "n L", "n n"]
+    assert not matcher.inner_spaces("chủ  tịch") and not matcher.inner_spaces("chủ\ttịch")  # single spaces only
+    vocab = CharVocab(list("abc"))
+    c = vocab.compact(VI)
+    marked = mark_word_spaces(VI, c, matcher)
+    left = np.searchsorted(c.keep, np.array(inner)) - 1
+    assert (marked.after[left] == WORD_SPACE).all() and (marked.before[left + 1] == WORD_SPACE).all()
+    others = np.setdiff1d(np.arange(len(c.keep)), left)
+    assert (marked.after[others] == c.after[others]).all() and (c.after != WORD_SPACE).all()
+    empty = matcher.drop(1.0, __import__("random").Random(0))
+    assert not empty and mark_word_spaces(VI, c, empty) is c
+
+
 def test_spaces_in_tokens_is_chosen_from_the_data(tmp_path):
     def doc(sentences):
         return [sentence_from_tokens([(t, [t], True) for t in s]) for s in sentences]
@@ -157,7 +175,8 @@ def test_spaces_in_tokens_is_chosen_from_the_data(tmp_path):
     tc = default_train_config(max_steps=1, eval_every=0, progress=False, device="cpu")
     seg = train_segmenter(vi, vi[:4], tmp_path / "vi", SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=4))
     assert seg.model.config.spaces_in_tokens and seg.lexicon.expander is None
+    assert "chủ tịch" in seg.model.config.space_words
     assert text_from_sentences(seg(VI)) == VI  # whatever the one-step model decides, the text comes back
     en = read_conllu(EWT_SAMPLE_TRAIN)[:40]
     seg = train_segmenter(en, en[:4], tmp_path / "en", SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=4))
-    assert not seg.model.config.spaces_in_tokens
+    assert not seg.model.config.spaces_in_tokens and not seg.model.config.space_words

@@ -22,7 +22,7 @@ from .common import (
     check_input_path, data_file_arg, option_values, progress_enabled,
 )
 
-SEG_MODEL_SKIP = ("vocab_size", "spaces_in_tokens")
+SEG_MODEL_SKIP = ("vocab_size", "spaces_in_tokens", "space_words")
 SEG_TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
                      "eval_every", "seed", "amp")
 SEG_TRAIN_CLI_DEFAULTS = {"max_minutes": 20.0}

@@ -216,7 +216,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
         "commands": {"pipeline": command or f"train_pipeline({files.train.name!r}, {str(out)!r})"},
         "training_minutes": {s: round(i["minutes"], 2) for s, i in info.items()},
         "steps": {s: i["step"] for s, i in info.items()},
-        "budget_minutes": {s: round(m, 2) for s, m in minutes.items()},
+        "budget_minutes": {s: round(i["max_minutes"] + i.get("expander_max_minutes", 0.0), 2) for s, i in info.items()},
         "stages": info,
     }
     model_dir = out / "model"
@@ -246,12 +246,15 @@ def _stage_info(folder: Path, reused: bool) -> dict:
     params = sum(v.numel() for v in best["model"].values())
     task = best.get("task") or {}
     out = {"folder": str(folder), "step": state.step, "minutes": state.minutes, "budget": state.budget,
+           "max_minutes": state.max_minutes,
            "reused": reused, "best_dev_internal": best.get("best"), "best_step": best.get("step"),
            "parameters": params}
     if task.get("kind") == "segmenter":
         from .tokenize.config import SegmenterConfig
 
         exp = task.get("mwt_expander")
+        if exp:
+            out["expander_max_minutes"] = run_state(folder / "expander").max_minutes
         out.update(spaces_in_tokens=SegmenterConfig.from_dict(best["model_config"]).spaces_in_tokens,
                    mwt_rules=task.get("mwt_rules", "en"), mwt_lexicon=len(task.get("mwt", {})),
                    expander_parameters=sum(v.numel() for v in exp["state"].values()) if exp else 0)

@@ -50,7 +50,7 @@ def run_state(folder: str | os.PathLike) -> RunState:
                     or (epochs and epoch >= epochs))
     parts = [f"{max_minutes:g} min"] if max_minutes else []
     parts += [f"{max_steps} steps"] if max_steps else []
-    return RunState(True, finished, step, elapsed / 60, " / ".join(parts) or f"{epochs} epochs")
+    return RunState(True, finished, step, elapsed / 60, " / ".join(parts) or f"{epochs} epochs", max_minutes)
 
 
 def run_finished(folder: str | os.PathLike) -> bool:

@@ -8,9 +8,12 @@ character as inside a token, token end, sentence end, multiword-token end or mul
 * :mod:`.config`: ``SegmenterConfig`` (the model), ``SegmentDataConfig`` (training text rendering);
 * :mod:`.chars`: character ids and classes; :mod:`.data`: raw text + labels from CoNLL-U documents;
 * :mod:`.model`: ``SegmenterModel``; :mod:`.task`: the Trainer task; :mod:`.train`: ``train_segmenter``
-  and ``python -m g2gt.ud.tokenize.train``;
-* :mod:`.infer`, :mod:`.spans`: windows -> probabilities -> token / sentence spans;
-* :mod:`.mwt`: ``MWTLexicon`` (learned splits + English clitic rules);
+  (``g2gt train segmenter``);
+* :mod:`.infer`, :mod:`.spans`: windows -> probabilities -> token / sentence spans (a single space may be inside
+  a token for models trained with ``spaces_in_tokens``, e.g. Vietnamese);
+* :mod:`.mwt`: ``MWTLexicon`` (learned splits, the learned expander for unseen tokens, English clitic rules
+  for English models only); :mod:`.expander`, :mod:`.expander_train`: the multiword-token expander, a
+  character encoder-decoder on :class:`g2gt.nn.G2GTransformer`; :mod:`.casing`: casing of predicted words;
 * :mod:`.output`: ``build_sentences``, ``text_from_sentences`` (UDPipe's ``SpacesAfter`` whitespace);
 * :mod:`.segmenter`: ``Segmenter.load(path).segment(text) -> list[Sentence]``;
 * :mod:`.metrics`: tokens / sentences / words F1 by character spans.

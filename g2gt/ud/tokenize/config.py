@@ -1,9 +1,10 @@
 """Settings of the learned segmenter, importable without torch (the CLI builds options from them).
 
 * :class:`SegmenterConfig`: the character model and its windows (saved inside checkpoints);
-* :class:`SegmentDataConfig`: how training documents are rendered into raw text and cut into windows.
+* :class:`SegmentDataConfig`: how training documents are rendered into raw text and cut into windows;
+* :class:`ExpanderConfig`: the learned multiword-token expander (saved inside segmenter checkpoints).
 
-The defaults are the recipe of ``python -m g2gt.ud.tokenize.train``: a 3-layer, d_model 64, 2-head chain-graph
+The defaults are the recipe of ``g2gt train segmenter``: a 3-layer, d_model 64, 2-head chain-graph
 encoder over characters (about 0.11 M parameters, keys-only chain labels), on windows of 96 non-space
 characters read with 12 characters of context on each side. It is sized for speed: the whole raw text ->
 CoNLL-U pipeline must stay above 2,000 words/s on one CPU thread, so the segmenter aims well above 20,000
@@ -48,6 +49,9 @@ class SegmenterConfig:
     context: int = option(12, "inference: characters of overlap on each side of a window", "model")
     spaces_in_tokens: bool = option(False, "a single space may be inside a token (Vietnamese words: 'chủ tịch'); "
                                     "else whitespace always ends a token", "model")
+    space_words: tuple[str, ...] = option((), "with spaces_in_tokens: the training data's lowercased tokens of "
+                                          "several pieces, a dictionary feature (g2gt.ud.tokenize.words; set "
+                                          "from the training data)", "model")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -66,6 +70,7 @@ class SegmentDataConfig:
     at all), ``lines`` (one sentence per line) and ``wrap`` (blank lines between paragraphs and lines
     wrapped at 60-100 characters, as UD's ``conllu_to_text`` writes raw text). ``double_space``: chance that
     a space between two sentences is doubled. ``batch_windows``: windows per training batch.
+    ``space_word_dropout``: see :mod:`g2gt.ud.tokenize.words`.
     """
 
     style_para: float = option(0.4, "weight of the 'para' rendering (paragraphs on lines)", "data")
@@ -77,6 +82,8 @@ class SegmentDataConfig:
     batch_windows: int = option(64, "windows per training batch", "data")
     eval_style: str = option("para", "rendering of the dev documents for evaluation", "data")
     min_char_count: int = option(2, "characters seen fewer times in training share the unknown id", "data")
+    space_word_dropout: float = option(0.15, "with spaces_in_tokens: chance that a dictionary word is left out "
+                                       "of the dictionary feature in a training epoch", "data")
 
     def style_weights(self) -> dict[str, float]:
         w = {"para": self.style_para, "blank": self.style_blank, "flat": self.style_flat,

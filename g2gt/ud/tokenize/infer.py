@@ -66,6 +66,11 @@ def predict_probs(model, vocab: CharVocab, texts: Sequence[str], batch_windows: 
     was = model.training
     model.eval()
     encoded = [vocab.compact(t) for t in texts]
+    if getattr(cfg, "space_words", ()):
+        from .words import WordMatcher, mark_word_spaces
+
+        matcher = WordMatcher(cfg.space_words)
+        encoded = [mark_word_spaces(t, c, matcher) for t, c in zip(texts, encoded)]
     kept = [np.zeros((len(c.keep), 5), dtype=np.float32) for c in encoded]
     jobs = []  # (text index, window start, window end, core start, core end), over kept characters
     for i, c in enumerate(encoded):

@@ -78,6 +78,10 @@ class SegmentTask:
         rng = random.Random(self.seed * 1_000_003 + epoch)
         text, labels = render_stream(self.train_docs, rng, self.data)
         c = self.vocab.compact(text)
+        if self.config.space_words:
+            from .words import WordMatcher, mark_word_spaces
+
+            c = mark_word_spaces(text, c, WordMatcher(self.config.space_words).drop(self.data.space_word_dropout, rng))
         cols = [c.ids, c.classes, c.before, c.after, labels[c.keep].astype(np.int64)]
         W, K = self.config.window, len(c.keep)
         off = rng.randrange(W) if K > 2 * W else 0

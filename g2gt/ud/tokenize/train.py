@@ -14,7 +14,8 @@ Language-dependent choices are settings, decided from the training data unless g
 * ``english_rules``: the English clitic rules for unseen multiword tokens (``g2gt train segmenter`` turns
   them on for training files named ``en_*``); off, unseen tokens are left to the expander or kept whole;
 * ``spaces_in_tokens``: a single space may be inside a token; auto: on when at least 1 % of the training
-  tokens hold a space (Vietnamese VTB: 22 %; French Sequoia: 0.08 %, off);
+  tokens hold a space (Vietnamese VTB: 22 %; French Sequoia: 0.08 %, off). The model then also reads a
+  dictionary feature built from the training tokens with spaces (:mod:`g2gt.ud.tokenize.words`);
 * ``expander``: the learned multiword-token expander (:mod:`g2gt.ud.tokenize.expander`); auto: trained when
   the training data has at least ``EXPANDER_MIN_TYPES`` different multiword tokens (Turkish IMST: 795;
   French Sequoia, 7, and Greek GDT, 7, are covered by the lexicon). It is trained first, in
@@ -98,6 +99,7 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     from .model import SegmenterModel
     from .segmenter import Segmenter
     from .task import METRICS, SegmentTask
+    from .words import space_words_of
 
     tc = train_config or default_train_config()
     if tc.metric not in METRICS:
@@ -122,8 +124,9 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
         if spaces_in_tokens is None:
             tokens = [t for d in train_docs for s in d.sentences for t in s]
             spaces_in_tokens = sum(" " in t.form for t in tokens) >= SPACES_AUTO_SHARE * max(len(tokens), 1)
+        words = space_words_of(t.form for d in train_docs for s in d.sentences for t in s) if spaces_in_tokens else []
         cfg = dataclasses.replace(config or SegmenterConfig(), vocab_size=len(vocab),
-                                  spaces_in_tokens=spaces_in_tokens)
+                                  spaces_in_tokens=spaces_in_tokens, space_words=tuple(words))
         if expander is None:
             expander = len(lexicon) >= EXPANDER_MIN_TYPES
         if expander:
