@@ -110,6 +110,7 @@ def run_workers(args: argparse.Namespace, source, output: str, device: str, kw: 
     tokenizer = args.tokenizer if isinstance(source, str) else "rule"
     with ParallelPipeline(args.model, args.workers, device=device, dtype=args.dtype, tokenizer=tokenizer,
                           progress=progress_enabled(args)) as pp:
+        pp.pool.wait_ready()  # the models are loaded: words/s below counts parsing, as with one process
         t0 = time.time()
         sentences = pp.text_sentences(source) if isinstance(source, str) else source
         with open_output(output) as f:

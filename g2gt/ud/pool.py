@@ -179,6 +179,13 @@ class ProcessPool:
         while len(self._slots) < self.workers:
             self._slots.append(self._spawn())
 
+    def wait_ready(self) -> None:
+        """Block until every worker has built its handler (e.g. loaded its model); a start-up error raises."""
+        if not self._slots:
+            self.start()
+        while not all(s.ready for s in self._slots):
+            self._pump()
+
     def _spawn(self) -> _Slot:
         parent, child = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(target=_worker_main, args=(child, self.factory, self.threads), daemon=True,
