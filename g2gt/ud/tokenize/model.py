@@ -11,8 +11,8 @@ The model::
     h        = GraphEncoder(x, chain labels [1, 1, n, n], padding)             [B, n, d]
     logits_i = W h_i + b                                                       [B, n, 5]
 
-over the labels of :data:`g2gt.ud.tokenize.config.LABEL_NAMES`. Models trained with ``spaces_in_tokens`` have one
-more gap type, a space inside a dictionary word (:mod:`g2gt.ud.tokenize.words`). The classes of the neighbouring characters
+over the labels of :data:`g2gt.ud.tokenize.config.LABEL_NAMES`. Models with a dictionary of words with spaces
+(``space_words``) have one more gap type, a space inside a dictionary word (:mod:`g2gt.ud.tokenize.words`). The classes of the neighbouring characters
 (padding class 0 at the window's edges) and the whitespace around it give every character its immediate
 context from the first layer on
 (is the next character a space, a period, a letter?), which the attention would otherwise have to find
@@ -55,7 +55,7 @@ class SegmenterModel(nn.Module):
         self.class_embed = nn.Embedding(len(CLASSES), c.d_model, padding_idx=0)
         self.prev_embed = nn.Embedding(len(CLASSES), c.d_model, padding_idx=0)
         self.next_embed = nn.Embedding(len(CLASSES), c.d_model, padding_idx=0)
-        gaps = len(GAPS) + int(c.spaces_in_tokens)  # + WORD_SPACE (g2gt.ud.tokenize.words)
+        gaps = len(GAPS) + int(bool(c.space_words))  # + WORD_SPACE with a dictionary (g2gt.ud.tokenize.words)
         self.before_embed = nn.Embedding(gaps, c.d_model)
         self.after_embed = nn.Embedding(gaps, c.d_model)
         self.dropout = nn.Dropout(c.dropout)
