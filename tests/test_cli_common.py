@@ -40,6 +40,7 @@ COMMANDS = {
     "train segmenter": ["train", "segmenter", "--out", "o"],
     "train pipeline": ["train", "pipeline", "--out", "o"],
     "package": ["package", "m", "--name", "x", "-o", "o"],
+    "average": ["average", "a.pt", "-o", "b.pt"],
 }
 COMMON = ["--device", "cpu", "--threads", "1", "--batch-tokens", "123", "--no-progress", "--debug"]
 

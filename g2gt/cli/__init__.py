@@ -11,6 +11,7 @@ COMMAND_MODULES = [
     "g2gt.cli.enhanced",  # train enhanced, enhance
     "g2gt.cli.models",    # models, export-model
     "g2gt.cli.treebank",  # train segmenter, train pipeline, package
+    "g2gt.cli.average",   # average (checkpoint averaging)
     "g2gt.cli.bench",     # bench
     "g2gt.cli.serve",     # serve
 ]

@@ -8,6 +8,7 @@ arguments; the few CLI defaults that differ from those are declared once below (
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 import time
 from pathlib import Path
@@ -16,8 +17,8 @@ from ..ud.models import DEFAULT_MODEL
 from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
 from .common import (
     UsageError, add_common_options, add_dataclass_options, add_signature_options, add_workers_option, apply_runtime,
-    check_folder_path, check_input_path, check_output_path, data_file_arg, non_negative_int, option_values,
-    progress_enabled,
+    check_folder_path, check_input_path, check_output_path, data_file_arg, field_default, non_negative_int,
+    option_values, progress_enabled,
 )
 
 # ---------------------------------------------------------------------------- options and CLI defaults
@@ -46,7 +47,8 @@ MODEL_CLI_DEFAULTS = {"num_layers": 4, "ffn_dim": 512, "dropout": 0.15}
 TRAIN_OPTIONS = ("lr", "weight_decay", "warmup", "warmup_steps", "schedule", "cooldown", "grad_clip", "accum_steps",
                  "amp", "max_minutes", "max_steps", "epochs", "eval_every", "seed")
 TRAIN_CLI_DEFAULTS = {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 200}
-TASK_OPTIONS = ("refine_train", "refine_steps", "corrupt_max", "min_freq", "lowercase", "word_dropout", "tags")
+TASK_OPTIONS = ("refine_train", "refine_steps", "corrupt_max", "min_freq", "lowercase", "word_dropout", "tags",
+                "treebank_embedding", "average_last")
 TASK_HELP = {
     "refine_train": "refinement input graphs in training: the model's own first-pass predictions (self), "
                     "corrupted gold graphs (corrupt), or no refinement training (none)",
@@ -57,6 +59,10 @@ TASK_HELP = {
     "lowercase": "lowercased word embeddings (--no-lowercase: case-sensitive)",
     "word_dropout": "probability of replacing a word by <unk> in training",
     "tags": "also train XPOS, UFeats and lemma heads where the training data has those columns",
+    "treebank_embedding": "with training files of two or more treebanks, one learned vector per treebank added to "
+                          "every word's input (--no-treebank-embedding: the treebanks are simply concatenated)",
+    "average_last": "keep the weights of the last K evaluations (OUT/step-NNNNNNN.pt) and write their average to "
+                    "OUT/averaged.pt at the end, with its dev scores (0 = off)",
 }
 TRAIN_BATCH_TOKENS = 1500
 # demo: a small, fast model for a few minutes on the shipped sample
@@ -96,12 +102,25 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
         "examples:\n"
         "  g2gt train parser --out runs/parser --max-minutes 40 --threads 1\n"
         "  g2gt train parser --train train.conllu --dev dev.conllu --out runs/p --epochs 30\n"
-        "  g2gt train parser --out runs/p --resume          # continue an interrupted run\n" + DATA_EPILOG)
+        "  g2gt train parser --out runs/p --resume          # continue an interrupted run\n"
+        "  g2gt train parser --train en_ewt-ud-train.conllu en_gum-ud-train.conllu.gz \\\n"
+        "      --dev en_ewt-ud-dev.conllu en_gum-ud-dev.conllu.gz --init-from en_ewt --out runs/en2\n"
+        "Several training files: each file's treebank is named by its file name (en_gum-ud-train.conllu.gz ->\n"
+        "en_gum) or NAME=FILE; with two or more treebanks the model learns one vector per treebank, the first\n"
+        "being the default at parse time ('g2gt parse --treebank NAME' picks another). The first --dev file\n"
+        "selects best.pt; every dev file's scores are logged.\n" + DATA_EPILOG)
     data = p.add_argument_group("data")
-    data.add_argument("--train", metavar="FILE", help="training CoNLL-U (default: UD EWT train, see below)")
-    data.add_argument("--dev", metavar="FILE", help="development CoNLL-U for model selection (default: UD EWT dev)")
+    data.add_argument("--train", metavar="[NAME=]FILE", nargs="+", action="extend",
+                      help="training CoNLL-U file(s), repeatable (default: UD EWT train, see below)")
+    data.add_argument("--dev", metavar="[NAME=]FILE", nargs="+", action="extend",
+                      help="development CoNLL-U file(s); the first selects best.pt (default: UD EWT dev)")
     data.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs)")
     data.add_argument("--resume", action="store_true", help="continue from OUT/last.pt (same budget, same settings)")
+    data.add_argument("--init-from", metavar="MODEL", default=None,
+                      help="warm start: a trained parser (a shipped name such as en_ewt, a model or training folder, "
+                           "a checkpoint) whose architecture, vocabulary and matching weights start this run (new "
+                           "labels appended; optimizer and schedule fresh; model options that differ from their "
+                           "defaults override the source's)")
     add_dataclass_options(p.add_argument_group("model"), ParserConfig, MODEL_OPTIONS, defaults=MODEL_CLI_DEFAULTS,
                           help=MODEL_HELP, flags=MODEL_FLAGS)
     add_signature_options(p.add_argument_group("task"), train_parser, TASK_OPTIONS, help=TASK_HELP,
@@ -118,26 +137,38 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
-    from ..ud.io.conllu import read_conllu
-    from ..ud.parse import train_parser
+    from ..ud.parse import ParserConfig, train_parser
     from ..core.config import TrainConfig
 
-    train_path = data_file_arg(args.train, EWT_TRAIN, "--train")
-    dev_path = data_file_arg(args.dev, EWT_DEV, "--dev")
+    train = _read_sets(args.train, EWT_TRAIN, "--train")
+    dev = _read_sets(args.dev, EWT_DEV, "--dev")
     check_folder_path(args.out, "--out")
     t0 = time.time()
-    train = read_conllu(train_path, require_heads=True)
-    dev = read_conllu(dev_path, require_heads=True)
-    print(f"train: {train_path} ({len(train)} sentences), dev: {dev_path} ({len(dev)} sentences)", file=sys.stderr)
     tc = TrainConfig(**option_values(args, TRAIN_OPTIONS), metric="las", metric_mode="max", device=device,
-                     progress=progress_enabled(args))
-    _, history = train_parser(train, dev, args.out, option_values(args, MODEL_OPTIONS), tc,
+                     progress=progress_enabled(args), init_from=args.init_from)
+    model = option_values(args, MODEL_OPTIONS)
+    if args.init_from:  # the source's architecture, except for options set to something other than their default
+        model = {k: v for k, v in model.items() if v != MODEL_CLI_DEFAULTS.get(k, field_default(ParserConfig, k))}
+        unused = [f"--{k.replace('_', '-')}" for k in ("min_freq", "lowercase", "tags")
+                  if getattr(args, k) != inspect.signature(train_parser).parameters[k].default]
+        print(f"--init-from {args.init_from}: its architecture"
+              + (f" with {', '.join(f'{k}={v}' for k, v in model.items())}" if model else "")
+              + " and vocabulary" + (f" ({', '.join(unused)} not used)" if unused else ""), file=sys.stderr)
+    _, history = train_parser(train, dev, args.out, model, tc,
                               max_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
     best = max(_all_evaluations(Path(args.out) / "log.jsonl") or history, key=lambda h: h.get("las", 0), default={})
+    others = "".join(f"; {k[:-4]} LAS {v:.2f}" for k, v in best.items() if k.endswith(".las"))
     print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (internal, step {best.get('step', '?')}, the "
-          f"one in best.pt) UAS {best.get('uas', 0):.2f} LAS {best.get('las', 0):.2f} UPOS {best.get('upos', 0):.2f}; "
-          f"model in {args.out}", file=sys.stderr)
+          f"one in best.pt) UAS {best.get('uas', 0):.2f} LAS {best.get('las', 0):.2f} UPOS {best.get('upos', 0):.2f}"
+          f"{others}; model in {args.out}", file=sys.stderr)
     return 0
+
+
+def _read_sets(values: list[str] | None, default: str, flag: str) -> dict[str, list]:
+    """``{treebank name: sentences}`` of ``--train`` / ``--dev`` values, else of the default data file."""
+    from ..ud.parse.treebanks import read_named_files
+
+    return read_named_files(values or [str(data_file_arg(None, default, flag))], flag)
 
 
 # ---------------------------------------------------------------------------- parse
@@ -206,6 +237,9 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
                    help="refinement iterations (default: the model's, usually 2; 0 = one pass)")
     p.add_argument("--algorithm", choices=["mst", "eisner"], default="mst",
                    help="tree decoder: Chu-Liu-Edmonds (non-projective, default) or Eisner (projective)")
+    p.add_argument("--treebank", metavar="NAME", default=None,
+                   help="for a parser trained on several treebanks: whose annotation conventions to follow "
+                        "(default: the first it was trained on, e.g. en_ewt)")
     p.add_argument("--keep-upos", action="store_true", help=argparse.SUPPRESS)  # old spelling of --keep upos
     p.add_argument("--dtype", choices=["float32", "bfloat16", "int8", "auto"], default="auto",
                    help="every stage's precision: bfloat16 (fast on CPUs with AMX and on GPUs), int8 (CPU only: "
@@ -308,6 +342,11 @@ def run_parse(args: argparse.Namespace) -> int:
     from ..ud.io import write_conllu
 
     nlp = load_pipeline(args, device, args.tokenizer if isinstance(source, str) else "rule")
+    if args.treebank is not None:  # checked here, before any output
+        try:
+            nlp.parser.treebank = args.treebank
+        except ValueError as e:
+            raise UsageError(f"--treebank: {e}") from None
     if args.enhanced and nlp.enhancer is None:
         raise UsageError(f"--enhanced: the model {args.model} has no enhanced-UD part (enhancer.pt); use a "
                          "model folder that has one (e.g. the shipped en_ewt) or 'g2gt enhance --model M'")
@@ -328,6 +367,8 @@ def _parse_kwargs(args: argparse.Namespace) -> dict:
               progress=progress_enabled(args), keep=args.keep, enhanced=args.enhanced)
     if args.batch_tokens is not None:
         kw["max_tokens"] = args.batch_tokens
+    if getattr(args, "treebank", None) is not None:
+        kw["treebank"] = args.treebank
     return kw
 
 

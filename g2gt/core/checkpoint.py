@@ -9,7 +9,10 @@ This module keeps it consistent:
 * :class:`TrainingFolderLock` lets one process at a time train in a folder (``OUT/.lock`` names the
   holder's pid and host); a lock left by a dead process is taken over with a message;
 * :func:`truncate_log` drops ``log.jsonl`` lines written after the checkpoint a run resumes from, so no
-  step is logged twice.
+  step is logged twice;
+* with ``TrainConfig.keep_last = K`` the folder also keeps the weights of its last ``K`` saves as
+  ``step-NNNNNNN.pt`` (:func:`snapshot_path`, :func:`snapshots`, :func:`prune_snapshots`), for checkpoint
+  averaging (:mod:`g2gt.core.average`).
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = ["CheckpointError", "TrainingFolderLocked", "TrainingFolderLock", "save_atomic", "load_checkpoint",
-           "resolve_checkpoint", "remove_stale_temporaries", "truncate_log", "LOCK_NAME"]
+           "resolve_checkpoint", "remove_stale_temporaries", "truncate_log", "LOCK_NAME", "snapshot_path",
+           "snapshots", "prune_snapshots"]
 
 LOCK_NAME = ".lock"
 _TMP = re.compile(r"^\..+\.tmp\d+$")
+_SNAPSHOT = re.compile(r"^step-(\d+)\.pt$")
 
 
 class CheckpointError(ValueError):
@@ -153,6 +158,33 @@ def truncate_log(path: str | os.PathLike, step: int) -> int:
         tmp.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
         os.replace(tmp, path)
     return dropped
+
+
+# ---------------------------------------------------------------------------- step snapshots
+def snapshot_path(folder: str | os.PathLike, step: int) -> Path:
+    """``folder/step-NNNNNNN.pt``: the weights saved at update ``step`` (``TrainConfig.keep_last``)."""
+    return Path(folder) / f"step-{step:07d}.pt"
+
+
+def snapshots(folder: str | os.PathLike) -> list[tuple[int, Path]]:
+    """The ``(step, path)`` of every step snapshot in ``folder``, oldest first."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _SNAPSHOT.match(p.name)) and p.is_file()]
+    return sorted(found)
+
+
+def prune_snapshots(folder: str | os.PathLike, keep: int, after: int | None = None) -> list[Path]:
+    """Delete step snapshots of updates later than ``after`` (a run resumed from that update writes them
+    again), then all but the newest ``keep`` (0 = none kept). Returns the removed paths."""
+    found = snapshots(folder)
+    doomed = [p for s, p in found if after is not None and s > after]
+    kept = [p for s, p in found if p not in doomed]
+    doomed += kept[: max(len(kept) - keep, 0)]
+    for p in doomed:
+        p.unlink(missing_ok=True)
+    return doomed
 
 
 # ---------------------------------------------------------------------------- folder lock

@@ -92,6 +92,8 @@ class TrainConfig(DictConfig):
     amp: str = option("auto", AMP_HELP, "runtime")
     eval_every: int = option(1000, "updates between evaluations (0 = at the end of each epoch)", "evaluation")
     save_every: int = option(0, "updates between resumable checkpoints (0 = at every evaluation)", "evaluation")
+    keep_last: int = option(0, "also keep the weights of the last K resumable checkpoints as OUT/step-NNNNNNN.pt, "
+                            "e.g. for checkpoint averaging (0 = none)", "evaluation")
     log_every: int = option(10, "updates between log.jsonl training lines (lr, loss, tokens/s)", "evaluation")
     metric: str = option("loss", "evaluation metric that selects best.pt", "evaluation")
     metric_mode: str = option("min", "min or max: which values of metric are better", "evaluation")
@@ -100,3 +102,5 @@ class TrainConfig(DictConfig):
     progress: bool = option(True, "progress bar", "runtime")
     find_unused_parameters: bool = option(False, "DDP: set when some parameters get no gradient in a step",
                                           "runtime")
+    init_from: str | None = option(None, "warm start: the model whose matching weights initialise this one (read by "
+                                   "the task's training function, e.g. train_parser; recorded here)", "optimisation")

@@ -42,7 +42,8 @@ from torch import nn
 
 from ._compat import cpu_bf16_supported  # the private-torch-API probes live in g2gt.core._compat
 from .checkpoint import (
-    TrainingFolderLock, TrainingFolderLocked, load_checkpoint, remove_stale_temporaries, save_atomic, truncate_log,
+    TrainingFolderLock, TrainingFolderLocked, load_checkpoint, prune_snapshots, remove_stale_temporaries, save_atomic,
+    snapshot_path, truncate_log,
 )
 from .schedule import estimate_total_steps, lr_multiplier, make_schedule, warmup_length
 from .config import AMP_MODES, TrainConfig, dataclass_from_dict
@@ -278,17 +279,25 @@ class Trainer:
         }
 
     def save(self, name: str = "last.pt") -> None:
-        """Write a resumable checkpoint (atomically, rank 0 only). Call it on every rank under DDP."""
+        """Write a resumable checkpoint (atomically, rank 0 only). Call it on every rank under DDP.
+        With ``keep_last`` the weights of ``last.pt`` are also kept as ``step-NNNNNNN.pt`` (the newest
+        ``keep_last`` of them), written first so that every snapshot up to the resumable step exists."""
         rng = self._all_rng_states()
         elapsed = self.elapsed()
         if self.is_main:
+            if self.cfg.keep_last and name == "last.pt":
+                save_atomic(self._weights(), snapshot_path(self.out_dir, self.step))
+                prune_snapshots(self.out_dir, self.cfg.keep_last)
             save_atomic(self.state_dict(rng, elapsed), self.out_dir / name)
+
+    def _weights(self) -> dict:
+        """What ``best.pt`` and the step snapshots hold: weights, configs, task extras, step, best."""
+        return {"model": self.model.state_dict(), "model_config": self.model_config,
+                "train_config": self.cfg.to_dict(), "task": self._extra(), "step": self.step, "best": self.best}
 
     def save_best(self) -> None:
         if self.is_main:
-            save_atomic({"model": self.model.state_dict(), "model_config": self.model_config,
-                         "train_config": self.cfg.to_dict(), "task": self._extra(), "step": self.step,
-                         "best": self.best}, self.out_dir / "best.pt")
+            save_atomic(self._weights(), self.out_dir / "best.pt")
 
     def resume(self, path: str | os.PathLike | None = None) -> bool:
         """Restore from ``path`` (default ``out_dir/last.pt``); False when there is none."""
@@ -418,11 +427,12 @@ class Trainer:
         return total, n_local
 
     def _prepare_folder(self, resumed: bool) -> None:
-        """Rank 0, holding the lock: remove temporaries of a killed write; make ``log.jsonl`` end at the
-        resumed step (or start it afresh)."""
+        """Rank 0, holding the lock: remove temporaries of a killed write; make ``log.jsonl`` and the step
+        snapshots end at the resumed step (or start them afresh)."""
         for p in remove_stale_temporaries(self.out_dir):
             print(f"g2gt: removed {p.name}, left by a checkpoint write that was interrupted", file=sys.stderr)
         log = self.out_dir / "log.jsonl"
+        prune_snapshots(self.out_dir, self.cfg.keep_last if resumed else 0, self.step if resumed else None)
         if resumed:
             truncate_log(log, self.step)
         elif log.exists():

@@ -214,10 +214,11 @@ class Pipeline:
     # ------------------------------------------------------------------ running
     def __call__(self, x: str | Iterable, *, enhanced: bool = False, keep: Iterable[str] | str = (),
                  refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
-                 max_tokens: int = 3000, progress: bool = False) -> list[Sentence]:
+                 max_tokens: int = 3000, progress: bool = False, treebank: str | None = None) -> list[Sentence]:
         """Parsed sentences of ``x`` (see :meth:`to_sentences`): every column predicted by the parse stage
         (``keep``: input columns kept instead, see :meth:`g2gt.ud.parse.Parser.parse`), DEPS by the enhance
-        stage with ``enhanced=True``. The other arguments are the parser's."""
+        stage with ``enhanced=True``. The other arguments are the parser's (``treebank``: for a parser trained on
+        several treebanks, whose conventions to follow; see :attr:`g2gt.ud.parse.Parser.treebank`)."""
         from .parse.columns import check_keep
 
         if enhanced:
@@ -230,9 +231,10 @@ class Pipeline:
         if self.parse_stage is None:  # trees from elsewhere (another parser, gold) go to the enhancer as they are
             out = sentences
         else:
+            extra = {} if treebank is None else {"treebank": treebank}  # swapped-in stages need not know it
             out = self.parse_stage.parse(sentences, refine_steps=refine_steps, algorithm=algorithm,
                                          use_input_graph=use_input_graph, max_tokens=max_tokens, progress=progress,
-                                         keep=keep)
+                                         keep=keep, **extra)
         if enhanced:
             out = self.enhancer.enhance(out, max_tokens=max_tokens, progress=progress)
         return out

@@ -32,11 +32,13 @@ class Example:
     heads: list[int]  # -1 where the HEAD column is empty; ROOT: 0
     rels: list[int]
     tags: dict[str, list[int]] = field(default_factory=dict)  # golds of the heads of TAG_HEADS the vocab has
+    treebank: int = 0  # index into ParserConfig.treebanks (0 = the default treebank)
 
 
-def make_example(sent, vocab: ParserVocab) -> Example:
+def make_example(sent, vocab: ParserVocab, treebank: int = 0) -> Example:
     """``sent``: an object with ``forms``, ``upos``, ``heads``, ``deprels`` (and ``xpos``, ``words``,
-    ``lemmas`` for the heads the vocabulary has), e.g. :class:`g2gt.ud.io.Sentence`."""
+    ``lemmas`` for the heads the vocabulary has), e.g. :class:`g2gt.ud.io.Sentence`. ``treebank``: the
+    sentence's treebank (an index into ``ParserConfig.treebanks``; 0 = the default)."""
     forms = [ROOT] + list(sent.forms)
     words = [2] + [vocab.word_id(f) for f in sent.forms]
     upos = [0] + [vocab.upos_index.get(u, 0) for u in sent.upos]
@@ -49,7 +51,7 @@ def make_example(sent, vocab: ParserVocab) -> Example:
         tags["feats"] = [0] + [vocab.feats_index.get(f, 0) for f in sentence_feats(sent)]
     if vocab.lemma_rules:
         tags["lemma"] = [0] + [vocab.lemma_id(f, lem) for f, lem in zip(sent.forms, sent.lemmas)]
-    return Example(forms, words, upos, heads, rels, tags)
+    return Example(forms, words, upos, heads, rels, tags, treebank)
 
 
 @dataclass
@@ -61,6 +63,8 @@ class ParseBatch:
     ``node_features`` ``upos`` / ``head`` / ``rel`` / ``has_head`` and the tag heads' golds (``[B, n]``).
     ``char_ids [U, m]`` / ``word_types [B, n]``: characters of the batch's unique word types and
     each node's row in ``char_ids``. ``index``: the examples' positions in the caller's list.
+    ``treebank``: ``[B]`` long, each sentence's treebank index, or None when every sentence is of the
+    default treebank (index 0).
     """
 
     graph: GraphBatch
@@ -68,11 +72,13 @@ class ParseBatch:
     word_types: Tensor
     index: list[int]
     corrupt_seed: int = 0
+    treebank: Tensor | None = None
 
     def to(self, device, non_blocking: bool = False) -> "ParseBatch":
         nb = non_blocking
+        tb = None if self.treebank is None else self.treebank.to(device, non_blocking=nb)
         return ParseBatch(self.graph.to(device, non_blocking=nb), self.char_ids.to(device, non_blocking=nb),
-                          self.word_types.to(device, non_blocking=nb), self.index, self.corrupt_seed)
+                          self.word_types.to(device, non_blocking=nb), self.index, self.corrupt_seed, tb)
 
     @property
     def words_mask(self) -> Tensor:
@@ -98,7 +104,8 @@ class ParseBatch:
 
 def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: ParserVocab, max_distance: int,
                corrupt_seed: int = 0) -> ParseBatch:
-    """Collate examples with :func:`g2gt.collate` (position channel) plus unique-word characters."""
+    """Collate examples with :func:`g2gt.collate` (position channel) plus unique-word characters and, when
+    some example is not of the default treebank, the ``[B]`` treebank indices."""
     graphs = [
         Graph(ex.words, {"position": ChainChannel(max_distance)},
               {"upos": ex.upos, "head": [max(h, 0) for h in ex.heads], "rel": ex.rels,
@@ -116,7 +123,9 @@ def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: ParserV
     chars = [[2] if f == ROOT else vocab.char_ids(f) for f in types]  # dicts keep insertion order = type id
     m = max(map(len, chars))
     char_ids = torch.tensor([c + [0] * (m - len(c)) for c in chars], dtype=torch.long).view(len(chars), m)
-    return ParseBatch(gb, char_ids, wt, list(index), corrupt_seed)
+    tb = [ex.treebank for ex in examples]
+    treebank = torch.tensor(tb, dtype=torch.long) if any(tb) else None
+    return ParseBatch(gb, char_ids, wt, list(index), corrupt_seed, treebank)
 
 
 def length_batches(lengths: Sequence[int], max_tokens: int, max_pairs: int | None = None) -> list[list[int]]:

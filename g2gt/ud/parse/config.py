@@ -3,7 +3,7 @@ model options from these fields)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from ...core.config import dataclass_from_dict
 
@@ -17,6 +17,11 @@ class ParserConfig:
     The vocabulary sizes come first (from :class:`g2gt.ud.parse.ParserVocab`); a size of 0 means the
     model has no such head (XPOS, UFeats, lemma rules). The field names are the checkpoint format:
     renaming one breaks loading of existing models.
+
+    ``treebanks``: names of the training treebanks when the model was trained on several (one learned vector
+    per treebank is added to every word's input vector, :class:`g2gt.ud.parse.ParserModel`); the first is the
+    default at parse time. Empty (the default, and every checkpoint written before the field existed): no
+    treebank vectors, so such checkpoints load strictly and unchanged.
     """
 
     num_words: int
@@ -41,9 +46,15 @@ class ParserConfig:
     char_filters: int = 192
     head_dropout: float = 0.25  # dropout before the arc / relation / tag scorers
     activation: str = "gelu"
+    treebanks: list[str] = field(default_factory=list)  # [] = one treebank, no treebank vectors
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields as a dict (the checkpoint's ``model_config``); ``treebanks`` only when it is not empty,
+        so a one-treebank model's record is exactly that of the versions before the field existed."""
+        d = asdict(self)
+        if not d["treebanks"]:
+            del d["treebanks"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "ParserConfig":

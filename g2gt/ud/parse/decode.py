@@ -83,19 +83,21 @@ class ParseResult(Sequence[SentenceParse]):
 def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence, max_distance: int,
                      refine_steps: int = 2, algorithm: str = "mst", use_input_graph: bool = False,
                      max_tokens: int = 3000, progress: bool = False,
-                     record_iterations: bool = False) -> ParseResult:
+                     record_iterations: bool = False, treebank: int = 0) -> ParseResult:
     """Parse ``sentences`` (objects with ``forms``, e.g. :class:`g2gt.ud.io.Sentence`) with ``model``.
 
     ``refine_steps``: refinement passes after iteration 0 (a sentence stops early at a fixed point).
     ``use_input_graph``: the sentences' own HEAD / DEPREL columns are iteration 0's graph; they must
     form one single-rooted tree per sentence, else a :class:`ValueError` naming ``file:line``.
-    ``max_tokens``: padded nodes per batch. Every output is exactly one single-rooted tree.
+    ``max_tokens``: padded nodes per batch. ``treebank``: the treebank whose conventions to follow (an index
+    into ``model.config.treebanks``; 0 = the default). Every output is exactly one single-rooted tree.
     """
     if algorithm not in ("mst", "eisner"):
         raise ValueError(f"algorithm must be 'mst' or 'eisner', got {algorithm!r}")
     if use_input_graph:
         check_input_trees(sentences)
-    examples = [make_example(s, vocab) for s in sentences]
+    check_treebank(model, treebank)
+    examples = [make_example(s, vocab, treebank) for s in sentences]
     root_rel = vocab.rel_index.get("root", 0)
     device = next(model.parameters()).device
     out: list[SentenceParse | None] = [None] * len(examples)
@@ -127,6 +129,14 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
     if bar is not None:
         bar.close()
     return ParseResult(out)  # type: ignore[arg-type]
+
+
+def check_treebank(model: ParserModel, treebank: int) -> None:
+    """``treebank`` must index ``model.config.treebanks`` (only 0 for a model without treebank vectors)."""
+    names = model.config.treebanks
+    if not 0 <= treebank < max(len(names), 1):
+        raise ValueError(f"treebank index {treebank} out of range: the model knows "
+                         f"{', '.join(names) if names else 'one treebank only (index 0)'}")
 
 
 def _to_lists(*tensors: Tensor) -> list[list[list[int]]]:

@@ -7,7 +7,9 @@ words. Every node pair carries labels that enter the attention scores (:class:`g
 * channel 1, ``deps``: the *current* dependency graph — ``rel↑`` on (dependent, head) and ``rel↓`` on
   (head, dependent), ROOT's edges included (:func:`g2gt.ud.parse.batching.dependency_labels`).
 
-Node input: ``e_i = LayerNorm(E_word[lower(w_i)] + CharCNN(w_i))``. Heads on the encoder states ``h``:
+Node input: ``e_i = LayerNorm(E_word[lower(w_i)] + CharCNN(w_i) + E_tb[t])``, where ``E_tb[t]`` is the learned
+vector of the sentence's treebank ``t`` (only in models trained on several treebanks, ``ParserConfig.treebanks``;
+row 0, the default, at parse time unless another is chosen). Heads on the encoder states ``h``:
 biaffine arcs ``[B, n, n]`` (row = dependent, column = head), biaffine relations at a chosen head,
 UPOS and the optional XPOS / UFeats / lemma-rule taggers (:class:`g2gt.nn.heads.Tagger`).
 
@@ -21,7 +23,7 @@ pass from the empty graph plus, optionally, a pass from a refinement graph — t
 argmax prediction (``"self"``, RNGTr) or a given graph such as a corrupted gold tree (``"graph"``).
 
 The parameter names (``word_embed``, ``char_encoder``, ``embed_norm``, ``encoder``, ``arc``, ``rel``,
-``tagger``, ``taggers.{xpos,feats,lemma}``) are the checkpoint format.
+``tagger``, ``taggers.{xpos,feats,lemma}``, ``treebank_embed``) are the checkpoint format.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ class ParserModel(nn.Module):
 
     Shapes: ``words [B, n]`` long (node 0 = ROOT), ``char_ids [U, m]`` long (characters of the
     batch's unique word types), ``word_types [B, n]`` long (row of ``char_ids`` of each node),
-    ``padding_mask [B, n]`` bool, ``labels [B, C, n, n]`` (C = 2 with the graph channel, else 1).
+    ``padding_mask [B, n]`` bool, ``labels [B, C, n, n]`` (C = 2 with the graph channel, else 1),
+    ``treebank [B]`` long (each sentence's index into ``config.treebanks``; None = the default, 0).
 
     :meth:`forward` is the training loss of a batch (all passes); :meth:`score` one pass;
     :meth:`decode` the inference of a batch (trees, relations, tags; refinement until a fixed point).
@@ -80,6 +83,8 @@ class ParserModel(nn.Module):
         self.word_embed = nn.Embedding(c.num_words, c.d_model, padding_idx=0)
         self.char_encoder = CharCNNWordEncoder(c.num_chars, c.d_model, c.char_dim, c.char_filters)
         self.embed_norm = nn.LayerNorm(c.d_model)
+        # one vector per training treebank, added to every node's input (absent with one treebank: old checkpoints)
+        self.treebank_embed = nn.Embedding(len(c.treebanks), c.d_model) if c.treebanks else None
         self.embed_dropout = nn.Dropout(c.dropout)
         sizes = [num_chain_labels(c.max_distance)]
         if c.graph_channel:
@@ -99,6 +104,10 @@ class ParserModel(nn.Module):
         nn.init.normal_(self.word_embed.weight, std=self.config.d_model**-0.5)
         with torch.no_grad():
             self.word_embed.weight[0].zero_()
+        if self.treebank_embed is not None:
+            # zero: a fresh model starts treebank-neutral, and a warm-started one computes exactly its source's
+            # function at step 0; the vectors move apart by the gradients of their treebanks' sentences
+            nn.init.zeros_(self.treebank_embed.weight)
         for m in (self.char_encoder, self.embed_norm, self.encoder, self.arc, self.rel, self.tagger,
                   *self.taggers.values()):
             m.reset_parameters()
@@ -113,16 +122,23 @@ class ParserModel(nn.Module):
             graph = torch.zeros_like(position)
         return torch.stack([position.to(graph.dtype), graph], 1)
 
-    def embed(self, words: Tensor, char_ids: Tensor, word_types: Tensor) -> Tensor:
-        """Node vectors ``[B, n, d]``: word embedding + char-CNN word vector, layer-normed."""
+    def embed(self, words: Tensor, char_ids: Tensor, word_types: Tensor, treebank: Tensor | None = None) -> Tensor:
+        """Node vectors ``[B, n, d]``: word embedding + char-CNN word vector (+ the treebank vector of each
+        sentence, ``treebank [B]`` long, None = the default treebank), layer-normed."""
         cvec = self.char_encoder(char_ids)  # [U, d]
         x = self.word_embed(words) + cvec[word_types]
+        if self.treebank_embed is not None:
+            tb = self.treebank_embed.weight[0] if treebank is None else self.treebank_embed(treebank)[:, None]
+            x = x + tb  # [d] or [B, 1, d], broadcast over the nodes
+        elif treebank is not None:
+            raise ValueError("treebank indices given, but this model has no treebank vectors (its "
+                             "ParserConfig.treebanks is empty): parse without choosing a treebank")
         return self.embed_dropout(self.embed_norm(x))
 
     def encode(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
-               labels: Tensor) -> Tensor:
+               labels: Tensor, treebank: Tensor | None = None) -> Tensor:
         """Encoder states ``[B, n, d]``."""
-        return self.encoder(self.embed(words, char_ids, word_types), labels, padding_mask)
+        return self.encoder(self.embed(words, char_ids, word_types, treebank), labels, padding_mask)
 
     def score(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
               labels: Tensor, label_heads: Tensor,
@@ -130,7 +146,7 @@ class ParserModel(nn.Module):
         """One training pass: arcs ``[B, n, n]`` (padded / self columns ``-inf``), relations at
         ``label_heads [B, n]`` ``[B, n, R]``, tag logits ``{"upos": [B, n, P], ...}`` and ``[2, B, n]``:
         argmax heads and the relations at them (no gradient; for self-training).
-        ``x [B, n, d]``: node vectors from :meth:`embed` when already computed (else computed here)."""
+        ``x [B, n, d]``: node vectors from :meth:`embed` (the caller computes them once per batch)."""
         if x is None:
             x = self.embed(words, char_ids, word_types)
         h = self.encoder(x, labels, padding_mask)
@@ -162,7 +178,7 @@ class ParserModel(nn.Module):
     def forward(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
                 position: Tensor, gold_heads: Tensor, gold_rels: Tensor, gold_upos: Tensor,
                 refine: str = "none", refine_graph: Tensor | None = None,
-                gold_tags: dict[str, Tensor] | None = None) -> Tensor:
+                gold_tags: dict[str, Tensor] | None = None, treebank: Tensor | None = None) -> Tensor:
         r"""The whole training loss of a batch in ONE call (so that ``DistributedDataParallel``
         sees one forward per backward).
 
@@ -176,6 +192,7 @@ class ParserModel(nn.Module):
            ``refine="none"``: no second pass.
 
         ``gold_tags``: golds ``[B, n]`` of the tag heads (``"xpos"``, ``"feats"``, ``"lemma"``).
+        ``treebank``: ``[B]`` long, each sentence's treebank (None = the default).
 
         Returns the SUM over passes and real words of arc + relation + tag cross-entropies.
         """
@@ -192,10 +209,10 @@ class ParserModel(nn.Module):
         words_mask = ~padding_mask
         words_mask[:, 0] = False
         golds = (gold_heads, gold_rels, {"upos": gold_upos, **(gold_tags or {})})
+        x = self.embed(words, char_ids, word_types, treebank)  # shared by both passes
         if refine == "none":
-            out = self.score(words, char_ids, word_types, padding_mask, self.labels(position, None), gold_heads)
+            out = self.score(words, char_ids, word_types, padding_mask, self.labels(position, None), gold_heads, x)
             return self.pass_loss(out, words_mask, *golds)
-        x = self.embed(words, char_ids, word_types)  # shared by both passes
         out = self.score(words, char_ids, word_types, padding_mask, self.labels(position, None), gold_heads, x)
         total = self.pass_loss(out, words_mask, *golds)
         if refine == "self":
@@ -237,7 +254,7 @@ class ParserModel(nn.Module):
             graph = None
             if input_graph:
                 graph = dependency_labels(g.node_features["head"], g.node_features["rel"], words_mask, lab_dt)
-            x = self.embed(g.tokens, batch.char_ids, batch.word_types)  # once for all iterations
+            x = self.embed(g.tokens, batch.char_ids, batch.word_types, batch.treebank)  # once for all iterations
             res_h, res_r, res_u = (torch.zeros_like(g.tokens) for _ in range(3))
             res_t = {name: torch.zeros(*g.tokens.shape, lemma_topk if name == "lemma" else 1, dtype=torch.long,
                                        device=dev) for name in self.taggers}
@@ -311,8 +328,8 @@ class ParserModel(nn.Module):
 
     @torch.no_grad()
     def attention_weights(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
-                          labels: Tensor) -> list[Tensor]:
+                          labels: Tensor, treebank: Tensor | None = None) -> list[Tensor]:
         """Per-layer attention probabilities, a list of ``[B, H, n, n]`` (from
         ``GraphEncoder(need_weights=True)``; call it in eval mode)."""
-        x = self.embed(words, char_ids, word_types)
+        x = self.embed(words, char_ids, word_types, treebank)
         return self.encoder(x, labels, padding_mask, need_weights=True)[1]

@@ -54,6 +54,8 @@ class Parser:
         vocab: its :class:`ParserVocab`.
         max_distance: clip distance of the position channel (default: the model's).
         refine_steps: default refinement iterations after iteration 0.
+        treebank: for a model trained on several treebanks (``model.config.treebanks``), the one whose
+            annotation conventions to follow (default: the first, e.g. ``en_ewt``); see :attr:`treebank`.
 
     Every output is exactly one single-rooted tree per sentence (MST / Eisner), in input order.
     """
@@ -61,19 +63,49 @@ class Parser:
     kind = "parser"
 
     def __init__(self, model: ParserModel, vocab: ParserVocab, max_distance: int | None = None,
-                 refine_steps: int = 2) -> None:
+                 refine_steps: int = 2, treebank: str | None = None) -> None:
         self.model = model
         self.vocab = vocab
         self.max_distance = model.config.max_distance if max_distance is None else max_distance
         self.refine_steps = refine_steps
+        self._treebank = 0
+        self.treebank = treebank
         self.record: dict = {}  # the checkpoint's config / vocabularies / training record, for save()
         self.file: Path | None = None  # the checkpoint it was loaded from
         self.dtype: torch.dtype = torch.float32
         self.source: str | None = None  # what load() was given, for messages
 
+    @property
+    def treebanks(self) -> list[str]:
+        """The treebanks the model was trained on when it has treebank vectors (the first is the default),
+        else ``[]``."""
+        return list(self.model.config.treebanks)
+
+    @property
+    def treebank(self) -> str | None:
+        """The treebank whose conventions the parser follows (``"en_gum"``...), None for a model without
+        treebank vectors. Set it to a name of :attr:`treebanks`, or None for the default (the first)."""
+        names = self.model.config.treebanks
+        return names[self._treebank] if names else None
+
+    @treebank.setter
+    def treebank(self, name: str | None) -> None:
+        self._treebank = 0 if name is None else self._treebank_index(name)
+
+    def _treebank_index(self, name: str) -> int:
+        """The index of treebank ``name`` in the model's list; ``ValueError`` naming the known ones."""
+        names = self.model.config.treebanks
+        if name in names:
+            return names.index(name)
+        if names:
+            raise ValueError(f"treebank {name!r}: this parser was trained on {', '.join(names)}; choose one of "
+                             "them (or None for the first)")
+        raise ValueError(f"treebank {name!r}: this parser was trained on one treebank and has no treebank "
+                         "choice (drop the treebank setting)")
+
     @classmethod
     def load(cls, path: str | Path = "en_ewt", device: str | torch.device = "cpu",
-             dtype: torch.dtype | str | None = "auto") -> "Parser":
+             dtype: torch.dtype | str | None = "auto", treebank: str | None = None) -> "Parser":
         """Load the parse stage of a shipped model by name (default ``"en_ewt"``, see :mod:`g2gt.ud.models`), of
         a model folder (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint
         file, with ``weights_only=True`` and ``strict=True``.
@@ -81,7 +113,8 @@ class Parser:
         ``dtype`` (:func:`g2gt.ud.stage.inference_dtype`): ``"auto"`` (default) picks the fast precision for the
         device with the same accuracy: bfloat16 on GPUs and AMX CPUs, int8 dynamic quantization of the linear
         layers on other CPUs (its scores and speed: the README's precision table); ``"float32"`` (or None),
-        ``"bfloat16"``, ``"int8"`` force one. Arc scores are decoded in float32 either way.
+        ``"bfloat16"``, ``"int8"`` force one. Arc scores are decoded in float32 either way. ``treebank``: see
+        :attr:`treebank` (default: the model's first treebank).
         """
         from ...core.checkpoint import load_checkpoint
 
@@ -97,7 +130,7 @@ class Parser:
         dt = inference_dtype(dtype, device)
         model = prepare_for_inference(model, dt, device)
         parser = cls(model, ParserVocab.from_dict(extra["vocab"]), int(extra.get("max_distance", cfg.max_distance)),
-                     int(extra.get("refine_steps", 2)))
+                     int(extra.get("refine_steps", 2)), treebank)
         parser.record, parser.file, parser.dtype, parser.source = checkpoint_record(ck), file, dt, str(path)
         return parser
 
@@ -121,22 +154,24 @@ class Parser:
     # ------------------------------------------------------------------ parsing
     def predict(self, sentences: Sequence, refine_steps: int | None = None, algorithm: str = "mst",
                 use_input_graph: bool = False, max_tokens: int = 3000, progress: bool = False,
-                record_iterations: bool = False) -> ParseResult:
+                record_iterations: bool = False, treebank: str | None = None) -> ParseResult:
         """The predictions for ``sentences`` (objects with ``forms``, e.g. :class:`Sentence`), in order.
 
         ``refine_steps``: refinement iterations (default: the model's). ``algorithm``: ``"mst"``
         (non-projective) or ``"eisner"`` (projective). ``use_input_graph``: the sentences' own
         HEAD / DEPREL are iteration 0's graph (a :class:`ValueError` naming ``file:line`` if one is not a
         single-rooted tree). ``max_tokens``: padded nodes per batch. ``record_iterations``: keep every
-        iteration's trees (:attr:`SentenceParse.iterations`).
+        iteration's trees (:attr:`SentenceParse.iterations`). ``treebank``: for this call instead of
+        :attr:`treebank`.
         """
         T = self.refine_steps if refine_steps is None else refine_steps
+        tb = self._treebank if treebank is None else self._treebank_index(treebank)
         return decode_sentences(self.model, self.vocab, sentences, self.max_distance, T, algorithm, use_input_graph,
-                                max_tokens, progress, record_iterations)
+                                max_tokens, progress, record_iterations, tb)
 
     def parse(self, x: str | Iterable, refine_steps: int | None = None, algorithm: str = "mst",
               use_input_graph: bool = False, max_tokens: int = 3000, progress: bool = False,
-              keep: Iterable[str] | str = ()) -> list[Sentence]:
+              keep: Iterable[str] | str = (), treebank: str | None = None) -> list[Sentence]:
         """Parsed copies of the input (see the module docstring for the columns).
 
         ``x``: one tokenized sentence (a list of strings), several (a list of lists of strings),
@@ -147,7 +182,8 @@ class Parser:
         """
         kept = check_keep(keep)
         sentences = self.to_sentences(x)
-        pred = self.predict(sentences, refine_steps, algorithm, use_input_graph, max_tokens, progress)
+        pred = self.predict(sentences, refine_steps, algorithm, use_input_graph, max_tokens, progress,
+                            treebank=treebank)
         return [_apply(s, p, kept) for s, p in zip(sentences, pred)]
 
     __call__ = parse
@@ -170,12 +206,13 @@ class Parser:
             valid = torch.ones_like(heads, dtype=torch.bool)
             valid[0, 0] = False
             graph = dependency_labels(heads, rels, valid).to(self.device)
-        ex = make_example(sentence, self.vocab)
+        ex = make_example(sentence, self.vocab, self._treebank)
         batch = make_batch([ex], [0], self.vocab, self.max_distance).to(self.device)
         g = batch.graph
         self.model.eval()
         lab = self.model.labels(batch.position, graph)
-        ws = self.model.attention_weights(g.tokens, batch.char_ids, batch.word_types, g.padding_mask, lab)
+        ws = self.model.attention_weights(g.tokens, batch.char_ids, batch.word_types, g.padding_mask, lab,
+                                          batch.treebank)
         return ex.forms, [w[0].cpu() for w in ws]
 
 

@@ -39,21 +39,31 @@ class ParsingTask:
         max_tokens: padded tokens per batch.
         refine_train: ``"self"``, ``"corrupt"`` or ``"none"``.
         refine_steps: refinement iterations used by :meth:`evaluate`.
+        train_treebanks: each training sentence's treebank (index into ``ParserConfig.treebanks``; default: all 0).
+        dev_treebank: the treebank ``dev`` is parsed as (its scores select ``best.pt``).
+        more_dev: further dev sets ``(name, sentences, treebank)``, evaluated and logged as ``"NAME.las"`` etc.
     """
 
     def __init__(self, train: Sequence, dev: Sequence, vocab: ParserVocab, max_distance: int = 8,
                  max_tokens: int = 4000, refine_train: str = "self", refine_steps: int = 2,
                  corrupt_max: float = 0.3, word_dropout: float = 0.2, seed: int = 1,
-                 eval_algorithm: str = "mst", graph_channel: bool = True) -> None:
+                 eval_algorithm: str = "mst", graph_channel: bool = True, train_treebanks: Sequence[int] | None = None,
+                 dev_treebank: int = 0, more_dev: Sequence[tuple[str, Sequence, int]] = ()) -> None:
         if refine_train not in ("self", "corrupt", "none"):
             raise ValueError(f"refine_train must be 'self', 'corrupt' or 'none', got {refine_train!r}")
+        if train_treebanks is not None and len(train_treebanks) != len(train):
+            raise ValueError(f"train_treebanks has {len(train_treebanks)} entries for {len(train)} training "
+                             "sentences (expected one treebank index per sentence)")
         self.vocab = vocab
-        self.train = [make_example(s, vocab) for s in train]
+        tbs = train_treebanks if train_treebanks is not None else [0] * len(train)
+        self.train = [make_example(s, vocab, t) for s, t in zip(train, tbs)]
         for k, (s, ex) in enumerate(zip(train, self.train)):
             if any(h < 0 for h in ex.heads):
                 raise ValueError(f"{getattr(s, 'path', '<train>')}:{getattr(s, 'line', k)}: training sentence "
                                  "without a HEAD (expected an integer head for every word)")
         self.dev = list(dev)
+        self.dev_treebank = dev_treebank
+        self.more_dev = [(name, list(sents), tb) for name, sents, tb in more_dev]
         self.max_distance = max_distance
         self.max_tokens = max_tokens
         self.refine_train = refine_train if graph_channel else "none"
@@ -98,19 +108,26 @@ class ParsingTask:
             refine, graph = "graph", dependency_labels(heads, rels, m)
         gold_tags = {k: g.node_features[k] for k in TAG_HEADS if k in g.node_features}
         return model(words, batch.char_ids, batch.word_types, g.padding_mask, batch.position,
-                     gold_h, gold_r, gold_u, refine=refine, refine_graph=graph, gold_tags=gold_tags)
+                     gold_h, gold_r, gold_u, refine=refine, refine_graph=graph, gold_tags=gold_tags,
+                     treebank=batch.treebank)
 
     def evaluate(self, model) -> dict[str, float]:
         """Internal UAS / LAS (universal relation part) / UPOS and XPOS / UFeats / lemma accuracy on dev,
         in percent, after ``refine_steps`` refinement iterations, plus ``uas0`` / ``las0`` of iteration 0
-        (official numbers: ``g2gt evaluate``)."""
+        (official numbers: ``g2gt evaluate``); the same for each of ``more_dev``, keys prefixed ``"NAME."``."""
         core = model.module if hasattr(model, "module") else model
-        pred = decode_sentences(core, self.vocab, self.dev, self.max_distance, self.refine_steps,
-                                self.eval_algorithm, record_iterations=self.refine_steps > 0)
-        scores = attachment_scores(self.dev, pred)
-        scores.update(tag_accuracies(self.dev, pred))
+        scores = self._scores(core, self.dev, self.dev_treebank)
+        for name, sents, tb in self.more_dev:
+            scores.update({f"{name}.{k}": v for k, v in self._scores(core, sents, tb).items()})
+        return scores
+
+    def _scores(self, model, dev: Sequence, treebank: int) -> dict[str, float]:
+        pred = decode_sentences(model, self.vocab, dev, self.max_distance, self.refine_steps,
+                                self.eval_algorithm, record_iterations=self.refine_steps > 0, treebank=treebank)
+        scores = attachment_scores(dev, pred)
+        scores.update(tag_accuracies(dev, pred))
         if self.refine_steps:
-            s0 = attachment_scores(self.dev, pred.iteration(0))
+            s0 = attachment_scores(dev, pred.iteration(0))
             scores["uas0"], scores["las0"] = s0["uas"], s0["las"]
         return scores
 

@@ -4,29 +4,44 @@ function's signature); torch is imported when it is called."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Sequence
 
 from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
 from .config import ParserConfig
+from .treebanks import as_named_sets, treebank_index, treebank_list
 
 __all__ = ["train_parser"]
 
 
 @holds_training_folder
-def train_parser(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
-                 train_config: TrainConfig | None = None, refine_train: str = "self", refine_steps: int = 2,
-                 max_tokens: int = 4000, min_freq: int = 2, lowercase: bool = True, word_dropout: float = 0.2,
-                 corrupt_max: float = 0.3, resume: bool = False, tags: bool = True) -> tuple[Any, list[dict]]:
+def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mapping[str, Sequence],
+                 out_dir: str | Path, config: dict | None = None, train_config: TrainConfig | None = None,
+                 refine_train: str = "self", refine_steps: int = 2, max_tokens: int = 4000, min_freq: int = 2,
+                 lowercase: bool = True, word_dropout: float = 0.2, corrupt_max: float = 0.3, resume: bool = False,
+                 tags: bool = True, treebank_embedding: bool = True, average_last: int = 0) -> tuple[Any, list[dict]]:
     """Build vocabularies, model and task; train; return ``(best Parser, dev history)``.
 
-    ``train`` / ``dev``: sentences with gold trees (:class:`g2gt.ud.io.Sentence`). ``config``: overrides
-    of :class:`ParserConfig` fields (e.g. ``{"d_model": 256}``). ``train_config``: the
-    :class:`TrainConfig` (default: lr 1e-3, model selection on dev LAS). ``tags``: also train XPOS,
-    UFeats and lemma (edit-rule) heads where the training data has those columns. The other
+    ``train`` / ``dev``: sentences with gold trees (:class:`g2gt.ud.io.Sentence`), or ``{treebank name:
+    sentences}`` for several treebanks (:mod:`g2gt.ud.parse.treebanks`): the vocabulary is built over all
+    training sets; with two or more treebank names and ``treebank_embedding`` the model learns one vector per
+    treebank (``ParserConfig.treebanks``, in the order given: the first is the default at parse time) and each
+    sentence uses its set's; the first dev set selects ``best.pt`` (keys ``las``, ``uas`` ...), the others are
+    evaluated and logged as ``NAME.las`` ..., each parsed as its own treebank when the model knows it.
+
+    ``config``: overrides of :class:`ParserConfig` fields (e.g. ``{"d_model": 256}``). ``train_config``: the
+    :class:`TrainConfig` (default: lr 1e-3, model selection on dev LAS); its ``init_from`` names a trained
+    parser to warm-start from (:mod:`g2gt.ud.parse.warm`: its architecture, ``config`` overriding, its
+    vocabulary with new labels appended, its matching weights; optimizer and schedule fresh). ``tags``: also
+    train XPOS, UFeats and lemma (edit-rule) heads where the training data has those columns.
+    ``average_last``: keep the weights of the last ``K`` evaluations (``TrainConfig.keep_last``) and write
+    their average to ``out_dir/averaged.pt`` at the end, with its dev scores in ``config.json``. The other
     arguments are :class:`ParsingTask`'s.
 
     ``out_dir`` receives ``best.pt``, ``last.pt``, ``log.jsonl`` and a readable ``config.json``.
@@ -44,28 +59,71 @@ def train_parser(train: Sequence, dev: Sequence, out_dir: str | Path, config: di
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tc = train_config or TrainConfig(lr=1e-3, metric="las", metric_mode="max")
+    if average_last < 0:
+        raise ValueError(f"average_last must be >= 0 (0 = no averaging), got {average_last}")
+    if average_last > tc.keep_last:
+        tc = dataclasses.replace(tc, keep_last=average_last)
+    train_sets, dev_sets = as_named_sets(train), as_named_sets(dev)
+    dev_names = [name for name, _ in dev_sets[1:]]
+    if len(set(dev_names)) < len(dev_names) or None in dev_names:
+        raise ValueError(f"dev sets need distinct names to be logged apart, got {dev_names} (name them NAME=FILE)")
+    if "treebanks" in (config or {}):
+        raise ValueError("config['treebanks'] is set from the names of the training sets; pass train as "
+                         "{name: sentences} instead")
+    all_train = [s for _, sents in train_sets for s in sents]
+    names = [name for name, _ in train_sets]
     last = out / "last.pt"
+    source, report, added = None, None, {}
     if resume and last.exists():
         ck = load_checkpoint(last)
         vocab = ParserVocab.from_dict(ck["task"]["vocab"])
         cfg = ParserConfig.from_dict(ck["model_config"])
+        saved_init = (ck.get("train_config") or {}).get("init_from")
+        if tc.init_from is None and saved_init:
+            tc = dataclasses.replace(tc, init_from=saved_init)
+        unknown = [n for n in names if cfg.treebanks and n not in cfg.treebanks]
+        if unknown:
+            raise ValueError(f"{last}: the run was trained on the treebanks {', '.join(cfg.treebanks)}, not "
+                             f"{', '.join(map(str, unknown))}; resume with the same training files")
+    elif tc.init_from:
+        from .warm import load_source, warm_config
+
+        source = load_source(tc.init_from)
+        vocab, added = source.vocab.extend(all_train)
+        cfg = warm_config(source, vocab, config, treebank_list(names, source.config.treebanks, treebank_embedding))
     else:
-        vocab = ParserVocab.build(train, min_freq=min_freq, lowercase=lowercase, tags=tags)
-        cfg = vocab.config(**(config or {}))
+        vocab = ParserVocab.build(all_train, min_freq=min_freq, lowercase=lowercase, tags=tags)
+        cfg = vocab.config(**(config or {}), treebanks=treebank_list(names, (), treebank_embedding))
     torch.manual_seed(tc.seed)
     model = ParserModel(cfg)
-    task = ParsingTask(train, dev, vocab, cfg.max_distance, max_tokens, refine_train, refine_steps, corrupt_max,
-                       word_dropout, tc.seed, graph_channel=cfg.graph_channel)
+    if source is not None:
+        from .warm import copy_weights
+
+        report = copy_weights(model, source)
+        print(report.summary(source), file=sys.stderr)
+        if added:
+            print("  labels added to the source's vocabulary: "
+                  + ", ".join(f"{k} +{len(v)}" for k, v in added.items()), file=sys.stderr)
+    train_tbs = [treebank_index(cfg.treebanks, name) for name, sents in train_sets for _ in sents]
+    more_dev = [(name, sents, treebank_index(cfg.treebanks, name)) for name, sents in dev_sets[1:]]
+    task = ParsingTask(all_train, dev_sets[0][1], vocab, cfg.max_distance, max_tokens, refine_train, refine_steps,
+                       corrupt_max, word_dropout, tc.seed, graph_channel=cfg.graph_channel,
+                       train_treebanks=train_tbs, dev_treebank=treebank_index(cfg.treebanks, dev_sets[0][0]),
+                       more_dev=more_dev)
     info = {
         "model_config": cfg.to_dict(), "train_config": tc.to_dict(),
         "task": {"refine_train": task.refine_train, "refine_steps": task.refine_steps, "max_tokens": max_tokens,
                  "min_freq": min_freq, "lowercase": lowercase, "word_dropout": word_dropout,
-                 "corrupt_max": corrupt_max},
-        "data": {"train_sentences": len(train), "dev_sentences": len(dev),
-                 "train_words": sum(len(s) for s in train), "vocab_words": len(vocab.words),
-                 "rels": len(vocab.rels), "upos": len(vocab.upos)},
+                 "corrupt_max": corrupt_max, "treebank_embedding": treebank_embedding, "average_last": average_last},
+        "data": {"train_sentences": len(all_train), "dev_sentences": len(dev_sets[0][1]),
+                 "train_words": sum(len(s) for s in all_train), "vocab_words": len(vocab.words),
+                 "rels": len(vocab.rels), "upos": len(vocab.upos),
+                 "train_sets": _set_facts(train_sets, cfg.treebanks), "dev_sets": _set_facts(dev_sets, cfg.treebanks)},
         "parameters": sum(p.numel() for p in model.parameters()),
     }
+    if source is not None:
+        info["init"] = {"from": source.given, "file": str(source.file), "step": source.step,
+                        "added_labels": added, **report.to_dict()}
     (out / "config.json").write_text(json.dumps(info, indent=2) + "\n")
     trainer = Trainer(model, task, tc, out, model_config=cfg.to_dict())
     t0 = time.time()
@@ -73,5 +131,34 @@ def train_parser(train: Sequence, dev: Sequence, out_dir: str | Path, config: di
     info["train_seconds"] = round(time.time() - t0, 1)
     info["steps"] = trainer.step
     info["best_dev"] = trainer.best
+    if average_last and trainer.is_main:
+        info["average"] = _average(trainer, out, average_last)
     (out / "config.json").write_text(json.dumps(info, indent=2) + "\n")
     return Parser.load(out, trainer.device, dtype="float32"), history
+
+
+def _set_facts(sets: list, treebanks: list[str]) -> dict:
+    """``{name: {"sentences", "words", "treebank"}}`` of named data sets, for ``config.json``."""
+    return {str(name): {"sentences": len(sents), "words": sum(len(s) for s in sents),
+                        "treebank": treebank_index(treebanks, name)} for name, sents in sets}
+
+
+def _average(trainer, out: Path, k: int) -> dict:
+    """Average the last ``k`` step snapshots into ``out/averaged.pt``; its dev scores."""
+    import torch
+
+    from ...core.average import write_average
+    from ...core.checkpoint import snapshots
+
+    files = [p for _, p in snapshots(out)][-k:]
+    if not files:
+        return {}
+    ck = write_average(files, out / "averaged.pt")
+    model = trainer.model
+    model.load_state_dict(ck["model"], strict=True)
+    model.eval()
+    with torch.no_grad(), trainer.autocast:
+        scores = {key: float(v) for key, v in trainer.task.evaluate(model).items()}
+    print(f"averaged the weights of steps {', '.join(map(str, ck['averaged']['steps']))} into {out / 'averaged.pt'}:"
+          f" dev LAS {scores.get('las', 0):.2f} (best.pt: {trainer.best or 0:.2f})", file=sys.stderr)
+    return {"file": "averaged.pt", "steps": ck["averaged"]["steps"], **scores}

@@ -84,6 +84,37 @@ class ParserVocab:
                    sorted(xpos) if has(xpos) else [], sorted(feats) if has(feats) else [],
                    [UNK] + sorted(r for r, c in lemmas.items() if c >= lemma_min_freq) if lemmas else [])
 
+    def extend(self, sentences: Sequence) -> tuple["ParserVocab", dict[str, list[str]]]:
+        """This vocabulary with the labels of ``sentences`` it lacks appended (a warm start on new data), and
+        ``{"upos": [...], "rels": [...], ...}`` the labels added.
+
+        Appending keeps every old id, so a model's rows for the old classes stay valid (the output tables
+        and the dependency-channel labels ``1 + 2r`` / ``2 + 2r`` of relation ``r`` only gain rows at the
+        end). UPOS and relations are always extended, XPOS and UFeats where this vocabulary has that head.
+        Lemma rules are not: a rule the vocabulary lacks is its class 0, ``<unk>`` (rare rule), as for the
+        source's own rare rules. Words and characters are not extended either: new ones stay ``<unk>`` for
+        the word table and are read by the character CNN."""
+        new = {"upos": Counter(), "rels": Counter(), "xpos": Counter(), "feats": Counter()}
+        for s in sentences:
+            new["upos"].update(s.upos)
+            new["rels"].update(r for r in s.deprels if r is not None)
+            if self.xpos:
+                new["xpos"].update(x or "_" for x in s.xpos)
+            if self.feats:
+                new["feats"].update(sentence_feats(s))
+        added: dict[str, list[str]] = {}
+        lists = {}
+        for name, counts in new.items():
+            old = getattr(self, name)
+            known = set(old)
+            extra = sorted(x for x in counts if x not in known)
+            lists[name] = list(old) + extra
+            if extra:
+                added[name] = extra
+        vocab = ParserVocab(list(self.words), list(self.chars), lists["upos"], lists["rels"], self.lowercase,
+                            self.max_word_chars, lists["xpos"], lists["feats"], list(self.lemma_rules))
+        return vocab, added
+
     def config(self, **overrides) -> ParserConfig:
         """The :class:`ParserConfig` of a model for this vocabulary (its sizes), with ``overrides`` of the
         other fields (e.g. ``d_model=128``)."""
