@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime, check_folder_path,
-    check_input_path, check_output_path, data_file_arg, option_values, progress_enabled,
+    UsageError, add_common_options, add_dataclass_options, add_signature_options, add_workers_option, apply_runtime,
+    check_folder_path, check_input_path, check_output_path, data_file_arg, option_values, progress_enabled,
 )
 
 MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "max_distance", "edge_dim", "label_dim",
@@ -159,6 +159,7 @@ def _configure_enhance(p: argparse.ArgumentParser) -> None:
                      help="no model: DEPS = the basic tree with case-marked relations filled (baseline)")
     p.add_argument("--in-place", action="store_true", help="allow -o to be the input file (replaced at the end)")
     add_common_options(p, batch_tokens=3000)
+    add_workers_option(p)
     p.set_defaults(func=run_enhance)
 
 
@@ -177,13 +178,23 @@ def run_enhance(args: argparse.Namespace) -> int:
     t0 = time.time()
     if args.copy_basic:
         out = copy_basic(sents)
+    elif args.workers > 1:  # the same bytes, from worker processes (g2gt.ud.parallel)
+        from ..core.files import open_output
+        from ..ud.parallel import enhance_parallel
+
+        with open_output(args.output) as f:
+            for text in enhance_parallel(args.model or "en_ewt", sents, args.workers, device,
+                                         args.batch_tokens or 3000, progress_enabled(args)):
+                f.write(text)
+        out = None
     else:
         try:
             enhancer = Enhancer.load(args.model or "en_ewt", device)
         except FileNotFoundError as e:
             raise UsageError(f"--model {e}") from None
         out = enhancer.enhance(sents, max_tokens=args.batch_tokens or 3000, progress=progress_enabled(args))
-    write_conllu(out, sys.stdout if args.output == "-" else args.output)
+    if out is not None:
+        write_conllu(out, sys.stdout if args.output == "-" else args.output)
     nw = sum(len(s) for s in sents)
     dt = time.time() - t0
     print(f"enhanced {len(sents)} sentences, {nw} words in {dt:.2f}s ({nw / max(dt, 1e-9):.0f} words/s)",

@@ -13,8 +13,8 @@ from itertools import islice
 
 from ..data import find_data
 from .common import (
-    UsageError, add_common_options, add_dataclass_options, apply_runtime, check_folder_path, check_input_path,
-    check_output_path, field_default, option_values, positive_int, progress_enabled,
+    UsageError, add_common_options, add_dataclass_options, add_workers_option, apply_runtime, check_folder_path,
+    check_input_path, check_output_path, field_default, option_values, positive_int, progress_enabled,
 )
 
 DATA = "multi30k"
@@ -146,6 +146,7 @@ def _configure_translate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--length-penalty", "--lenpen", type=float, default=None, metavar="X",
                    help="length penalty: score / length ** X (default: the model's, saved at training)")
     add_common_options(p)
+    add_workers_option(p)
     p.set_defaults(func=run_translate)
 
 
@@ -191,8 +192,14 @@ def run_translate(args: argparse.Namespace) -> int:
     kw = dict(beam=args.beam, length_penalty=args.length_penalty, progress=progress_enabled(args))
     if args.batch_tokens is not None:
         kw["max_tokens"] = args.batch_tokens
+    if args.workers > 1:  # the same lines from worker processes, one 2000-line chunk per job
+        from .scale import translations_parallel
+
+        lines = translations_parallel(args.model, device, args.workers, source, graph, kw, TRANSLATE_CHUNK)
+    else:
+        lines = _translations(task, model, source, graph, kw)
     with open_output(args.output) as f:
-        for line in _translations(task, model, source, graph, kw):
+        for line in lines:
             f.write(line + "\n")
     return 0
 

@@ -40,7 +40,8 @@ from typing import Any, Callable, Iterable, Iterator
 from .corpus import FilesReport, plan_files
 from .pool import ProcessPool
 
-__all__ = ["Recipe", "ParallelPipeline", "job_plan", "PARSE_CHUNK"]
+__all__ = ["Recipe", "EnhanceRecipe", "ParallelPipeline", "enhance_parallel", "job_plan", "map_batch_runs",
+           "PARSE_CHUNK"]
 
 PARSE_CHUNK = 2000  # sentences per chunk, as Pipeline.stream / g2gt parse
 _NO_PAIR_LIMIT = 1 << 62  # the enhancer cuts batches by padded nodes only
@@ -101,12 +102,51 @@ class JobHandler:
         raise ValueError(f"unknown job kind {kind!r}")
 
 
+@dataclass(frozen=True)
+class EnhanceRecipe:
+    """A worker of ``g2gt enhance --workers N``: :meth:`g2gt.ud.enhance.Enhancer.load` ``(model, device)`` once,
+    then ``("enhance", sentences, {"max_tokens": n}) -> their CoNLL-U text``."""
+
+    model: str = "en_ewt"
+    device: str = "cpu"
+    keep_freed_memory: bool = True
+
+    def __call__(self) -> Callable[[tuple[str, Any, dict]], list[str]]:
+        if self.keep_freed_memory:
+            from ..core._compat import keep_freed_memory
+
+            keep_freed_memory()
+        from .enhance import Enhancer
+
+        enhancer = Enhancer.load(self.model, self.device)
+
+        def handle(job: tuple[str, Any, dict]) -> list[str]:
+            _, sentences, options = job
+            return [s.serialize() for s in enhancer.enhance(sentences, max_tokens=options["max_tokens"])]
+
+        return handle
+
+
+def enhance_parallel(model: str, sentences: list, workers: int, device: str = "cpu", max_tokens: int = 3000,
+                     progress: bool = False, stats: dict | None = None) -> Iterator[str]:
+    """``Enhancer.load(model, device).enhance(sentences, max_tokens)`` with ``workers`` processes, as CoNLL-U
+    texts in input order and the same bytes (one job per run of the enhancer's own batches)."""
+    with ProcessPool(EnhanceRecipe(str(model), str(device)), workers, preload=("torch",)) as pool:
+        yield from map_batch_runs(pool, sentences, None,
+                                  lambda part: job_plan([len(s.forms) + 1 for s in part], max_tokens, parse=False),
+                                  lambda sents: ("enhance", sents, {"max_tokens": max_tokens}), stats,
+                                  progress=progress)
+
+
 # ---------------------------------------------------------------------------- planning
-def job_plan(lengths: list[int], max_tokens: int, enhanced: bool = False) -> tuple[list[int], list[int]]:
+def job_plan(lengths: list[int], max_tokens: int, enhanced: bool = False,
+             parse: bool = True) -> tuple[list[int], list[int]]:
     """``(order, cuts)`` for one chunk of sentences with ``lengths`` nodes each (words + ROOT): ``order`` is
-    the parser's stable length sort, and ``order[cuts[k]:cuts[k + 1]]`` is job ``k``, a run of whole batches
-    of :func:`g2gt.ud.parse.batching.length_batches` (and, with ``enhanced``, of the enhancer's batching,
-    which cuts by padded nodes only). ``cuts`` starts with 0 and ends with ``len(lengths)``."""
+    the stable length sort both the parser and the enhancer use, and ``order[cuts[k]:cuts[k + 1]]`` is job
+    ``k``, a run of whole batches of the parser's :func:`g2gt.ud.parse.batching.length_batches` and, with
+    ``enhanced``, of the enhancer's batching too (the same greedy cut by padded nodes, without the parser's
+    cap on node pairs). ``parse=False``: the enhancer's batches alone (``g2gt enhance``). ``cuts`` starts
+    with 0 and ends with ``len(lengths)``."""
     from .parse.batching import length_batches
 
     def ends(batches: list[list[int]]) -> set[int]:
@@ -116,18 +156,67 @@ def job_plan(lengths: list[int], max_tokens: int, enhanced: bool = False) -> tup
             out.add(pos)
         return out
 
-    parse_batches = length_batches(lengths, max_tokens)
-    order = [i for b in parse_batches for i in b]
-    bounds = ends(parse_batches)
-    if enhanced:
-        bounds &= ends(length_batches(lengths, max_tokens, max_pairs=_NO_PAIR_LIMIT))
+    plans = []
+    if parse:
+        plans.append(length_batches(lengths, max_tokens))
+    if enhanced or not parse:
+        plans.append(length_batches(lengths, max_tokens, max_pairs=_NO_PAIR_LIMIT))
+    order = [i for b in plans[0] for i in b]
+    bounds = set.intersection(*(ends(p) for p in plans))
     return order, [0] + sorted(bounds)
 
 
-def _chunks(items: Iterable, size: int) -> Iterator[list]:
+def _chunks(items: Iterable, size: int | None) -> Iterator[list]:
+    """Consecutive lists of ``size`` items (``None``: all items in one list)."""
     it = iter(items)
     while part := list(islice(it, size)):
         yield part
+
+
+def map_batch_runs(pool: ProcessPool, sentences: Iterable, chunk: int | None,
+                   plan: Callable[[list], tuple[list[int], list[int]]], job: Callable[[list], Any],
+                   stats: dict | None = None, on_done: Callable[[int], None] | None = None,
+                   progress: bool = False, check: Callable[[list], None] | None = None) -> Iterator[str]:
+    """The engine: ``sentences`` cut into ``chunk``-sentence chunks; ``plan(chunk) -> (order, cuts)`` (see
+    :func:`job_plan`) makes one job ``job(sentences in order)`` per run; the jobs' results (one CoNLL-U text
+    per sentence, in the job's order) are yielded in input order. ``check(chunk)`` runs first (e.g. the
+    ``--refine`` trees, so the first bad one in input order fails)."""
+    meta: deque[tuple[int, list[int]]] = deque()  # per submitted job: (its chunk's number, positions)
+    sizes: dict[int, int] = {}
+
+    def jobs() -> Iterator[Any]:
+        for c, part in enumerate(_chunks(sentences, chunk)):
+            if check is not None:
+                check(part)
+            if stats is not None:
+                stats["sentences"] = stats.get("sentences", 0) + len(part)
+                stats["words"] = stats.get("words", 0) + sum(len(s) for s in part)
+            order, cuts = plan(part)
+            sizes[c] = len(part)
+            for a, b in zip(cuts, cuts[1:]):
+                meta.append((c, order[a:b]))
+                yield job([part[i] for i in order[a:b]])
+
+    bar = _progress_bar(progress)
+    out: list[str | None] = []
+    current, filled = -1, 0
+    try:
+        for texts in pool.map(jobs()):
+            c, positions = meta.popleft()
+            if c != current:
+                current, out, filled = c, [None] * sizes.pop(c), 0
+            for i, text in zip(positions, texts):
+                out[i] = text
+            filled += len(positions)
+            if bar is not None:
+                bar.update(len(positions))
+            if on_done is not None:
+                on_done(len(positions))
+            if filled == len(out):
+                yield from out  # type: ignore[misc]
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 # ---------------------------------------------------------------------------- the engine
@@ -179,44 +268,13 @@ class ParallelPipeline:
         Counts ``sentences`` / ``words`` into ``stats``; ``on_done(n)`` after each job of ``n`` sentences."""
         options = check_options(options)
         enhanced, max_tokens = bool(options.get("enhanced")), int(options["max_tokens"])
-        meta: deque[tuple[int, list[int]]] = deque()  # per submitted job: (its chunk's number, positions)
-        sizes: dict[int, int] = {}
+        check = None
+        if options.get("use_input_graph"):  # the first bad tree in input order fails, as in one process
+            from .parse.decode import check_input_trees as check
 
-        def jobs() -> Iterator[tuple[str, list, dict]]:
-            for c, part in enumerate(_chunks(sentences, self.chunk)):
-                if options.get("use_input_graph"):  # the first bad tree in input order fails, as in one process
-                    from .parse.decode import check_input_trees
-
-                    check_input_trees(part)
-                if stats is not None:
-                    stats["sentences"] = stats.get("sentences", 0) + len(part)
-                    stats["words"] = stats.get("words", 0) + sum(len(s) for s in part)
-                order, cuts = job_plan([len(s.forms) + 1 for s in part], max_tokens, enhanced)
-                sizes[c] = len(part)
-                for a, b in zip(cuts, cuts[1:]):
-                    meta.append((c, order[a:b]))
-                    yield "parse", [part[i] for i in order[a:b]], options
-
-        bar = _progress_bar(self.progress)
-        out: list[str | None] = []
-        current, filled = -1, 0
-        try:
-            for texts in self.pool.map(jobs()):
-                c, positions = meta.popleft()
-                if c != current:
-                    current, out, filled = c, [None] * sizes.pop(c), 0
-                for i, text in zip(positions, texts):
-                    out[i] = text
-                filled += len(positions)
-                if bar is not None:
-                    bar.update(len(positions))
-                if on_done is not None:
-                    on_done(len(positions))
-                if filled == len(out):
-                    yield from out  # type: ignore[misc]
-        finally:
-            if bar is not None:
-                bar.close()
+        return map_batch_runs(self.pool, sentences, self.chunk,
+                              lambda part: job_plan([len(s.forms) + 1 for s in part], max_tokens, enhanced),
+                              lambda sents: ("parse", sents, options), stats, on_done, self.progress, check)
 
     # ------------------------------------------------------------------ raw text
     def text_sentences(self, text: str) -> Iterator:
