@@ -20,13 +20,15 @@ __all__ = ["RunState", "run_state", "run_finished", "stored_train_config"]
 @dataclass
 class RunState:
     """``exists``: the folder has ``last.pt``; ``finished``: its budget is used up; ``step`` / ``minutes``:
-    updates and training minutes so far; ``budget``: a short description of the stored budget."""
+    updates and training minutes so far; ``budget``: a short description of the stored budget;
+    ``max_minutes``: its wall-clock budget (0 = none)."""
 
     exists: bool
     finished: bool = False
     step: int = 0
     minutes: float = 0.0
     budget: str = ""
+    max_minutes: float = 0.0
 
 
 def _last(folder: str | os.PathLike) -> dict | None:
