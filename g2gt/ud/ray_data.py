@@ -86,10 +86,11 @@ class PipelineActor:
 
 
 def _value(column, i: int) -> str | None:
+    """Row ``i`` of a string column, None where it is null (Ray turns a null cell into NaN or None)."""
     if column is None:
         return None
     v = column[i]
-    return None if v is None or (isinstance(v, float) and v != v) else str(v)
+    return v if isinstance(v, str) else None
 
 
 def parse_dataset(ds, model: str = "en_ewt", *, actors: int = 2, device: str = "cpu", dtype: str | None = "auto",
