@@ -45,7 +45,7 @@ MODEL_HELP = {
 # ParserConfig's library defaults; the learning rate and clipping are the ones it was tuned with.
 MODEL_CLI_DEFAULTS = {"num_layers": 4, "ffn_dim": 512, "dropout": 0.15}
 TRAIN_OPTIONS = ("lr", "weight_decay", "warmup", "warmup_steps", "schedule", "cooldown", "grad_clip", "accum_steps",
-                 "amp", "max_minutes", "max_steps", "epochs", "eval_every", "seed")
+                 "amp", "max_minutes", "max_steps", "epochs", "eval_every", "save_every", "seed")
 TRAIN_CLI_DEFAULTS = {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 200}
 TASK_OPTIONS = ("refine_train", "refine_steps", "corrupt_max", "min_freq", "lowercase", "word_dropout", "tags",
                 "treebank_embedding", "average_last")
@@ -61,8 +61,9 @@ TASK_HELP = {
     "tags": "also train XPOS, UFeats and lemma heads where the training data has those columns",
     "treebank_embedding": "with training files of two or more treebanks, one learned vector per treebank added to "
                           "every word's input (--no-treebank-embedding: the treebanks are simply concatenated)",
-    "average_last": "keep the weights of the last K evaluations (OUT/step-NNNNNNN.pt) and write their average to "
-                    "OUT/averaged.pt at the end, with its dev scores (0 = off)",
+    "average_last": "keep the weights of the last N saved checkpoints (OUT/step-NNNNNNN.pt; a save at every "
+                    "evaluation, or every --save-every updates) and write their average to OUT/averaged.pt at the "
+                    "end, with its dev scores (0 = off)",
 }
 TRAIN_BATCH_TOKENS = 1500
 # demo: a small, fast model for a few minutes on the shipped sample

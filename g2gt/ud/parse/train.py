@@ -40,8 +40,9 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
     parser to warm-start from (:mod:`g2gt.ud.parse.warm`: its architecture, ``config`` overriding, its
     vocabulary with new labels appended, its matching weights; optimizer and schedule fresh). ``tags``: also
     train XPOS, UFeats and lemma (edit-rule) heads where the training data has those columns.
-    ``average_last``: keep the weights of the last ``K`` evaluations (``TrainConfig.keep_last``) and write
-    their average to ``out_dir/averaged.pt`` at the end, with its dev scores in ``config.json``. The other
+    ``average_last``: keep the weights of the last ``K`` saves (``TrainConfig.keep_last``; a save at every
+    evaluation, or every ``save_every`` updates) and write their average to ``out_dir/averaged.pt`` at the end,
+    with its dev scores in ``config.json``. The other
     arguments are :class:`ParsingTask`'s.
 
     ``out_dir`` receives ``best.pt``, ``last.pt``, ``log.jsonl`` and a readable ``config.json``.

@@ -73,7 +73,7 @@ class WarmReport:
         lines = [f"warm start from {source.given} ({source.file}{step}): {len(self.copied)} tensors copied, "
                  f"{len(self.grown)} grown, {len(self.new)} new, {len(self.unused)} of the source unused"]
         if self.grown:
-            lines.append("  grown (source rows copied, rows of new labels fresh): "
+            lines.append("  grown (source rows copied; rows of new labels neutral in output layers, else fresh): "
                          + ", ".join(f"{k} {a}->{b}" for k, (a, b) in self.grown.items()))
         if self.new:
             lines.append("  new (fresh initialisation): " + ", ".join(self.new))
