@@ -4,8 +4,9 @@ Starts ``g2gt serve --port 0 --threads T`` as a child process (127.0.0.1), then 
 keep-alive clients that each send one dev sentence's raw text per request (``POST /v1/parse``, or UDPipe's
 ``/process`` with ``--endpoint process``) until ``--requests`` requests or ``--seconds`` have passed.
 Reports requests/s, words/s (words in the answers), latency p50 / p95 / p99, errors (any non-200 or a broken
-connection), and the server's RSS after the first ``--rss-warmup`` requests and after ``--rss-requests`` more
-(8 clients). The baseline of the words/s ratio is the offline pipeline on the same threads in this process,
+connection), the server's CPU time per word, and its RSS after the first ``--rss-warmup`` requests and after
+``--rss-requests`` more (both at 8 clients, before the table's runs), read at once and again after
+``--settle`` seconds idle (the server gives freed heap memory back to the system after 2 s without requests). The baseline of the words/s ratio is the offline pipeline on the same threads in this process,
 as ``g2gt parse --raw`` runs it: the same sentences as one raw document (a blank line between sentences),
 ``nlp(document)``, best of two, measured before and after the load (their mean is the baseline).
 
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="en_ewt")
     ap.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "int8"])
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the server and of the baseline")
-    ap.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--clients", type=int, nargs="*", default=[1, 8, 32])
     ap.add_argument("--requests", type=int, default=1000, help="requests per client count (at most)")
     ap.add_argument("--seconds", type=float, default=60.0, help="time per client count (at most)")
     ap.add_argument("--endpoint", default="v1", choices=["v1", "process"])
@@ -203,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-sentences", type=int, default=1000, help="sentences in the offline baseline")
     ap.add_argument("--rss-warmup", type=int, default=100)
     ap.add_argument("--rss-requests", type=int, default=2000, help="requests of the RSS run (8 clients); 0 = skip")
+    ap.add_argument("--settle", type=float, default=4.0,
+                    help="seconds idle before the second RSS reading (the server gives freed memory back after 2)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
 
@@ -218,9 +221,19 @@ def main(argv: list[str] | None = None) -> int:
     proc, port = start_server(args)
     rows, rss = [], {}
     try:
-        warm = asyncio.run(load(port, args.endpoint, texts, 4, args.rss_warmup, 600))
+        warm = asyncio.run(load(port, args.endpoint, texts, 8, args.rss_warmup, 600))
         rss["after_warmup"] = rss_mb(proc.pid)
+        time.sleep(args.settle)
+        rss["after_warmup_idle"] = rss_mb(proc.pid)
         offset = args.rss_warmup
+        if args.rss_requests:  # before the 32-client run, whose larger batches raise the peak the heap keeps
+            long = asyncio.run(load(port, args.endpoint, texts, 8, args.rss_requests, 3600, start_at=offset))
+            rss["after_long"] = rss_mb(proc.pid)
+            time.sleep(args.settle)
+            rss["after_long_idle"] = rss_mb(proc.pid)
+            rss["long_errors"] = long["errors"]
+            offset += long["requests"]
+            rss["total_requests"] = offset
         for c in args.clients:
             cpu0 = cpu_seconds(proc.pid)
             row = asyncio.run(load(port, args.endpoint, texts, c, args.requests, args.seconds, start_at=offset))
@@ -229,12 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             offset += row["requests"]
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
-        if args.rss_requests:
-            long = asyncio.run(load(port, args.endpoint, texts, 8, args.rss_requests, 3600, start_at=offset))
-            rss["after_long"] = rss_mb(proc.pid)
-            rss["long_requests"] = long["requests"]
-            rss["long_errors"] = long["errors"]
-            rss["total_requests"] = offset + long["requests"]
+        rss["at_end"] = rss_mb(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(120)
@@ -258,11 +266,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"offline baseline (nlp(document), same threads, in this process): {base_before[0]:,.0f} before / "
           f"{base_after[0]:,.0f} after -> {baseline:,.0f} words/s; {base_cpu:,.0f} words per CPU-s")
     if rss:
-        line = f"server RSS after {args.rss_warmup} requests: {rss['after_warmup']:.0f} MB"
+        print(f"server RSS after {args.rss_warmup} requests: {rss['after_warmup']:.0f} MB at once, "
+              f"{rss['after_warmup_idle']:.0f} MB after {args.settle:g} s idle")
         if "after_long" in rss:
-            line += (f"; after {rss['total_requests']:,} requests: {rss['after_long']:.0f} MB "
-                     f"({rss['after_long'] - rss['after_warmup']:+.0f} MB)")
-        print(line)
+            print(f"server RSS after {rss['total_requests']:,} requests (8 clients): {rss['after_long']:.0f} MB at "
+                  f"once ({rss['after_long'] - rss['after_warmup']:+.0f} MB), {rss['after_long_idle']:.0f} MB after "
+                  f"{args.settle:g} s idle ({rss['after_long_idle'] - rss['after_warmup_idle']:+.0f} MB)")
+        print(f"server RSS at the end (after the table's runs): {rss['at_end']:.0f} MB")
     print(f"errors: {errors}; server exit status after SIGTERM: {code}")
     return 0 if errors == 0 and code == 0 else 1
 

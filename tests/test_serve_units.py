@@ -19,6 +19,13 @@ from g2gt.serve.service import Options, ParseService, Work
 from g2gt.ud.io import parse_conllu_string, sentence_from_tokens, sentence_from_words
 
 
+def wait_for(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not predicate():
+        time.sleep(0.01)
+    return bool(predicate())
+
+
 # --------------------------------------------------------------------------- batcher
 def _gather(batcher: Batcher, jobs: list[Job], stagger: float = 0.0):
     async def main():
@@ -142,6 +149,28 @@ def test_batcher_close_finishes_the_queue():
         return await asyncio.gather(*futures)
 
     assert asyncio.run(main()) == [0, 1, 2, 3] and done == [0, 1, 2, 3]
+
+
+def test_batcher_calls_on_idle_once_per_busy_period():
+    idle = []
+    batcher = Batcher(lambda key, payloads: list(payloads), max_wait=0.0, on_idle=lambda: idle.append(1),
+                      idle_after=0.05)
+    batcher.start()
+    time.sleep(0.2)
+    assert idle == []  # nothing ran yet: nothing to give back
+    assert _gather(batcher, [Job("k", 1, "x")]) == ["x"]
+    assert wait_for(lambda: idle == [1], timeout=5)
+    time.sleep(0.2)
+    assert idle == [1]  # once, not every idle_after
+    _gather(batcher, [Job("k", 1, "y")])
+    assert wait_for(lambda: idle == [1, 1], timeout=5)
+    batcher.close()
+
+
+def test_release_free_memory_runs():
+    from g2gt.serve.memory import release_free_memory
+
+    assert release_free_memory() in (True, False)  # True on glibc; a no-op elsewhere
 
 
 # --------------------------------------------------------------------------- formats

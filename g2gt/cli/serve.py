@@ -46,6 +46,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="words per batch, about (default: 2000)")
     p.add_argument("--max-pending", type=positive_int, default=1024,
                    help="requests that may wait for a worker; more get 503 (default: 1024)")
+    p.add_argument("--release-memory-after", type=float, default=2.0, metavar="SECONDS",
+                   help="give freed memory back to the system after this long without requests (default: 2; "
+                        "0 = never)")
     p.add_argument("--graceful-timeout", type=non_negative_int, default=30,
                    help="seconds to finish requests in flight after SIGTERM (default: 30)")
     p.add_argument("--access-log", action="store_true", help="log every request on stdout")
@@ -81,7 +84,8 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--model {e}") from None
     config = ServeConfig(max_body_bytes=int(args.max_body_mb * 2**20), max_sentence_words=args.max_sentence_words,
                          batch_wait_ms=args.batch_wait_ms, batch_words=args.batch_words,
-                         max_pending=args.max_pending, workers=args.workers)
+                         max_pending=args.max_pending, workers=args.workers,
+                         release_memory_s=max(0.0, args.release_memory_after))
     app = create_app(models, config)
     server = make_server(app, access_log=args.access_log, graceful_timeout=args.graceful_timeout,
                          log_level="debug" if args.debug else "warning")

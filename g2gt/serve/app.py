@@ -35,6 +35,7 @@ from .batching import Batcher, Job, QueueFull
 from .formats import RequestError, locate, read_conllu_text, write_conllu
 from .jsonout import sentence_json
 from .limits import BodyLimit
+from .memory import release_free_memory
 from .schema import ParseRequest, ParseResponse
 from .service import Options, ParseService, Work
 from .udpipe import finish_process, models_json, plan_process, read_params, resolve_model
@@ -56,6 +57,7 @@ class ServeConfig:
     batch_words: int = 2000
     max_pending: int = 1024
     workers: int = 1
+    release_memory_s: float = 2.0  # give freed memory back after this long without requests (0 = never)
 
 
 class ClientGone(Exception):
@@ -118,7 +120,9 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
     models = dict(models)
     service = ParseService(models, config.max_sentence_words)
     batcher = Batcher(service.run, max_wait=config.batch_wait_ms / 1000, max_size=config.batch_words,
-                      max_pending=config.max_pending, workers=config.workers)
+                      max_pending=config.max_pending, workers=config.workers,
+                      on_idle=release_free_memory if config.release_memory_s > 0 else None,
+                      idle_after=config.release_memory_s or 1.0)
     page = {name: (STATIC / name).read_text(encoding="utf-8") for name in ("index.html", *STATIC_TYPES)}
 
     @asynccontextmanager

@@ -17,6 +17,9 @@ the model's fixed cost per call).
 instance for a payload that failed (raised to its caller only). Latency of a job = its wait for a worker +
 at most ``max_wait`` + the run of its batch.
 
+Idle: ``on_idle()`` (e.g. giving freed memory back to the system) runs in a worker once the queue has stayed
+empty for ``idle_after`` seconds after a batch: once per busy period, never while a request waits.
+
 Slots: at most ``max_pending`` jobs wait at once (:class:`QueueFull` beyond); :meth:`Batcher.cancel` (a
 client that went away) takes a waiting job out of the queue, freeing its slot, or marks a running one so its
 result is dropped. :meth:`Batcher.close` lets the workers finish every queued job, then stops them.
@@ -55,16 +58,20 @@ class Batcher:
     """See the module docstring. ``workers`` threads share the queue (and the models ``run`` uses)."""
 
     def __init__(self, run: RunFn, max_wait: float = 0.005, max_size: int = 2000, max_pending: int = 1024,
-                 workers: int = 1, name: str = "g2gt-batch") -> None:
-        if workers < 1 or max_size < 1 or max_pending < 1 or max_wait < 0:
-            raise ValueError("Batcher: workers, max_size and max_pending must be >= 1 and max_wait >= 0")
+                 workers: int = 1, name: str = "g2gt-batch", on_idle: Callable[[], Any] | None = None,
+                 idle_after: float = 2.0) -> None:
+        if workers < 1 or max_size < 1 or max_pending < 1 or max_wait < 0 or idle_after <= 0:
+            raise ValueError("Batcher: workers, max_size and max_pending must be >= 1, max_wait >= 0 and "
+                             "idle_after > 0")
         self.run, self.max_wait, self.max_size, self.max_pending = run, max_wait, max_size, max_pending
+        self.on_idle, self.idle_after = on_idle, idle_after
         self._queue: deque[Job] = deque()
         self._cond = threading.Condition()
         self._closing = False
         self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
                          for i in range(workers)]
-        self.stats = {"jobs": 0, "batches": 0, "cancelled": 0, "failed": 0, "running": 0, "max_batch_jobs": 0}
+        self.stats = {"jobs": 0, "batches": 0, "cancelled": 0, "failed": 0, "running": 0, "max_batch_jobs": 0,
+                      "idle_calls": 0}
         self._started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -121,8 +128,9 @@ class Batcher:
             job.future.cancel()
 
     # ------------------------------------------------------------------ worker side
-    def _take(self, last: int) -> list[Job] | None:
-        """The next batch (None when closing with nothing left); ``last``: jobs in this worker's last batch."""
+    def _take(self, last: int, idle_done: bool) -> list[Job] | None:
+        """The next batch; ``[]`` when the queue stayed empty ``idle_after`` seconds (time for ``on_idle``,
+        unless ``idle_done``); None when closing with nothing left. ``last``: jobs in this worker's last batch."""
         with self._cond:
             free = time.monotonic()
             target = max(1, last + len(self._queue))
@@ -130,7 +138,10 @@ class Batcher:
                 while not self._queue:
                     if self._closing:
                         return None
-                    self._cond.wait()
+                    if self.on_idle is None or idle_done:
+                        self._cond.wait()
+                    elif not self._cond.wait(self.idle_after) and not self._queue and not self._closing:
+                        return []
                 first = self._queue[0]
                 key = first.key
                 wait = max(free, first.arrived) + self.max_wait - time.monotonic()
@@ -157,12 +168,20 @@ class Batcher:
             return batch
 
     def _work(self) -> None:
-        last = 0
+        last, idle_done = 0, True
         while True:
-            batch = self._take(last)
+            batch = self._take(last, idle_done)
             if batch is None:
                 return
-            last = len(batch)
+            if not batch:  # idle since the last batch: once per busy period
+                idle_done = True
+                self.stats["idle_calls"] += 1
+                try:
+                    self.on_idle()
+                except Exception:  # housekeeping only: never stops the worker
+                    pass
+                continue
+            last, idle_done = len(batch), False
             try:
                 results = list(self.run(batch[0].key, [j.payload for j in batch]))
                 if len(results) != len(batch):
