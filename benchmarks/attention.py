@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             return B * n * n * dh * 6 * f + B * H * n * n * 6 * f
         if m == "pyg":
             return B * n * n * d * 6 * f
-        return B * H * n * n * 6 * f
+        # sdpa / keys / keys+vals: activations linear in n, plus the int64 labels and their compact copy
+        return B * n * d * 24 * f + B * n * n * 9 / 2**30
 
     mem_name = ("peak MiB (CUDA max_memory_allocated)" if dev.type == "cuda"
                 else "MiB saved for backward / peak MiB of forward + backward")

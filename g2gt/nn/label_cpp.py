@@ -54,7 +54,8 @@ def _cpu_flags() -> str:
 
 def _build_name() -> str:
     h = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), torch.__version__.encode(), " ".join(CFLAGS).encode(), _cpu_flags().encode()):
+    sources = [f.read_bytes() for f in sorted(SOURCE.parent.iterdir()) if f.suffix in (".cpp", ".h")]
+    for part in (*sources, torch.__version__.encode(), " ".join(CFLAGS).encode(), _cpu_flags().encode()):
         h.update(part)
     return f"g2gt_label_attention_{h.hexdigest()[:12]}"
 

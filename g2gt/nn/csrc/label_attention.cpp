@@ -31,180 +31,24 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <cstdlib>
-#include <limits>
+#include <cstring>
 #include <mutex>
 #include <optional>
-#include <type_traits>
 #include <vector>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "label_gemm.h"
+#include "label_rows.h"
 
 namespace {
 
 using at::Tensor;
-
-// exp(x) for x <= ~0 (a score minus its row maximum or log-sum-exp); exactly 0 for x < -87 (and -inf).
-// Cephes' expf polynomial: relative error about 2e-7.
-inline void exp_inplace(float* x, int64_t n) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) {
-    const float v = x[j];
-    const float c = v < -87.0f ? -87.0f : (v > 0.0f ? 0.0f : v);
-    const float fx = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest (1.5 * 2^23)
-    float r = c - fx * 0.693359375f;
-    r = r + fx * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    const float y = p * r * r + r + 1.0f;
-    const int32_t bits = (static_cast<int32_t>(fx) + 127) << 23;
-    const float two_n = __builtin_bit_cast(float, bits);
-    x[j] = v < -87.0f ? 0.0f : y * two_n;
-  }
-}
-
-inline void exp_inplace(double* x, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) x[j] = std::exp(x[j]);
-}
-
-// s[0:n) += t[l[j]]: the label gather. With AVX-512, uint8 labels and a table of at most 128 entries,
-// 16 lanes at a time by in-register permutes (vpermi2ps over 32-entry slices of the table, the slice
-// picked by the label's bits 5-6); otherwise one lane at a time.
-template <typename T, typename Lab>
-inline void gather_add(T* s, int64_t n, const T* t, int64_t size, const Lab* l) {
-  int64_t j = 0;
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float> && std::is_same_v<Lab, uint8_t>) {
-    if (size <= 128) {
-      alignas(64) float tab[128] = {0};
-      std::memcpy(tab, t, size * sizeof(float));
-      __m512 lo[4], hi[4];
-      for (int c = 0; c < 4; ++c) {
-        lo[c] = _mm512_load_ps(tab + 32 * c);
-        hi[c] = _mm512_load_ps(tab + 32 * c + 16);
-      }
-      const int slices = static_cast<int>((size + 31) / 32);
-      for (; j + 16 <= n; j += 16) {
-        const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l + j)));
-        __m512 g = _mm512_permutex2var_ps(lo[0], idx, hi[0]);
-        if (slices > 1) {
-          const __m512i slice = _mm512_srli_epi32(idx, 5);
-          for (int c = 1; c < slices; ++c) {
-            const __mmask16 m = _mm512_cmpeq_epi32_mask(slice, _mm512_set1_epi32(c));
-            g = _mm512_mask_blend_ps(m, g, _mm512_permutex2var_ps(lo[c], idx, hi[c]));
-          }
-        }
-        _mm512_storeu_ps(s + j, _mm512_add_ps(_mm512_loadu_ps(s + j), g));
-      }
-    }
-  }
-#endif
-  for (; j < n; ++j) s[j] += t[l[j]];
-}
-
-template <typename T>
-constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-
-// Strided view of a [B|1, H|1, nq|1, nk] mask (unit stride along nk; stride 0 on broadcast dims).
-template <typename E>
-struct MaskView {
-  const E* data = nullptr;
-  int64_t sb = 0, sh = 0, si = 0;
-
-  MaskView() = default;
-  explicit MaskView(const std::optional<Tensor>& t) {
-    if (!t.has_value() || !t->defined()) return;
-    data = t->data_ptr<E>();
-    sb = t->size(0) == 1 ? 0 : t->stride(0);
-    sh = t->size(1) == 1 ? 0 : t->stride(1);
-    si = t->size(2) == 1 ? 0 : t->stride(2);
-  }
-  const E* row(int64_t b, int64_t h, int64_t i) const { return data + b * sb + h * sh + i * si; }
-};
-
-// Everything a row pass needs to know about one call.
-template <typename T, typename Lab>
-struct Problem {
-  int64_t B, H, nq, nk, dh, L, C;
-  bool causal;
-  int64_t offset;  // query i sees keys j <= i + offset when causal
-  double scale;
-  const Lab* lab;
-  int64_t lab_sb, lab_sc, lab_si;
-  std::vector<int64_t> offs;
-  const bool* kpm = nullptr;
-  int64_t kpm_sb = 0;
-  MaskView<bool> allowed;
-  MaskView<T> add;
-
-  // visible key columns of row i: [0, ncols(i))
-  int64_t ncols(int64_t i) const { return causal ? std::clamp<int64_t>(i + offset + 1, 0, nk) : nk; }
-  int64_t size(int64_t c) const { return (c + 1 < C ? offs[c + 1] : L) - offs[c]; }
-  const Lab* lab_row(int64_t b, int64_t c, int64_t i) const { return lab + b * lab_sb + c * lab_sc + i * lab_si; }
-
-  // s[0:n) (scaled q.k) += label bias + add; -inf where masked.
-  void score_row(T* s, int64_t n, int64_t b, int64_t h, int64_t i, const T* qa_row) const {
-    for (int64_t c = 0; c < C; ++c) {
-      const Lab* l = lab_row(b, c, i);
-      gather_add(s, n, qa_row + offs[c], size(c), l);
-    }
-    if (add.data) {
-      const T* a = add.row(b, h, i);
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) s[j] += a[j];
-    }
-    if (allowed.data) {
-      const bool* al = allowed.row(b, h, i);
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) s[j] = al[j] ? s[j] : kNegInf<T>;
-    }
-    if (kpm) {
-      const bool* pad = kpm + b * kpm_sb;
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) s[j] = pad[j] ? kNegInf<T> : s[j];
-    }
-  }
-
-  // dst[r, 0:L) += sum_c sum_j [off_c + l^c_ij = l] src[r, j] for the block's rows r (query i0 + r);
-  // both with row stride ld (they are the label and key columns of one [rows, L + nk] buffer). Four rows are interleaved: a run of equal labels in one
-  // row (chain graphs) is a chain of dependent read-modify-writes, and four independent chains overlap.
-  void scatter_block(T* dst, const T* src, int64_t ld, int64_t rows, int64_t ncol, int64_t b, int64_t i0) const {
-    for (int64_t c = 0; c < C; ++c) {
-      int64_t r = 0;
-      for (; r + 4 <= rows; r += 4) {
-        const Lab* __restrict l0 = lab_row(b, c, i0 + r);
-        const Lab* __restrict l1 = lab_row(b, c, i0 + r + 1);
-        const Lab* __restrict l2 = lab_row(b, c, i0 + r + 2);
-        const Lab* __restrict l3 = lab_row(b, c, i0 + r + 3);
-        const T* __restrict s0 = src + r * ld;
-        T* d0 = dst + r * ld + offs[c];
-        for (int64_t j = 0; j < ncol; ++j) {
-          d0[l0[j]] += s0[j];
-          d0[ld + l1[j]] += s0[ld + j];
-          d0[2 * ld + l2[j]] += s0[2 * ld + j];
-          d0[3 * ld + l3[j]] += s0[3 * ld + j];
-        }
-      }
-      for (; r < rows; ++r) {
-        const Lab* l = lab_row(b, c, i0 + r);
-        const T* sr = src + r * ld;
-        T* d = dst + r * ld + offs[c];
-        for (int64_t j = 0; j < ncol; ++j) d[l[j]] += sr[j];
-      }
-    }
-  }
-
-};
-
+using g2gt_rows::exp_inplace;
+using g2gt_rows::gather_add;
+using g2gt_rows::kNegInf;
+using g2gt_rows::MaskView;
+using g2gt_rows::Problem;
 
 // Query rows per block: the block's [rows, nk] score buffers (two of them in backward) stay in L2.
 int64_t block_rows(int64_t nq, int64_t nk) {
@@ -221,16 +65,7 @@ struct Rows {
   explicit Rows(const Tensor& t)
       : data(t.data_ptr<T>()), sb(t.stride(0)), sh(t.stride(1)), si(t.stride(2)) {}
   T* row(int64_t b, int64_t h, int64_t i) const { return data + b * sb + h * sh + i * si; }
-  // rows i0 .. i0 + rows of (b, h) as a [rows, dh] matrix (no copy)
-  Tensor mat(int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t dh, const at::TensorOptions& o) const {
-    return at::from_blob(row(b, h, i0), {rows, dh}, {si, 1}, o);
-  }
 };
-
-template <typename T>
-Tensor buffer(std::vector<T>& v, int64_t rows, int64_t cols, const at::TensorOptions& o) {
-  return at::from_blob(v.data(), {rows, cols}, o);
-}
 
 template <typename T, typename Lab>
 Problem<T, Lab> make_problem(const Tensor& q, const Tensor& k, const Tensor& a_k, const Tensor& labels,
@@ -262,45 +97,45 @@ Problem<T, Lab> make_problem(const Tensor& q, const Tensor& k, const Tensor& a_k
   return p;
 }
 
-// [a; m_bh]: the label table a [L, dh] on top of the rows of m for one (b, h), as one contiguous
+// The label table a [L, dh] stacked on top of the rows of m for one (b, h): [a; m], one contiguous
 // [L + n, dh] matrix, so that one product covers keys (values) and labels: with S_ext = Q [a_K; K]^T the
 // first L columns are qa and the rest the scores; [per | P] [a_V; V] = P V + per a_V.
 template <typename T>
 struct Stacked {
   std::vector<T> buf;
-  int64_t L, n, dh;
-  Stacked(const Tensor& a, int64_t n_, bool used) : L(a.size(0)), n(n_), dh(a.size(1)) {
-    if (!used) return;
-    buf.resize((L + n) * dh);
+  int64_t L, dh;
+  Stacked(const Tensor& a, int64_t n) : buf((a.size(0) + n) * a.size(1)), L(a.size(0)), dh(a.size(1)) {
     std::memcpy(buf.data(), a.data_ptr<T>(), L * dh * sizeof(T));
   }
   void load(const Rows<T>& m, int64_t b, int64_t h, int64_t rows) {
     for (int64_t j = 0; j < rows; ++j) std::memcpy(buf.data() + (L + j) * dh, m.row(b, h, j), dh * sizeof(T));
   }
-  Tensor mat(int64_t rows, const at::TensorOptions& o) { return at::from_blob(buf.data(), {L + rows, dh}, o); }
+  const T* data() const { return buf.data(); }
 };
 
 template <typename T, typename Lab>
 void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a_k,
                   const std::optional<Tensor>& a_v, Tensor& out, Tensor& lse) {
+  using g2gt_gemm::nn;
+  using g2gt_gemm::nt;
   const int64_t nq = P.nq, nk = P.nk, dh = P.dh, L = P.L, H = P.H;
   const int64_t br = block_rows(nq, nk);
   const int64_t nblk = (nq + br - 1) / br;
   const Rows<T> Q(q), K(k), V(v), O(out);
   T* lp = lse.data_ptr<T>();
   const bool values = a_v.has_value() && a_v->defined();
-  const auto opts = q.options();
+  const T scale = static_cast<T>(P.scale);
   at::parallel_for(0, P.B * H * nblk, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> sbuf(br * (L + nk));
-    Stacked<T> KA(a_k, nk, true), VA(values ? *a_v : a_k, nk, values);
+    Stacked<T> KA(a_k, nk), VA(values ? *a_v : a_k, values ? nk : 0);
     int64_t loaded = -1;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / nblk, i0 = (task % nblk) * br, b = bh / H, h = bh % H;
       const int64_t rows = std::min(br, nq - i0);
       const int64_t jmax = P.ncols(i0 + rows - 1), w = L + jmax;  // w: row width of [qa | S]
-      Tensor Ob = O.mat(b, h, i0, rows, dh, opts);
+      T* ob = O.row(b, h, i0);
       if (jmax == 0) {
-        Ob.zero_();
+        for (int64_t r = 0; r < rows; ++r) std::fill(ob + r * O.si, ob + r * O.si + dh, T(0));
         std::fill(lp + bh * nq + i0, lp + bh * nq + i0 + rows, kNegInf<T>);
         continue;
       }
@@ -309,8 +144,7 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
         if (values) VA.load(V, b, h, nk);
         loaded = bh;
       }
-      Tensor S = at::from_blob(sbuf.data(), {rows, w}, opts);
-      at::addmm_out(S, S, Q.mat(b, h, i0, rows, dh, opts), KA.mat(jmax, opts).t(), 0, P.scale);  // [qa | S]
+      nt<T>(rows, w, dh, scale, Q.row(b, h, i0), Q.si, KA.data(), dh, T(0), sbuf.data(), w);  // [qa | S]
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r, n = P.ncols(i);
         T* s = sbuf.data() + r * w + L;
@@ -338,9 +172,9 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
       if (values) {  // [per | P] [a_V; V]
         for (int64_t r = 0; r < rows; ++r) std::fill(sbuf.data() + r * w, sbuf.data() + r * w + L, T(0));
         P.scatter_block(sbuf.data(), sbuf.data() + L, w, rows, jmax, b, i0);
-        at::mm_out(Ob, S, VA.mat(jmax, opts));
+        nn<T>(rows, dh, w, T(1), sbuf.data(), w, VA.data(), dh, T(0), ob, O.si);
       } else {
-        at::mm_out(Ob, S.narrow(1, L, jmax), V.mat(b, h, 0, jmax, dh, opts));
+        nn<T>(rows, dh, jmax, T(1), sbuf.data() + L, w, V.row(b, h, 0), V.si, T(0), ob, O.si);
       }
     }
   });
@@ -349,37 +183,44 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
 template <typename T, typename Lab>
 void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                    const Tensor& out, const Tensor& lse, const Tensor& a_k, const std::optional<Tensor>& a_v,
-                   Tensor& dq, Tensor& dk_ext, Tensor& dv_ext) {
+                   Tensor& dq, Tensor& dk, Tensor& dv, Tensor& dak, Tensor& dav) {
+  using g2gt_gemm::nn;
+  using g2gt_gemm::nt;
+  using g2gt_gemm::tn;
   const int64_t nq = P.nq, nk = P.nk, dh = P.dh, L = P.L;
   const int64_t br = block_rows(nq, nk);
   const bool values = a_v.has_value() && a_v->defined();
-  const Rows<T> Q(q), K(k), V(v), G(dout), O(out), dQ(dq), dKA(dk_ext), dVA(dv_ext);
+  const Rows<T> Q(q), K(k), V(v), G(dout), O(out), dQ(dq), dK(dk), dV(dv);
+  std::mutex lock;
   const T* lp = lse.data_ptr<T>();
-  const auto opts = q.options();
+  const T scale = static_cast<T>(P.scale);
   at::parallel_for(0, P.B * P.H, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> pbuf(br * (L + nk)), dsbuf(br * (L + nk)), delta(br);
-    Stacked<T> KA(a_k, nk, true), VA(values ? *a_v : a_k, nk, values);
+    Stacked<T> KA(a_k, nk), VA(values ? *a_v : a_k, values ? nk : 0);  // [a_K; K], [a_V; V]
+    // this (b, h)'s [da_K part; dk] and [da_V part; dv] ([L + nk, dh]), and this thread's da_K, da_V
+    std::vector<T> dka((L + nk) * dh), dva((L + nk) * dh), dak_t(L * dh, T(0)), dav_t(values ? L * dh : 0, T(0));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / P.H, h = bh % P.H;
       KA.load(K, b, h, nk);
       if (values) VA.load(V, b, h, nk);
+      std::fill(dka.begin(), dka.end(), T(0));
+      std::fill(dva.begin(), dva.end(), T(0));
       for (int64_t i0 = 0; i0 < nq; i0 += br) {
         const int64_t rows = std::min(br, nq - i0);
         const int64_t jmax = P.ncols(i0 + rows - 1), w = L + jmax;
         const int64_t row0 = bh * nq + i0;
-        Tensor dQb = dQ.mat(b, h, i0, rows, dh, opts);
+        T* dqb = dQ.row(b, h, i0);
         if (jmax == 0) {
-          dQb.zero_();
+          for (int64_t r = 0; r < rows; ++r) std::fill(dqb + r * dQ.si, dqb + r * dQ.si + dh, T(0));
           continue;
         }
-        Tensor Qb = Q.mat(b, h, i0, rows, dh, opts), Gb = G.mat(b, h, i0, rows, dh, opts);
-        Tensor Pm = at::from_blob(pbuf.data(), {rows, w}, opts), dS = at::from_blob(dsbuf.data(), {rows, w}, opts);
-        at::addmm_out(Pm, Pm, Qb, KA.mat(jmax, opts).t(), 0, P.scale);  // [qa | S]
+        const T* qb = Q.row(b, h, i0);
+        const T* gb = G.row(b, h, i0);
+        nt<T>(rows, w, dh, scale, qb, Q.si, KA.data(), dh, T(0), pbuf.data(), w);  // [qa | S]
         if (values) {
-          at::mm_out(dS, Gb, VA.mat(jmax, opts).t());  // [doa | dP]
+          nt<T>(rows, w, dh, T(1), gb, G.si, VA.data(), dh, T(0), dsbuf.data(), w);  // [doa | dP]
         } else {
-          Tensor dP = dS.narrow(1, L, jmax);
-          at::mm_out(dP, Gb, V.mat(b, h, 0, jmax, dh, opts).t());
+          nt<T>(rows, jmax, dh, T(1), gb, G.si, V.row(b, h, 0), V.si, T(0), dsbuf.data() + L, w);  // dP
         }
         for (int64_t r = 0; r < rows; ++r) {  // D_i = dO_i . out_i
           const T* g = G.row(b, h, i0 + r);
@@ -419,17 +260,31 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
           for (int64_t r = 0; r < rows; ++r) std::fill(pbuf.data() + r * w, pbuf.data() + r * w + L, T(0));
           P.scatter_block(pbuf.data(), pbuf.data() + L, w, rows, jmax, b, i0);
         }
-        at::addmm_out(dQb, dQb, dS, KA.mat(jmax, opts), 0, P.scale);  // dS k + dqa a_K
-        Tensor dKj = dKA.mat(b, h, 0, w, dh, opts);  // [da_K part; dk]
-        at::addmm_out(dKj, dKj, dS.t(), Qb, 1, P.scale);
+        nn<T>(rows, dh, w, scale, dsbuf.data(), w, KA.data(), dh, T(0), dqb, dQ.si);  // dS k + dqa a_K
+        tn<T>(rows, w, dh, scale, dsbuf.data(), w, qb, Q.si, dka.data(), dh);  // [da_K; dk] +=
         if (values) {
-          Tensor dVj = dVA.mat(b, h, 0, w, dh, opts);  // [da_V part; dv]
-          at::addmm_out(dVj, dVj, Pm.t(), Gb, 1, 1);
+          tn<T>(rows, w, dh, T(1), pbuf.data(), w, gb, G.si, dva.data(), dh);  // [da_V; dv] +=
         } else {
-          Tensor dVj = dVA.mat(b, h, L, jmax, dh, opts);
-          at::addmm_out(dVj, dVj, Pm.narrow(1, L, jmax).t(), Gb, 1, 1);
+          tn<T>(rows, jmax, dh, T(1), pbuf.data() + L, w, gb, G.si, dva.data() + L * dh, dh);
         }
       }
+      for (int64_t j = 0; j < nk; ++j) {
+        std::memcpy(dK.row(b, h, j), dka.data() + (L + j) * dh, dh * sizeof(T));
+        std::memcpy(dV.row(b, h, j), dva.data() + (L + j) * dh, dh * sizeof(T));
+      }
+#pragma omp simd
+      for (int64_t x = 0; x < L * dh; ++x) dak_t[x] += dka[x];
+      if (values) {
+#pragma omp simd
+        for (int64_t x = 0; x < L * dh; ++x) dav_t[x] += dva[x];
+      }
+    }
+    std::lock_guard<std::mutex> guard(lock);
+    T* dakp = dak.data_ptr<T>();
+    for (int64_t x = 0; x < L * dh; ++x) dakp[x] += dak_t[x];
+    if (values) {
+      T* davp = dav.data_ptr<T>();
+      for (int64_t x = 0; x < L * dh; ++x) davp[x] += dav_t[x];
     }
   });
 }
@@ -490,19 +345,16 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> label_backward(
                   dout.scalar_type() == q.scalar_type(),
               "g2gt label attention kernel: the output and its gradient must be like q, unit stride along d_head");
   const bool values = a_v.has_value() && a_v->defined();
-  const int64_t B = q.size(0), H = q.size(1), nk = k.size(2), L = a_k.size(0), dh = q.size(3);
-  // dk / dv with the label-table gradients of each (b, h) on top: [B, H, L + nk, dh]
-  Tensor dq = at::empty_like(q, at::MemoryFormat::Contiguous);
-  Tensor dk_ext = at::zeros({B, H, L + nk, dh}, q.options()), dv_ext = at::zeros({B, H, L + nk, dh}, q.options());
+  Tensor dq = at::empty_like(q, at::MemoryFormat::Contiguous), dk = at::empty_like(k, at::MemoryFormat::Contiguous);
+  Tensor dv = at::empty_like(v, at::MemoryFormat::Contiguous), dak = at::zeros_like(a_k);
+  Tensor dav = values ? at::zeros_like(*a_v) : at::empty({0}, a_k.options());
   dispatch(q, labels, [&](auto t, auto l) {
     using T = decltype(t);
     using Lab = decltype(l);
     auto P = make_problem<T, Lab>(q, k, a_k, labels, offsets, kpm, allowed, add, causal, offset, scale);
-    backward_impl<T, Lab>(P, dout, q, k, v, out, lse, a_k, a_v, dq, dk_ext, dv_ext);
+    backward_impl<T, Lab>(P, dout, q, k, v, out, lse, a_k, a_v, dq, dk, dv, dak, dav);
   });
-  Tensor dak = dk_ext.narrow(2, 0, L).sum({0, 1});
-  Tensor dav = values ? dv_ext.narrow(2, 0, L).sum({0, 1}) : at::empty({0}, a_k.options());
-  return {dq, dk_ext.narrow(2, L, nk), dv_ext.narrow(2, L, nk), dak, dav};
+  return {dq, dk, dv, dak, dav};
 }
 
 }  // namespace

@@ -1,0 +1,186 @@
+// Row passes of the blocked label-attention kernels (label_attention.cpp): the exponential, the label
+// gather and scatter, and the masks of one (batch, head) row. See label_attention.cpp for the maths.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace g2gt_rows {
+
+using at::Tensor;
+
+// exp(x) for x <= ~0 (a score minus its row maximum or log-sum-exp); exactly 0 for x < -87 (and -inf).
+// Cephes' expf polynomial: relative error about 2e-7.
+inline void exp_inplace(float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = x[j];
+    const float c = v < -87.0f ? -87.0f : (v > 0.0f ? 0.0f : v);
+    const float fx = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest (1.5 * 2^23)
+    float r = c - fx * 0.693359375f;
+    r = r + fx * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const float y = p * r * r + r + 1.0f;
+    const int32_t bits = (static_cast<int32_t>(fx) + 127) << 23;
+    const float two_n = __builtin_bit_cast(float, bits);
+    x[j] = v < -87.0f ? 0.0f : y * two_n;
+  }
+}
+
+inline void exp_inplace(double* x, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) x[j] = std::exp(x[j]);
+}
+
+// s[0:n) += t[l[j]] (t holds `size` entries): the label gather. With AVX-512, uint8 labels and a table of
+// at most 128 entries, 16 lanes at a time by in-register permutes (vpermi2ps over 32-entry slices of the
+// table, the slice picked by the label's bits 5-6); otherwise one lane at a time.
+template <typename T, typename Lab>
+inline void gather_add(T* s, int64_t n, const T* t, int64_t size, const Lab* l) {
+  int64_t j = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Lab, uint8_t>) {
+    if (size <= 128 && n >= 16) {
+      const int slices = static_cast<int>((size + 31) / 32);
+      __m512 lo[4], hi[4];
+      for (int c = 0; c < slices; ++c) {  // the table, read in place (masked past its end)
+        const int64_t left = size - 32 * c;
+        lo[c] = _mm512_maskz_loadu_ps(left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1), t + 32 * c);
+        hi[c] = left <= 16 ? _mm512_setzero_ps()
+                           : _mm512_maskz_loadu_ps(left >= 32 ? __mmask16(0xFFFF) : __mmask16((1u << (left - 16)) - 1),
+                                                   t + 32 * c + 16);
+      }
+      for (; j + 16 <= n; j += 16) {
+        const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l + j)));
+        __m512 g = _mm512_permutex2var_ps(lo[0], idx, hi[0]);
+        if (slices > 1) {
+          const __m512i slice = _mm512_srli_epi32(idx, 5);
+          for (int c = 1; c < slices; ++c) {
+            const __mmask16 m = _mm512_cmpeq_epi32_mask(slice, _mm512_set1_epi32(c));
+            g = _mm512_mask_blend_ps(m, g, _mm512_permutex2var_ps(lo[c], idx, hi[c]));
+          }
+        }
+        _mm512_storeu_ps(s + j, _mm512_add_ps(_mm512_loadu_ps(s + j), g));
+      }
+    }
+  }
+#endif
+  for (; j < n; ++j) s[j] += t[l[j]];
+}
+
+template <typename T>
+constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+
+// Strided view of a [B|1, H|1, nq|1, nk] mask (unit stride along nk; stride 0 on broadcast dims).
+template <typename E>
+struct MaskView {
+  const E* data = nullptr;
+  int64_t sb = 0, sh = 0, si = 0;
+
+  MaskView() = default;
+  explicit MaskView(const std::optional<Tensor>& t) {
+    if (!t.has_value() || !t->defined()) return;
+    data = t->data_ptr<E>();
+    sb = t->size(0) == 1 ? 0 : t->stride(0);
+    sh = t->size(1) == 1 ? 0 : t->stride(1);
+    si = t->size(2) == 1 ? 0 : t->stride(2);
+  }
+  const E* row(int64_t b, int64_t h, int64_t i) const { return data + b * sb + h * sh + i * si; }
+};
+
+// Everything a row pass needs to know about one call.
+template <typename T, typename Lab>
+struct Problem {
+  int64_t B, H, nq, nk, dh, L, C;
+  bool causal;
+  int64_t offset;  // query i sees keys j <= i + offset when causal
+  double scale;
+  const Lab* lab;
+  int64_t lab_sb, lab_sc, lab_si;
+  std::vector<int64_t> offs;
+  const bool* kpm = nullptr;
+  int64_t kpm_sb = 0;
+  MaskView<bool> allowed;
+  MaskView<T> add;
+
+  // visible key columns of row i: [0, ncols(i))
+  int64_t ncols(int64_t i) const { return causal ? std::clamp<int64_t>(i + offset + 1, 0, nk) : nk; }
+  int64_t size(int64_t c) const { return (c + 1 < C ? offs[c + 1] : L) - offs[c]; }
+  const Lab* lab_row(int64_t b, int64_t c, int64_t i) const { return lab + b * lab_sb + c * lab_sc + i * lab_si; }
+
+  // s[0:n) (scaled q.k) += label bias + add; -inf where masked.
+  void score_row(T* s, int64_t n, int64_t b, int64_t h, int64_t i, const T* qa_row) const {
+    for (int64_t c = 0; c < C; ++c) {
+      const Lab* l = lab_row(b, c, i);
+      gather_add(s, n, qa_row + offs[c], size(c), l);
+    }
+    if (add.data) {
+      const T* a = add.row(b, h, i);
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) s[j] += a[j];
+    }
+    if (allowed.data) {
+      const bool* al = allowed.row(b, h, i);
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) s[j] = al[j] ? s[j] : kNegInf<T>;
+    }
+    if (kpm) {
+      const bool* pad = kpm + b * kpm_sb;
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) s[j] = pad[j] ? kNegInf<T> : s[j];
+    }
+  }
+
+  // dst[r, 0:L) += sum_c sum_j [off_c + l^c_ij = l] src[r, j] for the block's rows r (query i0 + r);
+  // both with row stride ld (they are the label and key columns of one [rows, L + nk] buffer). Four rows are interleaved: a run of equal labels in one
+  // row (chain graphs) is a chain of dependent read-modify-writes, and four independent chains overlap.
+  void scatter_block(T* dst, const T* src, int64_t ld, int64_t rows, int64_t ncol, int64_t b, int64_t i0) const {
+    for (int64_t c = 0; c < C; ++c) {
+      int64_t r = 0;
+      for (; r + 4 <= rows; r += 4) {
+        const Lab* __restrict l0 = lab_row(b, c, i0 + r);
+        const Lab* __restrict l1 = lab_row(b, c, i0 + r + 1);
+        const Lab* __restrict l2 = lab_row(b, c, i0 + r + 2);
+        const Lab* __restrict l3 = lab_row(b, c, i0 + r + 3);
+        const T* __restrict s0 = src + r * ld;
+        T* d0 = dst + r * ld + offs[c];
+        for (int64_t j = 0; j < ncol; ++j) {
+          d0[l0[j]] += s0[j];
+          d0[ld + l1[j]] += s0[ld + j];
+          d0[2 * ld + l2[j]] += s0[2 * ld + j];
+          d0[3 * ld + l3[j]] += s0[3 * ld + j];
+        }
+      }
+      for (; r < rows; ++r) {
+        const Lab* l = lab_row(b, c, i0 + r);
+        const T* sr = src + r * ld;
+        T* d = dst + r * ld + offs[c];
+        for (int64_t j = 0; j < ncol; ++j) d[l[j]] += sr[j];
+      }
+    }
+  }
+
+};
+
+
+}  // namespace g2gt_rows
