@@ -301,3 +301,12 @@ def test_errors_and_repr_and_reset() -> None:
     assert not torch.equal(before, conv.label_key)
     lazy = G2GConv(-1, 4, heads=2, num_edge_labels=[3, 5]).to(DT)
     assert lazy(x, ei, et).shape == (5, 8)
+
+
+def test_positional_arguments_follow_pyg() -> None:
+    """The fourth positional argument is ``concat`` (as in PyG's convs); the label count is keyword-only."""
+    x, ei, _ = _random_graph(5, 8, [3, 5], seed=24)
+    averaged = G2GConv(6, 4, 2, False).to(DT)
+    assert averaged.concat is False and averaged.label_key is None and averaged(x, ei).shape == (5, 4)
+    with pytest.raises(TypeError):
+        G2GConv(6, 4, 2, False, 7)  # num_edge_labels (and everything after concat) must be named

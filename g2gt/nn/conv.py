@@ -224,10 +224,12 @@ class G2GConv(MessagePassing):
             target)`` pair for bipartite graphs.
         out_channels: width per head ``d_h``.
         heads: number of heads ``H``.
+        concat: concatenate the heads (output ``H*d_h``) or average them (``d_h``); the fourth
+            positional argument, as in PyG's ``GATConv`` / ``TransformerConv``. Everything after it is
+            keyword-only.
         num_edge_labels: label-table size ``L`` (``edge_type [E]`` in ``[0, L)``), or a
             sequence of ``C`` sizes, one per channel (``edge_type [E, C]``); ``0`` /
             ``None`` / ``[]`` for no labels (plain dot-product graph attention).
-        concat: concatenate the heads (output ``H*d_h``) or average them (``d_h``).
         value_labels: also add the label embeddings to the values.
         dropout: dropout on the attention weights (training only).
         root_weight: add the skip term ``x_i W_R`` (``lin_skip``), as TransformerConv.
@@ -257,8 +259,9 @@ class G2GConv(MessagePassing):
         in_channels: int | tuple[int, int],
         out_channels: int,
         heads: int = 1,
-        num_edge_labels: int | Sequence[int] | None = 0,
         concat: bool = True,
+        *,
+        num_edge_labels: int | Sequence[int] | None = 0,
         value_labels: bool = True,
         dropout: float = 0.0,
         root_weight: bool = True,

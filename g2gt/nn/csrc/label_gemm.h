@@ -5,8 +5,7 @@
 //   tn(C, A, B):  C[n, d] += alpha * A[m, n]^T B[m, d]
 //
 // with leading dimensions (row strides) lda, ldb, ldc; they run as ATen addmm (MKL / oneDNN GEMM) on
-// views of the buffers, nothing is copied. (Hand-written AVX-512 register tiles were measured slower than
-// MKL here, at the parser's small blocks as at n = 512, so there are none.)
+// views of the buffers, nothing is copied.
 #pragma once
 
 #include <ATen/ATen.h>
