@@ -244,7 +244,7 @@ def bench_big(args, report: dict) -> None:
                 f.write(to_conllu_string(gold[: min(len(gold), n - k)]))
         samples: list[tuple[float, int, list[int]]] = []
         done = {"n": 0}
-        with ParallelPipeline("en_ewt", workers=2) as pp:
+        with ParallelPipeline("en_ewt", workers=2, keep_freed_memory=not args.trim) as pp:
             pp.pool.wait_ready()
             stop = threading.Event()
 
@@ -289,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, default=4, help="raw-text files for the Ray comparison (default 4)")
     ap.add_argument("--batch-tokens", type=int, nargs="+", default=[3000, 1500, 1000],
                     help="one-process --batch-tokens values for the memory table")
+    ap.add_argument("--trim", action="store_true",
+                    help="big: workers without keep_freed_memory (glibc returns freed memory; RSS follows use)")
     ap.add_argument("--json", default=None, help="also write the numbers to this JSON file")
     args = ap.parse_args(argv)
     from g2gt.core._compat import keep_freed_memory

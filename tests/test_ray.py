@@ -106,3 +106,15 @@ def test_dataset_of_texts_survives_a_killed_actor_nothing_lost_or_doubled(cluste
         assert r["parsed"] == "".join(s.serialize() for s in nlp.stream(sents, 2000))
     forms = [s.forms for r in rows for s in parse_conllu_string(r["parsed"])]
     assert sum(len(f) for f in forms) == sum(r["words"] for r in rows) > 500
+
+
+def test_cli_parse_ray_writes_the_outputs(cluster, nlp, sample, tmp_path, capsys):
+    from g2gt.cli.main import main
+    from g2gt.ud.io import to_conllu_string
+
+    a = tmp_path / "a.conllu"
+    a.write_text(to_conllu_string(sample[:6]), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["parse", "--ray", str(a), "--output-dir", str(out), "--no-progress"]) == 0  # --ray FILE: local
+    assert (out / "a.conllu").read_text(encoding="utf-8") == _one_process(nlp, sample[:6], 2000)
+    assert "1 file(s) written" in capsys.readouterr().err

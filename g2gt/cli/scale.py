@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import deque
@@ -64,6 +65,8 @@ def normalize_inputs(args: argparse.Namespace) -> tuple[str, list[str]]:
 
 def run_files(args: argparse.Namespace, device: str, kw: dict) -> int:
     """INPUTS... --output-dir DIR, with local workers or Ray; returns the exit status."""
+    if args.ray not in (None, "local", "auto") and os.path.isfile(args.ray):  # --ray FILE...: FILE is an input
+        args.input, args.ray = [args.ray, *(args.input or [])], "local"
     kind, files = normalize_inputs(args)
     given = [n for n, v in (("INPUT", args.input), ("--raw", args.raw), ("--lines", args.lines)) if v]
     if args.output_dir is None:
