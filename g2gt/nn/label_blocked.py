@@ -31,11 +31,11 @@ from torch import Tensor
 
 __all__ = ["forward", "backward", "BUDGET"]
 
-BUDGET = 1 << 22  # score elements per block (16 MiB in float32)
+BUDGET = 1 << 22  # score elements per block (16 MiB in float32); read at each call
 
 
-def _block_rows(B: int, H: int, nq: int, nk: int, budget: int) -> int:
-    return max(1, min(nq, budget // max(B * H * nk, 1)))
+def _block_rows(B: int, H: int, nq: int, nk: int, budget: int | None) -> int:
+    return max(1, min(nq, (BUDGET if budget is None else budget) // max(B * H * nk, 1)))
 
 
 def _rows(t: Tensor | None, i0: int, i1: int) -> Tensor | None:
@@ -83,7 +83,7 @@ def _probs(s: Tensor, lse: Tensor) -> Tensor:
 
 def forward(q: Tensor, k: Tensor, v: Tensor, a_k: Tensor, a_v: Tensor | None, labels: Tensor,
             offsets: Sequence[int], kpm: Tensor | None, allowed: Tensor | None, add: Tensor | None, causal: bool,
-            offset: int, scale: float, budget: int = BUDGET) -> tuple[Tensor, Tensor]:
+            offset: int, scale: float, budget: int | None = None) -> tuple[Tensor, Tensor]:
     """``(out [B, H, nq, dh], lse [B, H, nq])``; ``qa = scale * q @ a_k.T``."""
     B, H, nq, _ = q.shape
     nk = k.shape[2]
@@ -107,7 +107,7 @@ def forward(q: Tensor, k: Tensor, v: Tensor, a_k: Tensor, a_v: Tensor | None, la
 def backward(d_out: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor, a_k: Tensor,
              a_v: Tensor | None, labels: Tensor, offsets: Sequence[int], kpm: Tensor | None, allowed: Tensor | None,
              add: Tensor | None, causal: bool, offset: int, scale: float,
-             budget: int = BUDGET) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]:
+             budget: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]:
     """``(dq, dk, dv, da_k, da_v)`` (``da_v`` None without ``a_v``)."""
     B, H, nq, dh = q.shape
     nk = k.shape[2]

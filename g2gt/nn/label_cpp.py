@@ -52,24 +52,26 @@ def _cpu_flags() -> str:
     return platform.processor() or platform.machine()
 
 
-def _build_name() -> str:
+def _build_name(source: Path) -> str:
+    """The extension's name: a hash of the sources (``source`` and the headers beside it), torch, flags, CPU."""
     h = hashlib.sha256()
-    sources = [f.read_bytes() for f in sorted(SOURCE.parent.iterdir()) if f.suffix in (".cpp", ".h")]
+    sources = [f.read_bytes() for f in sorted(source.parent.iterdir()) if f == source or f.suffix == ".h"]
     for part in (*sources, torch.__version__.encode(), " ".join(CFLAGS).encode(), _cpu_flags().encode()):
         h.update(part)
     return f"g2gt_label_attention_{h.hexdigest()[:12]}"
 
 
-@functools.lru_cache(maxsize=None)
-def _load() -> object | None:
-    if not SOURCE.exists():
-        warnings.warn(f"g2gt: {SOURCE} is missing; GraphAttention uses its slower torch label path",
+def build(source: Path = SOURCE) -> object | None:
+    """Compile ``source`` (cached by torch between processes) and return ``torch.ops.g2gt_label_attention``, or
+    None with a one-line ``RuntimeWarning`` when it is missing or does not build."""
+    if not source.exists():
+        warnings.warn(f"g2gt: {source} is missing; GraphAttention uses its slower torch label path",
                       RuntimeWarning, stacklevel=3)
         return None
     try:
         from torch.utils.cpp_extension import load
 
-        load(name=_build_name(), sources=[str(SOURCE)], extra_cflags=CFLAGS, extra_ldflags=["-fopenmp"],
+        load(name=_build_name(source), sources=[str(source)], extra_cflags=CFLAGS, extra_ldflags=["-fopenmp"],
              is_python_module=False, verbose=False)
         return torch.ops.g2gt_label_attention
     except Exception as err:  # no compiler / ninja, or a toolchain problem: the torch path still works
@@ -78,6 +80,9 @@ def _load() -> object | None:
                       "GraphAttention uses its slower torch label path (set G2GT_LABEL_KERNEL=torch to skip "
                       "the build)", RuntimeWarning, stacklevel=3)
         return None
+
+
+_load = functools.lru_cache(maxsize=None)(build)
 
 
 def cpp_kernels() -> object | None:

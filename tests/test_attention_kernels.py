@@ -1,0 +1,219 @@
+"""The blocked label-attention kernels (C++ and torch paths) against a naive float64 reference: values and
+gradients over block boundaries, label-table sizes, dtypes, masks and strides; nothing [B, H, n, n] kept for
+backward; the build fallback. The CUDA FlexAttention path runs where CUDA exists."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from g2gt.nn import GraphAttention, label_blocked, label_cpp
+from g2gt.nn.label_kernels import LabelAttentionFunction, compact_labels
+
+PATHS = ["cpp", "torch"]
+
+
+def naive(q, k, v, a_k, a_v, labels, offsets, kpm, allowed, add, causal, offset, scale):
+    """The definition, materialising everything: ``[B, H, nq, nk]`` scores, per-pair label lookups."""
+    B, H, nq, _ = q.shape
+    nk = k.shape[2]
+    s = q @ k.transpose(-1, -2) * scale
+    qa = q @ a_k.t() * scale
+    idx = [(labels[:, c].long() + off).unsqueeze(1).expand(B, H, nq, nk) for c, off in enumerate(offsets)]
+    for ix in idx:
+        s = s + qa.gather(-1, ix)
+    if add is not None:
+        s = s + add
+    vis = torch.ones(B, H, nq, nk, dtype=torch.bool)
+    if causal:
+        vis = vis & (torch.arange(nk)[None, :] <= torch.arange(nq)[:, None] + offset)
+    if kpm is not None:
+        vis = vis & ~kpm[:, None, None, :]
+    if allowed is not None:
+        vis = vis & allowed
+    alive = vis.any(-1, keepdim=True)
+    s = torch.where(alive, s.masked_fill(~vis, float("-inf")), torch.zeros_like(s))
+    p = torch.softmax(s, -1) * alive
+    out = p @ v
+    if a_v is not None:
+        per = torch.zeros(B, H, nq, a_k.shape[0], dtype=q.dtype)
+        for ix in idx:
+            per = per.scatter_add(-1, ix, p)
+        out = out + per @ a_v
+    return out
+
+
+def case(sizes, dtype=torch.float64, B=3, H=2, nq=21, nk=26, dh=8, values=True, masks=True, broadcast=False,
+         strided=False, seed=0):
+    g = torch.Generator().manual_seed(seed)
+
+    def rnd(*shape):
+        return torch.randn(*shape, generator=g, dtype=dtype)
+
+    if strided:  # q, k, v as views of one packed [B, n, 3, H, dh] projection, as GraphAttention makes them
+        packed = rnd(B, nq, 3, H, dh)
+        q, k, v = (packed[:, :, i].transpose(1, 2) for i in range(3))
+        nk = nq
+    else:
+        q, k, v = rnd(B, H, nq, dh), rnd(B, H, nk, dh), rnd(B, H, nk, dh)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    L = sum(sizes)
+    a_k = rnd(L, dh).requires_grad_()
+    a_v = rnd(L, dh).requires_grad_() if values else None
+    labels = torch.stack([torch.randint(0, s, (1 if broadcast else B, nq, nk), generator=g) for s in sizes], 1)
+    offsets = [sum(sizes[:c]) for c in range(len(sizes))]
+    kpm = allowed = add = None
+    if masks:
+        kpm = torch.zeros(B, nk, dtype=torch.bool)
+        kpm[0, nk - 4 :] = True
+        kpm[1] = True  # example 1: nothing to attend to (zeros, no gradient)
+        allowed = torch.rand(1, H, nq, nk, generator=g) > 0.25
+        allowed[0, :, 2] = False  # query 2: a fully masked row in every example and head
+        add = rnd(B, 1, nq, nk)
+    return q, k, v, a_k, a_v, labels, offsets, kpm, allowed, add
+
+
+def run(path, monkeypatch, q, k, v, a_k, a_v, labels, offsets, kpm, allowed, add, causal, offset, sizes):
+    monkeypatch.setenv("G2GT_LABEL_KERNEL", path)
+    if path == "cpp" and label_cpp.cpp_kernels() is None:
+        pytest.skip("the C++ label kernel does not build here (the torch path is tested instead)")
+    monkeypatch.setenv("G2GT_LABEL_BLOCK_ROWS", "5")  # several blocks, a short last one, 4-row scatter tails
+    monkeypatch.setattr(label_blocked, "BUDGET", 2 * 5 * k.shape[2] * q.shape[0])
+    return LabelAttentionFunction.apply(q, k, v, a_k, a_v, compact_labels(labels, sizes), kpm, allowed, add,
+                                        offsets, causal, offset, q.shape[-1] ** -0.5)
+
+
+def compare(out, ref, ins, atol, rtol):
+    torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(9), dtype=out.dtype)
+    ga = torch.autograd.grad((out * g).sum(), ins, allow_unused=True)
+    gb = torch.autograd.grad((ref * g.to(ref.dtype)).sum(), ins, allow_unused=True)
+    for name, a, b in zip(["q", "k", "v", "a_k", "a_v"], ga, gb):
+        torch.testing.assert_close(a, b.to(a.dtype), atol=atol, rtol=rtol, msg=lambda m, name=name: f"d{name}: {m}")
+
+
+SIZES = {  # label-table sizes: the gather's in-register slices (<= 32, 64, 128 entries), beyond, int16 labels
+    "two-small": [5, 7], "one-40": [40], "one-100": [100], "one-200": [200], "int16": [300, 4],
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("sizes", list(SIZES.values()), ids=list(SIZES))
+@pytest.mark.parametrize("values", [False, True], ids=["keys", "keys+values"])
+def test_matches_naive_float64(path, sizes, values, monkeypatch):
+    args = case(sizes, values=values)
+    q, k, v, a_k, a_v = args[:5]
+    for causal, offset in ((False, 0), (True, args[1].shape[2] - args[0].shape[2])):  # causal cross-attention
+        out = run(path, monkeypatch, *args, causal, offset, sizes)
+        ref = naive(*args, causal, offset, q.shape[-1] ** -0.5)
+        assert out[1].abs().max() == 0 and out[:, :, 2].abs().max() == 0  # no visible key: zeros
+        compare(out, ref, [q, k, v, a_k] + ([a_v] if values else []), atol=1e-10, rtol=1e-8)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_strided_inputs_broadcast_labels_and_no_masks(path, monkeypatch):
+    sizes = [9, 3]
+    args = case(sizes, masks=False, broadcast=True, strided=True, seed=3)
+    assert not args[0].is_contiguous()
+    out = run(path, monkeypatch, *args, True, 0, sizes)
+    ref = naive(*args, True, 0, args[0].shape[-1] ** -0.5)
+    compare(out, ref, list(args[:5]), atol=1e-10, rtol=1e-8)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_float32_and_threads(path, threads, monkeypatch):
+    """float32 (the kernel's fast exponential) against the float64 reference; two threads share the table
+    gradients."""
+    sizes = [18, 60]
+    args = case(sizes, dtype=torch.float32, B=4, H=3, nq=40, nk=40, dh=16, seed=5)
+    ref_args = [None if t is None else t.detach().double().requires_grad_(t.requires_grad) for t in args[:5]]
+    ref_args += [a.double() if torch.is_tensor(a) and a.is_floating_point() else a for a in args[5:]]
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        out = run(path, monkeypatch, *args, False, 0, sizes)
+        g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+        grads = torch.autograd.grad((out * g).sum(), list(args[:5]))
+    finally:
+        torch.set_num_threads(before)
+    ref = naive(*ref_args, False, 0, 16**-0.5)
+    ref_grads = torch.autograd.grad((ref * g.double()).sum(), ref_args[:5])
+    torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=1e-4)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a.double(), b, atol=5e-5, rtol=1e-3)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_nothing_quadratic_is_saved_for_backward(path, monkeypatch):
+    """Autograd keeps q, k, v, the output, the log-sum-exp and uint8 labels: no float [B, H, n, n] tensor."""
+    monkeypatch.setenv("G2GT_LABEL_KERNEL", path)
+    B, n, D, H = 2, 96, 16, 4
+    torch.manual_seed(0)
+    m = GraphAttention(D, H, [20, 9], value_labels=True)
+    x = torch.randn(B, n, D, requires_grad=True)
+    labels = torch.stack([torch.randint(0, 20, (B, n, n)), torch.randint(0, 9, (B, n, n))], 1)  # int64 given
+    saved: list[torch.Tensor] = []
+
+    def pack(t):
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = m(x, labels, key_padding_mask=torch.zeros(B, n, dtype=torch.bool), causal=True)
+    assert saved
+    for t in saved:
+        if t.is_floating_point():
+            assert t.numel() < B * H * n * n // 8, f"a float tensor of shape {tuple(t.shape)} is kept for backward"
+        else:
+            assert t.element_size() == 1, f"labels kept as {t.dtype}, expected uint8"
+    out.sum().backward()
+    assert m.label_key.grad.abs().max() > 0 and m.label_value.grad.abs().max() > 0
+
+
+def test_kernel_choice_and_build_fallback(tmp_path, monkeypatch):
+    monkeypatch.setenv("G2GT_LABEL_KERNEL", "torch")
+    assert label_cpp.cpp_kernels() is None
+    monkeypatch.setenv("G2GT_LABEL_KERNEL", "fast")
+    with pytest.raises(ValueError, match="G2GT_LABEL_KERNEL must be 'cpp' or 'torch'"):
+        label_cpp.cpp_kernels()
+    with pytest.warns(RuntimeWarning, match="missing; GraphAttention uses its slower torch label path"):
+        assert label_cpp.build(tmp_path / "absent.cpp") is None
+    broken = tmp_path / "broken.cpp"
+    broken.write_text('#include "no_such_header_g2gt.h"\n')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert label_cpp.build(broken) is None
+    notes = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(notes) == 1 and "could not build the C++ label-attention kernel" in notes[0]
+    assert "\n" not in notes[0]  # one line
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the FlexAttention label path is the CUDA path")
+def test_cuda_flex_path_matches_reference_with_gradients():
+    """Keys-only label attention on CUDA (compiled FlexAttention, label bias in score_mod) against the float64
+    reference, gradients to the label table included."""
+    from g2gt.nn.label_flex import flex_trains_label_bias
+
+    if not flex_trains_label_bias():
+        pytest.skip("this torch's FlexAttention does not differentiate captured tensors")
+    torch.manual_seed(0)
+    m = GraphAttention(64, 4, [11, 5], value_labels=False).cuda()
+    ref_m = GraphAttention(64, 4, [11, 5], value_labels=False).double()
+    ref_m.load_state_dict({k: v.double().cpu() for k, v in m.state_dict().items()})
+    B, n = 2, 37
+    x = torch.randn(B, n, 64, device="cuda", requires_grad=True)
+    labels = torch.stack([torch.randint(0, 11, (B, n, n)), torch.randint(0, 5, (B, n, n))], 1).to(torch.uint8)
+    kpm = torch.zeros(B, n, dtype=torch.bool)
+    kpm[1, 30:] = True
+    out = m(x, labels.cuda(), kpm.cuda(), causal=True)
+    xr = x.detach().double().cpu().requires_grad_()
+    ref = ref_m(xr, labels, kpm, causal=True)
+    torch.testing.assert_close(out.double().cpu(), ref, atol=2e-4, rtol=1e-3)
+    g = torch.randn(B, n, 64, dtype=torch.float64)
+    (out * g.cuda().float()).sum().backward()
+    (ref * g).sum().backward()
+    torch.testing.assert_close(x.grad.double().cpu(), xr.grad, atol=2e-4, rtol=1e-3)
+    torch.testing.assert_close(m.label_key.grad.double().cpu(), ref_m.label_key.grad, atol=2e-4, rtol=1e-3)
