@@ -2,9 +2,10 @@
 
 1. Each sentence pair (i, j) gets a label; here the clipped relative distance, so the
    layer is a Shaw-style relative-position self-attention.
-2. An existing ``nn.MultiheadAttention(batch_first=True)`` becomes a GraphAttention with
-   ``GraphAttention.from_multihead_attention``: the same function (its label tables start at
-   zero) until it is trained on graphs; ``attn_mask`` / ``is_causal`` work as in MHA.
+2. An existing ``nn.MultiheadAttention(batch_first=True)`` becomes a ``MultiheadGraphAttention`` (a
+   GraphAttention called like the MHA, labels by keyword) with ``GraphAttention.from_multihead_attention``:
+   the same function (its label tables start at zero) until it is trained on graphs; ``attn_mask`` /
+   ``is_causal`` work as in MHA.
 """
 
 import torch
@@ -36,7 +37,7 @@ def from_pretrained_mha(k: int = 3) -> None:
     causal = nn.Transformer.generate_square_subsequent_mask(7)  # float, -inf above the diagonal
     want, _ = mha(x, x, x, attn_mask=causal, need_weights=False)
     labels = relative_position_labels(7, k)[None]
-    got = graph(x, labels, attn_mask=causal)  # the graph call; graph(x, x, x, ...) needs num_labels=0
+    got, _ = graph(x, x, x, attn_mask=causal, need_weights=False, labels=labels)  # called like the MHA, + labels
     print("equals nn.MultiheadAttention before training:", torch.allclose(got, want, atol=1e-5))
 
 
