@@ -159,6 +159,11 @@ def start_server(args) -> tuple[subprocess.Popen, int]:
            "--model", args.model, "--dtype", args.dtype, "--batch-wait-ms", str(args.batch_wait_ms)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                             cwd=Path(__file__).resolve().parents[1])
+    if args.server_cpus:  # every thread of the server on these CPUs only (e.g. one core)
+        cpus = {int(c) for c in args.server_cpus.split(",")}
+        os.sched_setaffinity(proc.pid, cpus)
+        for tid in os.listdir(f"/proc/{proc.pid}/task"):
+            os.sched_setaffinity(int(tid), cpus)
     while True:
         line = proc.stderr.readline()
         if not line:
@@ -204,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-sentences", type=int, default=1000, help="sentences in the offline baseline")
     ap.add_argument("--rss-warmup", type=int, default=100)
     ap.add_argument("--rss-requests", type=int, default=2000, help="requests of the RSS run (8 clients); 0 = skip")
+    ap.add_argument("--server-cpus", default="", metavar="LIST",
+                    help="pin the server to these CPUs, e.g. 0 for one core (default: not pinned)")
     ap.add_argument("--settle", type=float, default=4.0,
                     help="seconds idle before the second RSS reading (the server gives freed memory back after 2)")
     ap.add_argument("--markdown", action="store_true")

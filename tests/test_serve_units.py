@@ -253,7 +253,7 @@ class _FakeModel:
     def segment_many(self, texts):
         return [[sentence_from_words(t.split())] if t.split() else [] for t in texts]
 
-    def parse(self, sentences, tag=True, parse=True, enhanced=False):
+    def parse(self, sentences, tag=True, parse=True, enhanced=False, max_tokens=500):
         self.calls += 1
         if any("BOOM" in s.forms for s in sentences):
             raise ValueError("word BOOM cannot be parsed")

@@ -52,7 +52,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--graceful-timeout", type=non_negative_int, default=30,
                    help="seconds to finish requests in flight after SIGTERM (default: 30)")
     p.add_argument("--access-log", action="store_true", help="log every request on stdout")
-    add_common_options(p, uses=("device", "threads", "debug"))
+    add_common_options(p, uses=("device", "threads", "batch_tokens", "debug"), batch_tokens=500)
     p.set_defaults(func=run_serve)
 
 
@@ -85,7 +85,7 @@ def run_serve(args: argparse.Namespace) -> int:
     config = ServeConfig(max_body_bytes=int(args.max_body_mb * 2**20), max_sentence_words=args.max_sentence_words,
                          batch_wait_ms=args.batch_wait_ms, batch_words=args.batch_words,
                          max_pending=args.max_pending, workers=args.workers,
-                         release_memory_s=max(0.0, args.release_memory_after))
+                         release_memory_s=max(0.0, args.release_memory_after), batch_tokens=args.batch_tokens)
     app = create_app(models, config)
     server = make_server(app, access_log=args.access_log, graceful_timeout=args.graceful_timeout,
                          log_level="debug" if args.debug else "warning")

@@ -5,6 +5,7 @@
 * :mod:`.service`: what one batch does (segment together, parse together, one result per request);
 * :mod:`.formats`, :mod:`.jsonout`, :mod:`.schema`: text formats, offsets, the JSON API's shapes;
 * :mod:`.udpipe`: UDPipe's ``/models`` and ``/process``; :mod:`.limits`: body size and UTF-8 checks;
+* :mod:`.memory`: freed heap memory back to the system when the server is idle;
 * :mod:`.app`: the FastAPI app (routes, the web page in ``static/``); :mod:`.server`: uvicorn on a socket.
 
 Importing this package imports neither FastAPI nor torch; :mod:`.app` needs FastAPI.

@@ -99,16 +99,18 @@ class LoadedModel:
         return [self.nlp.to_sentences(t) for t in texts]
 
     def parse(self, sentences: Sequence[Sentence], tag: bool = True, parse: bool = True,
-              enhanced: bool = False) -> list[Sentence]:
+              enhanced: bool = False, max_tokens: int = 500) -> list[Sentence]:
         """Tagged and / or parsed copies of ``sentences`` (see the module docstring for ``tag`` / ``parse``);
-        ``enhanced`` adds DEPS (needs ``parse``)."""
+        ``enhanced`` adds DEPS (needs ``parse``). ``max_tokens``: padded words per model batch: the pipeline
+        sorts the sentences by length and cuts them into batches of at most this many, so one long sentence
+        does not pad many short ones (32 random EWT sentences: ~1.25x the words/s of one 3,000-word batch)."""
         sentences = list(sentences)
         if not sentences:
             return []
         if not (tag or parse):
             return [s.copy() for s in sentences]
         keep = () if tag else TAG_COLUMNS
-        out = self.nlp.parse(sentences, keep=keep, enhanced=enhanced and parse)
+        out = self.nlp(sentences, keep=keep, enhanced=enhanced and parse, max_tokens=max_tokens)
         if not parse:
             for src, dst in zip(sentences, out):
                 for a, b in zip(src.words, dst.words):

@@ -58,6 +58,7 @@ class ServeConfig:
     max_pending: int = 1024
     workers: int = 1
     release_memory_s: float = 2.0  # give freed memory back after this long without requests (0 = never)
+    batch_tokens: int = 500  # padded words per model call within a batch (length-sorted)
 
 
 class ClientGone(Exception):
@@ -118,7 +119,7 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
         raise ValueError("create_app needs at least one model")
     config = config or ServeConfig()
     models = dict(models)
-    service = ParseService(models, config.max_sentence_words)
+    service = ParseService(models, config.max_sentence_words, config.batch_tokens)
     batcher = Batcher(service.run, max_wait=config.batch_wait_ms / 1000, max_size=config.batch_words,
                       max_pending=config.max_pending, workers=config.workers,
                       on_idle=release_free_memory if config.release_memory_s > 0 else None,

@@ -54,9 +54,10 @@ class ParseService:
     """The batch runner for :class:`g2gt.serve.batching.Batcher`: ``run(options, works)`` -> for each work
     its parsed sentences, or the exception it caused."""
 
-    def __init__(self, models: dict[str, LoadedModel], max_sentence_words: int = 500) -> None:
+    def __init__(self, models: dict[str, LoadedModel], max_sentence_words: int = 500, batch_tokens: int = 500) -> None:
         self.models = models
         self.max_sentence_words = max_sentence_words
+        self.batch_tokens = batch_tokens
 
     def run(self, options: Options, works: Sequence[Work]) -> list:
         model = self.models[options.model]
@@ -76,7 +77,7 @@ class ParseService:
         todo = [i for i in range(len(works)) if results[i] is None]
         flat = [s for i in todo for s in inputs[i]]
         try:
-            parsed = model.parse(flat, options.tag, options.parse, options.enhanced)
+            parsed = model.parse(flat, options.tag, options.parse, options.enhanced, self.batch_tokens)
         except Exception as e:
             if len(todo) == 1:
                 results[todo[0]] = _as_request_error(e)
