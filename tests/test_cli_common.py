@@ -41,6 +41,7 @@ COMMANDS = {
     "train pipeline": ["train", "pipeline", "--out", "o"],
     "package": ["package", "m", "--name", "x", "-o", "o"],
     "average": ["average", "a.pt", "-o", "b.pt"],
+    "serve": ["serve"],
 }
 COMMON = ["--device", "cpu", "--threads", "1", "--batch-tokens", "123", "--no-progress", "--debug"]
 

@@ -82,7 +82,8 @@ def test_train_cli_on_a_busy_folder_stops_at_once_naming_the_holder(tmp_path, ca
                    str(out), *TINY_ARGS])
         assert rc == 2
         err = capsys.readouterr().err.splitlines()  # a line naming the data read, then the error
-        assert len(err) <= 2 and err[-1].startswith("g2gt train parser: error: ") and f"pid {holder.pid}" in err[-1]
+        assert len(err) <= 3 and err[-1].startswith("g2gt train parser: error: ") and f"pid {holder.pid}" in err[-1]
+        assert not any("Traceback" in line for line in err)  # the data summary lines, then one error line
         assert not (out / "log.jsonl").exists() and not (out / "last.pt").exists()
         assert not (out / "config.json").exists()  # the lock is taken before anything is written
     finally:

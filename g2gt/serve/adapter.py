@@ -53,10 +53,10 @@ class LoadedModel:
     def load(cls, spec: str, device: str = "cpu", dtype: str | None = "auto") -> "LoadedModel":
         """Load ``spec`` (a shipped or installed name, a model folder, or ``NAME=DIR``) and its enhanced-UD
         stage, so the first request that asks for it does not pay the loading time."""
-        import g2gt
+        from ..ud.pipeline import Pipeline
 
         name, where = model_name(spec)
-        nlp = g2gt.load(where, device=device, dtype=dtype)
+        nlp = Pipeline.load(where, device=device, dtype=dtype)
         model = cls(name, nlp, dict(getattr(nlp, "card", None) or {}))
         model.warm_up()
         return model

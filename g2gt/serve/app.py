@@ -237,6 +237,6 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__

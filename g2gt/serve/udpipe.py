@@ -22,7 +22,7 @@ import unicodedata
 from typing import Mapping
 from urllib.parse import unquote_to_bytes
 
-from .. import __version__
+from .._version import __version__
 from .adapter import LoadedModel
 from .formats import READERS, WRITERS, RequestError, decode_utf8, locate, surface_tokens
 from .service import Options, Work
