@@ -2,8 +2,8 @@
 
 Everything else in :mod:`g2gt.serve` sees a :class:`LoadedModel` and :class:`g2gt.ud.io.Sentence` objects, so
 pointing the server at another pipeline class means editing this module only. It uses the library's public
-API: :func:`g2gt.load` (a :class:`g2gt.ud.pipeline.Pipeline`), its ``tokenize`` / ``parser`` / ``enhancer``
-stages, ``card``, ``to_sentences`` and ``__call__`` with ``keep`` / ``enhanced``.
+API: :meth:`g2gt.ud.pipeline.Pipeline.load` (what :func:`g2gt.load` returns), its ``tokenize`` / ``parser`` /
+``enhancer`` stages, ``card``, ``to_sentences`` and ``__call__`` with ``keep`` / ``enhanced`` / ``max_tokens``.
 
 UDPipe's steps map onto one call of the pipeline: ``tag=False`` keeps the input's UPOS / XPOS / FEATS /
 LEMMA (``keep=...``); ``parse=False`` puts the input's HEAD / DEPREL back after the call; with neither, the
