@@ -141,10 +141,10 @@ class TranslateRecipe:
     device: str = "cpu"
 
     def __call__(self):
-        from ..core._compat import keep_freed_memory
         from ..seq2seq import load_seq2seq
+        from ..ud.parallel import worker_setup
 
-        keep_freed_memory()
+        worker_setup()
         model, task = load_seq2seq(self.model, self.device)
         return lambda job: task.translate(model, job[0], **job[1])
 

@@ -41,7 +41,7 @@ from .corpus import FilesReport, plan_files
 from .pool import ProcessPool
 
 __all__ = ["Recipe", "EnhanceRecipe", "ParallelPipeline", "enhance_parallel", "job_plan", "map_batch_runs",
-           "PARSE_CHUNK"]
+           "worker_setup", "PARSE_CHUNK"]
 
 PARSE_CHUNK = 2000  # sentences per chunk, as Pipeline.stream / g2gt parse
 _NO_PAIR_LIMIT = 1 << 62  # the enhancer cuts batches by padded nodes only
@@ -49,6 +49,21 @@ PARSE_OPTIONS = ("keep", "enhanced", "refine_steps", "algorithm", "use_input_gra
 
 
 # ---------------------------------------------------------------------------- the worker's recipe
+def worker_setup(keep_freed: bool = True) -> None:
+    """What every worker process (local or Ray actor) does before loading a model: no oneDNN primitive cache
+    (``ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`` unless the environment sets it: the cache keeps a compiled kernel
+    per input shape, and a corpus brings ever new batch shapes; measured on EWT dev: 40-60 MB less peak RSS
+    per worker, RSS flat instead of growing, the same CPU time) and, with ``keep_freed``,
+    :func:`g2gt.core._compat.keep_freed_memory` as the ``g2gt`` command does."""
+    import os
+
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")  # read by oneDNN when it first runs
+    if keep_freed:
+        from ..core._compat import keep_freed_memory
+
+        keep_freed_memory()
+
+
 @dataclass(frozen=True)
 class Recipe:
     """What a worker needs to build its pipeline (picklable; the fields are :func:`g2gt.load`'s).
@@ -63,10 +78,7 @@ class Recipe:
     keep_freed_memory: bool = True
 
     def __call__(self) -> "JobHandler":
-        if self.keep_freed_memory:
-            from ..core._compat import keep_freed_memory
-
-            keep_freed_memory()
+        worker_setup(self.keep_freed_memory)
         from .pipeline import Pipeline
 
         return JobHandler(Pipeline.load(self.model, self.device, self.dtype, tokenizer=self.tokenizer))
@@ -112,10 +124,7 @@ class EnhanceRecipe:
     keep_freed_memory: bool = True
 
     def __call__(self) -> Callable[[tuple[str, Any, dict]], list[str]]:
-        if self.keep_freed_memory:
-            from ..core._compat import keep_freed_memory
-
-            keep_freed_memory()
+        worker_setup(self.keep_freed_memory)
         from .enhance import Enhancer
 
         enhancer = Enhancer.load(self.model, self.device)
