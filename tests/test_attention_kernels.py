@@ -217,3 +217,25 @@ def test_cuda_flex_path_matches_reference_with_gradients():
     (ref * g).sum().backward()
     torch.testing.assert_close(x.grad.double().cpu(), xr.grad, atol=2e-4, rtol=1e-3)
     torch.testing.assert_close(m.label_key.grad.double().cpu(), ref_m.label_key.grad, atol=2e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("values", [False, True], ids=["keys", "keys+values"])
+def test_sparse_labels_match_naive(path, values, monkeypatch):
+    """Parser-like labels (clipped relative positions + a tree): a block names few of the table's rows, which
+    the C++ kernel renumbers; results and table gradients stay those of the whole table."""
+    sizes = [9, 101]
+    args = list(case(sizes, values=values, B=3, nq=23, nk=23, seed=7))
+    g = torch.Generator().manual_seed(8)
+    n = 23
+    i = torch.arange(n)
+    pos = ((i[None, :] - i[:, None]).clamp(-4, 4) + 4).expand(3, n, n)
+    dep = torch.zeros(3, n, n, dtype=torch.long)
+    heads, rel = torch.randint(0, n, (3, n), generator=g), torch.randint(1, 50, (3, n), generator=g)
+    dep[torch.arange(3)[:, None], i[None, :], heads] = rel
+    dep[torch.arange(3)[:, None], heads, i[None, :]] = rel + 50
+    args[5] = torch.stack([pos, dep], 1)
+    q, k, v, a_k, a_v = args[:5]
+    out = run(path, monkeypatch, *args, True, 0, sizes)
+    ref = naive(*args, True, 0, q.shape[-1] ** -0.5)
+    compare(out, ref, [q, k, v, a_k] + ([a_v] if values else []), atol=1e-10, rtol=1e-8)

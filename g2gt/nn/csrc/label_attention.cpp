@@ -88,6 +88,7 @@ Problem<T, Lab> make_problem(const Tensor& q, const Tensor& k, const Tensor& a_k
   p.lab_sc = labels.stride(1);
   p.lab_si = labels.stride(2);
   p.offs.assign(offsets.begin(), offsets.end());
+  for (int64_t c = 0; c < p.C; ++c) p.sizes.push_back((c + 1 < p.C ? p.offs[c + 1] : p.L) - p.offs[c]);
   if (kpm.has_value() && kpm->defined()) {
     p.kpm = kpm->data_ptr<bool>();
     p.kpm_sb = kpm->size(0) == 1 ? 0 : kpm->stride(0);
@@ -97,21 +98,106 @@ Problem<T, Lab> make_problem(const Tensor& q, const Tensor& k, const Tensor& a_k
   return p;
 }
 
-// The label table a [L, dh] stacked on top of the rows of m for one (b, h): [a; m], one contiguous
-// [L + n, dh] matrix, so that one product covers keys (values) and labels: with S_ext = Q [a_K; K]^T the
-// first L columns are qa and the rest the scores; [per | P] [a_V; V] = P V + per a_V.
+// The label tables used by one block of query rows of one example: the rows of [a_K] its labels name.
+// Short sentences name few of the L labels (e.g. ~20-40 of 120 in the parser: relative positions plus a
+// tree's relations), so a block whose labels use at most 3/4 of the table (and at most 128 rows) works on
+// those rows only, its labels renumbered 0..Lc-1 (one table for all channels): the label columns of its
+// products shrink from L to Lc. Other blocks use the whole table and the labels as given.
+struct LabelSet {
+  std::vector<int64_t> used;  // table rows, ascending; empty = the whole table
+};
+
+template <typename T, typename Lab>
+std::vector<LabelSet> label_sets(const Problem<T, Lab>& P, int64_t br) {
+  const int64_t nblk = (P.nq + br - 1) / br, Bl = P.lab_sb == 0 ? 1 : P.B;
+  const int64_t limit = std::min<int64_t>(128, (3 * P.L) / 4);
+  std::vector<LabelSet> sets(Bl * nblk);
+  at::parallel_for(0, Bl * nblk, 1, [&](int64_t begin, int64_t end) {
+    std::vector<uint8_t> mark(P.L);
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t b = t / nblk, i0 = (t % nblk) * br, rows = std::min(br, P.nq - i0);
+      const int64_t jmax = P.ncols(i0 + rows - 1);
+      std::fill(mark.begin(), mark.end(), uint8_t(0));
+      int64_t count = 0;
+      for (int64_t c = 0; c < P.C && count <= limit; ++c)
+        for (int64_t r = 0; r < rows && count <= limit; ++r) {
+          const Lab* l = P.lab_row(b, c, i0 + r);
+          uint8_t* m = mark.data() + P.offs[c];
+          for (int64_t j = 0; j < jmax; ++j) {
+            count += !m[l[j]];
+            m[l[j]] = 1;
+          }
+        }
+      if (count > limit) continue;
+      for (int64_t x = 0; x < P.L; ++x)
+        if (mark[x]) sets[t].used.push_back(x);
+    }
+  });
+  return sets;
+}
+
+// The stacked operands of one (b, h) and block: [a_used; m] as one contiguous row-major [Lc + n, dh] matrix,
+// so that one product covers keys (values) and labels: with S_ext = Q [a_K; K]^T the first Lc columns are
+// qa and the rest the scores; [per | P] [a_V; V] = P V + per a_V. The table rows sit just above m, at rows
+// L - Lc .. L of the buffer, so that m is loaded once per (b, h) while the table part changes per block.
 template <typename T>
 struct Stacked {
   std::vector<T> buf;
+  const T* table;
   int64_t L, dh;
-  Stacked(const Tensor& a, int64_t n) : buf((a.size(0) + n) * a.size(1)), L(a.size(0)), dh(a.size(1)) {
-    std::memcpy(buf.data(), a.data_ptr<T>(), L * dh * sizeof(T));
-  }
+  const LabelSet* current = nullptr;
+  Stacked(const Tensor& a, int64_t n) : buf((a.size(0) + n) * a.size(1)), table(a.data_ptr<T>()), L(a.size(0)),
+                                        dh(a.size(1)) {}
   void load(const Rows<T>& m, int64_t b, int64_t h, int64_t rows) {
     for (int64_t j = 0; j < rows; ++j) std::memcpy(buf.data() + (L + j) * dh, m.row(b, h, j), dh * sizeof(T));
   }
-  const T* data() const { return buf.data(); }
+  void use(const LabelSet& set) {  // the table rows of `set` above m
+    if (current == &set || (current && current->used.empty() && set.used.empty())) return;
+    if (set.used.empty()) {
+      std::memcpy(buf.data(), table, L * dh * sizeof(T));
+    } else {
+      T* dst = buf.data() + (L - int64_t(set.used.size())) * dh;
+      for (size_t x = 0; x < set.used.size(); ++x) std::memcpy(dst + x * dh, table + set.used[x] * dh, dh * sizeof(T));
+    }
+    current = &set;
+  }
+  const T* top(int64_t lc) const { return buf.data() + (L - lc) * dh; }  // row 0 of [a_used; m]
 };
+
+// A block's labels renumbered over its LabelSet: ids [C, rows, ncol] (uint8, table rows 0..Lc-1).
+struct Renumbered {
+  std::vector<uint8_t> ids;
+  std::vector<int16_t> map;
+  std::vector<int64_t> offs, sizes;
+  template <typename T, typename Lab>
+  g2gt_rows::BlockLabels<uint8_t> build(const Problem<T, Lab>& P, const LabelSet& set, int64_t b, int64_t i0,
+                                        int64_t rows, int64_t ncol) {
+    map.assign(P.L, -1);
+    for (size_t x = 0; x < set.used.size(); ++x) map[set.used[x]] = static_cast<int16_t>(x);
+    ids.resize(P.C * rows * ncol);
+    for (int64_t c = 0; c < P.C; ++c)
+      for (int64_t r = 0; r < rows; ++r) {
+        const Lab* l = P.lab_row(b, c, i0 + r);
+        const int16_t* m = map.data() + P.offs[c];
+        uint8_t* out = ids.data() + (c * rows + r) * ncol;
+        for (int64_t j = 0; j < ncol; ++j) out[j] = static_cast<uint8_t>(m[l[j]]);
+      }
+    offs.assign(P.C, 0);
+    sizes.assign(P.C, int64_t(set.used.size()));
+    return {ids.data(), rows * ncol, ncol, P.C, offs.data(), sizes.data()};
+  }
+};
+
+// Runs f(block labels) with the labels of the block as given, or renumbered over its set.
+template <typename T, typename Lab, typename F>
+void with_labels(const Problem<T, Lab>& P, const LabelSet& set, Renumbered& rn, int64_t b, int64_t i0,
+                 int64_t rows, int64_t ncol, F&& f) {
+  if (set.used.empty()) {
+    f(P.direct(b, i0));
+  } else {
+    f(rn.build(P, set, b, i0, rows, ncol));
+  }
+}
 
 template <typename T, typename Lab>
 void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a_k,
@@ -121,6 +207,7 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
   const int64_t nq = P.nq, nk = P.nk, dh = P.dh, L = P.L, H = P.H;
   const int64_t br = block_rows(nq, nk);
   const int64_t nblk = (nq + br - 1) / br;
+  const std::vector<LabelSet> sets = label_sets(P, br);
   const Rows<T> Q(q), K(k), V(v), O(out);
   T* lp = lse.data_ptr<T>();
   const bool values = a_v.has_value() && a_v->defined();
@@ -128,11 +215,12 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
   at::parallel_for(0, P.B * H * nblk, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> sbuf(br * (L + nk));
     Stacked<T> KA(a_k, nk), VA(values ? *a_v : a_k, values ? nk : 0);
+    Renumbered rn;
     int64_t loaded = -1;
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t bh = task / nblk, i0 = (task % nblk) * br, b = bh / H, h = bh % H;
+      const int64_t bh = task / nblk, blk = task % nblk, i0 = blk * br, b = bh / H, h = bh % H;
       const int64_t rows = std::min(br, nq - i0);
-      const int64_t jmax = P.ncols(i0 + rows - 1), w = L + jmax;  // w: row width of [qa | S]
+      const int64_t jmax = P.ncols(i0 + rows - 1);
       T* ob = O.row(b, h, i0);
       if (jmax == 0) {
         for (int64_t r = 0; r < rows; ++r) std::fill(ob + r * O.si, ob + r * O.si + dh, T(0));
@@ -144,38 +232,44 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
         if (values) VA.load(V, b, h, nk);
         loaded = bh;
       }
-      nt<T>(rows, w, dh, scale, Q.row(b, h, i0), Q.si, KA.data(), dh, T(0), sbuf.data(), w);  // [qa | S]
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t i = i0 + r, n = P.ncols(i);
-        T* s = sbuf.data() + r * w + L;
-        P.score_row(s, n, b, h, i, s - L);
-        T m = kNegInf<T>;
+      const LabelSet& set = sets[(P.lab_sb == 0 ? 0 : b) * nblk + blk];
+      const int64_t lc = set.used.empty() ? L : int64_t(set.used.size()), w = lc + jmax;  // row of [qa | S]
+      KA.use(set);
+      if (values) VA.use(set);
+      with_labels(P, set, rn, b, i0, rows, jmax, [&](const auto& bl) {
+        nt<T>(rows, w, dh, scale, Q.row(b, h, i0), Q.si, KA.top(lc), dh, T(0), sbuf.data(), w);  // [qa | S]
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t i = i0 + r, n = P.ncols(i);
+          T* s = sbuf.data() + r * w + lc;
+          P.score_row(s, n, b, h, i, s - lc, bl, r);
+          T m = kNegInf<T>;
 #pragma omp simd reduction(max : m)
-        for (int64_t j = 0; j < n; ++j) m = s[j] > m ? s[j] : m;
-        if (m == kNegInf<T>) {  // no visible key: zeros
-          std::fill(s, s + jmax, T(0));
-          lp[bh * nq + i] = kNegInf<T>;
-          continue;
-        }
+          for (int64_t j = 0; j < n; ++j) m = s[j] > m ? s[j] : m;
+          if (m == kNegInf<T>) {  // no visible key: zeros
+            std::fill(s, s + jmax, T(0));
+            lp[bh * nq + i] = kNegInf<T>;
+            continue;
+          }
 #pragma omp simd
-        for (int64_t j = 0; j < n; ++j) s[j] -= m;
-        exp_inplace(s, n);
-        T sum = 0;
+          for (int64_t j = 0; j < n; ++j) s[j] -= m;
+          exp_inplace(s, n);
+          T sum = 0;
 #pragma omp simd reduction(+ : sum)
-        for (int64_t j = 0; j < n; ++j) sum += s[j];
-        const T inv = T(1) / sum;
+          for (int64_t j = 0; j < n; ++j) sum += s[j];
+          const T inv = T(1) / sum;
 #pragma omp simd
-        for (int64_t j = 0; j < n; ++j) s[j] *= inv;
-        std::fill(s + n, s + jmax, T(0));
-        lp[bh * nq + i] = m + std::log(sum);
-      }
-      if (values) {  // [per | P] [a_V; V]
-        for (int64_t r = 0; r < rows; ++r) std::fill(sbuf.data() + r * w, sbuf.data() + r * w + L, T(0));
-        P.scatter_block(sbuf.data(), sbuf.data() + L, w, rows, jmax, b, i0);
-        nn<T>(rows, dh, w, T(1), sbuf.data(), w, VA.data(), dh, T(0), ob, O.si);
-      } else {
-        nn<T>(rows, dh, jmax, T(1), sbuf.data() + L, w, V.row(b, h, 0), V.si, T(0), ob, O.si);
-      }
+          for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+          std::fill(s + n, s + jmax, T(0));
+          lp[bh * nq + i] = m + std::log(sum);
+        }
+        if (values) {  // [per | P] [a_V; V]
+          for (int64_t r = 0; r < rows; ++r) std::fill(sbuf.data() + r * w, sbuf.data() + r * w + lc, T(0));
+          P.scatter_block(sbuf.data(), sbuf.data() + lc, w, rows, jmax, bl);
+          nn<T>(rows, dh, w, T(1), sbuf.data(), w, VA.top(lc), dh, T(0), ob, O.si);
+        } else {
+          nn<T>(rows, dh, jmax, T(1), sbuf.data() + lc, w, V.row(b, h, 0), V.si, T(0), ob, O.si);
+        }
+      });
     }
   });
 }
@@ -189,15 +283,19 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
   using g2gt_gemm::tn;
   const int64_t nq = P.nq, nk = P.nk, dh = P.dh, L = P.L;
   const int64_t br = block_rows(nq, nk);
+  const int64_t nblk = (nq + br - 1) / br;
+  const std::vector<LabelSet> sets = label_sets(P, br);
   const bool values = a_v.has_value() && a_v->defined();
   const Rows<T> Q(q), K(k), V(v), G(dout), O(out), dQ(dq), dK(dk), dV(dv);
-  std::mutex lock;
   const T* lp = lse.data_ptr<T>();
   const T scale = static_cast<T>(P.scale);
+  std::mutex lock;
   at::parallel_for(0, P.B * P.H, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> pbuf(br * (L + nk)), dsbuf(br * (L + nk)), delta(br);
     Stacked<T> KA(a_k, nk), VA(values ? *a_v : a_k, values ? nk : 0);  // [a_K; K], [a_V; V]
-    // this (b, h)'s [da_K part; dk] and [da_V part; dv] ([L + nk, dh]), and this thread's da_K, da_V
+    Renumbered rn;
+    // this (b, h)'s [da_K rows; dk] and [da_V rows; dv] (table rows just above the keys, as in Stacked),
+    // and this thread's da_K, da_V
     std::vector<T> dka((L + nk) * dh), dva((L + nk) * dh), dak_t(L * dh, T(0)), dav_t(values ? L * dh : 0, T(0));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / P.H, h = bh % P.H;
@@ -205,78 +303,96 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
       if (values) VA.load(V, b, h, nk);
       std::fill(dka.begin(), dka.end(), T(0));
       std::fill(dva.begin(), dva.end(), T(0));
-      for (int64_t i0 = 0; i0 < nq; i0 += br) {
-        const int64_t rows = std::min(br, nq - i0);
-        const int64_t jmax = P.ncols(i0 + rows - 1), w = L + jmax;
+      for (int64_t blk = 0; blk < nblk; ++blk) {
+        const int64_t i0 = blk * br, rows = std::min(br, nq - i0);
+        const int64_t jmax = P.ncols(i0 + rows - 1);
         const int64_t row0 = bh * nq + i0;
         T* dqb = dQ.row(b, h, i0);
         if (jmax == 0) {
           for (int64_t r = 0; r < rows; ++r) std::fill(dqb + r * dQ.si, dqb + r * dQ.si + dh, T(0));
           continue;
         }
+        const LabelSet& set = sets[(P.lab_sb == 0 ? 0 : b) * nblk + blk];
+        const int64_t lc = set.used.empty() ? L : int64_t(set.used.size()), w = lc + jmax;
+        KA.use(set);
+        if (values) VA.use(set);
         const T* qb = Q.row(b, h, i0);
         const T* gb = G.row(b, h, i0);
-        nt<T>(rows, w, dh, scale, qb, Q.si, KA.data(), dh, T(0), pbuf.data(), w);  // [qa | S]
-        if (values) {
-          nt<T>(rows, w, dh, T(1), gb, G.si, VA.data(), dh, T(0), dsbuf.data(), w);  // [doa | dP]
-        } else {
-          nt<T>(rows, jmax, dh, T(1), gb, G.si, V.row(b, h, 0), V.si, T(0), dsbuf.data() + L, w);  // dP
-        }
-        for (int64_t r = 0; r < rows; ++r) {  // D_i = dO_i . out_i
-          const T* g = G.row(b, h, i0 + r);
-          const T* o = O.row(b, h, i0 + r);
-          T d = 0;
-#pragma omp simd reduction(+ : d)
-          for (int64_t x = 0; x < dh; ++x) d += g[x] * o[x];
-          delta[r] = d;
-        }
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t i = i0 + r, n = P.ncols(i);
-          T* p = pbuf.data() + r * w + L;
-          T* ds = dsbuf.data() + r * w + L;
-          const T l = lp[row0 + r];
-          if (n == 0 || l == kNegInf<T>) {  // no visible key: no gradient
-            std::fill(p, p + jmax, T(0));
-            std::fill(ds, ds + jmax, T(0));
-            continue;
-          }
-          P.score_row(p, n, b, h, i, p - L);
-#pragma omp simd
-          for (int64_t j = 0; j < n; ++j) p[j] -= l;
-          exp_inplace(p, n);
-          std::fill(p + n, p + jmax, T(0));
+        T* dka_top = dka.data() + (L - lc) * dh;
+        T* dva_top = dva.data() + (L - lc) * dh;
+        with_labels(P, set, rn, b, i0, rows, jmax, [&](const auto& bl) {
+          nt<T>(rows, w, dh, scale, qb, Q.si, KA.top(lc), dh, T(0), pbuf.data(), w);  // [qa | S]
           if (values) {
-            for (int64_t c = 0; c < P.C; ++c) gather_add(ds, n, ds - L + P.offs[c], P.size(c), P.lab_row(b, c, i));
+            nt<T>(rows, w, dh, T(1), gb, G.si, VA.top(lc), dh, T(0), dsbuf.data(), w);  // [doa | dP]
+          } else {
+            nt<T>(rows, jmax, dh, T(1), gb, G.si, V.row(b, h, 0), V.si, T(0), dsbuf.data() + lc, w);  // dP
           }
-          const T d = delta[r];
+          for (int64_t r = 0; r < rows; ++r) {  // D_i = dO_i . out_i
+            const T* g = G.row(b, h, i0 + r);
+            const T* o = O.row(b, h, i0 + r);
+            T d = 0;
+#pragma omp simd reduction(+ : d)
+            for (int64_t x = 0; x < dh; ++x) d += g[x] * o[x];
+            delta[r] = d;
+          }
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t i = i0 + r, n = P.ncols(i);
+            T* p = pbuf.data() + r * w + lc;
+            T* ds = dsbuf.data() + r * w + lc;
+            const T l = lp[row0 + r];
+            if (n == 0 || l == kNegInf<T>) {  // no visible key: no gradient
+              std::fill(p, p + jmax, T(0));
+              std::fill(ds, ds + jmax, T(0));
+              continue;
+            }
+            P.score_row(p, n, b, h, i, p - lc, bl, r);
 #pragma omp simd
-          for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - d);
-          std::fill(ds + n, ds + jmax, T(0));
-        }
-        // [dqa | dS] and [per | P]: the label columns take the scatters (entries past a row's keys are 0)
-        for (int64_t r = 0; r < rows; ++r) std::fill(dsbuf.data() + r * w, dsbuf.data() + r * w + L, T(0));
-        P.scatter_block(dsbuf.data(), dsbuf.data() + L, w, rows, jmax, b, i0);
+            for (int64_t j = 0; j < n; ++j) p[j] -= l;
+            exp_inplace(p, n);
+            std::fill(p + n, p + jmax, T(0));
+            if (values) {
+              for (int64_t c = 0; c < P.C; ++c) gather_add(ds, n, ds - lc + bl.offs[c], bl.sizes[c], bl.row(c, r));
+            }
+            const T d = delta[r];
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - d);
+            std::fill(ds + n, ds + jmax, T(0));
+          }
+          // [dqa | dS] and [per | P]: the label columns take the scatters (entries past a row's keys are 0)
+          for (int64_t r = 0; r < rows; ++r) std::fill(dsbuf.data() + r * w, dsbuf.data() + r * w + lc, T(0));
+          P.scatter_block(dsbuf.data(), dsbuf.data() + lc, w, rows, jmax, bl);
+          if (values) {
+            for (int64_t r = 0; r < rows; ++r) std::fill(pbuf.data() + r * w, pbuf.data() + r * w + lc, T(0));
+            P.scatter_block(pbuf.data(), pbuf.data() + lc, w, rows, jmax, bl);
+          }
+        });
+        nn<T>(rows, dh, w, scale, dsbuf.data(), w, KA.top(lc), dh, T(0), dqb, dQ.si);  // dS k + dqa a_K
+        tn<T>(rows, w, dh, scale, dsbuf.data(), w, qb, Q.si, dka_top, dh);          // [da_K rows; dk] +=
         if (values) {
-          for (int64_t r = 0; r < rows; ++r) std::fill(pbuf.data() + r * w, pbuf.data() + r * w + L, T(0));
-          P.scatter_block(pbuf.data(), pbuf.data() + L, w, rows, jmax, b, i0);
-        }
-        nn<T>(rows, dh, w, scale, dsbuf.data(), w, KA.data(), dh, T(0), dqb, dQ.si);  // dS k + dqa a_K
-        tn<T>(rows, w, dh, scale, dsbuf.data(), w, qb, Q.si, dka.data(), dh);  // [da_K; dk] +=
-        if (values) {
-          tn<T>(rows, w, dh, T(1), pbuf.data(), w, gb, G.si, dva.data(), dh);  // [da_V; dv] +=
+          tn<T>(rows, w, dh, T(1), pbuf.data(), w, gb, G.si, dva_top, dh);  // [da_V rows; dv] +=
         } else {
-          tn<T>(rows, jmax, dh, T(1), pbuf.data() + L, w, gb, G.si, dva.data() + L * dh, dh);
+          tn<T>(rows, jmax, dh, T(1), pbuf.data() + lc, w, gb, G.si, dva.data() + L * dh, dh);
         }
+        // this block's table rows into the thread's da_K / da_V (then cleared for the next block)
+        for (int64_t x = 0; x < lc; ++x) {
+          const int64_t row = set.used.empty() ? x : set.used[x];
+          T* tk = dak_t.data() + row * dh;
+          T* sk = dka_top + x * dh;
+#pragma omp simd
+          for (int64_t y = 0; y < dh; ++y) tk[y] += sk[y];
+          if (values) {
+            T* tv = dav_t.data() + row * dh;
+            T* sv = dva_top + x * dh;
+#pragma omp simd
+            for (int64_t y = 0; y < dh; ++y) tv[y] += sv[y];
+          }
+        }
+        std::fill(dka_top, dka_top + lc * dh, T(0));
+        if (values) std::fill(dva_top, dva_top + lc * dh, T(0));
       }
       for (int64_t j = 0; j < nk; ++j) {
         std::memcpy(dK.row(b, h, j), dka.data() + (L + j) * dh, dh * sizeof(T));
         std::memcpy(dV.row(b, h, j), dva.data() + (L + j) * dh, dh * sizeof(T));
-      }
-#pragma omp simd
-      for (int64_t x = 0; x < L * dh; ++x) dak_t[x] += dka[x];
-      if (values) {
-#pragma omp simd
-        for (int64_t x = 0; x < L * dh; ++x) dav_t[x] += dva[x];
       }
     }
     std::lock_guard<std::mutex> guard(lock);

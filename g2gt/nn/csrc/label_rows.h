@@ -108,6 +108,18 @@ struct MaskView {
   const E* row(int64_t b, int64_t h, int64_t i) const { return data + b * sb + h * sh + i * si; }
 };
 
+// The label ids of one block of query rows: channel c of block row r is row(c, r)[0:ncol), ids into a table
+// whose channel c starts at offs[c] and holds sizes[c] entries. Either the call's labels as given, or a
+// block's renumbered copy (see Compact in label_attention.cpp), whose channels share one table.
+template <typename Lab>
+struct BlockLabels {
+  const Lab* base;
+  int64_t sc, sr, C;
+  const int64_t* offs;
+  const int64_t* sizes;
+  const Lab* row(int64_t c, int64_t r) const { return base + c * sc + r * sr; }
+};
+
 // Everything a row pass needs to know about one call.
 template <typename T, typename Lab>
 struct Problem {
@@ -117,7 +129,7 @@ struct Problem {
   double scale;
   const Lab* lab;
   int64_t lab_sb, lab_sc, lab_si;
-  std::vector<int64_t> offs;
+  std::vector<int64_t> offs, sizes;
   const bool* kpm = nullptr;
   int64_t kpm_sb = 0;
   MaskView<bool> allowed;
@@ -125,15 +137,15 @@ struct Problem {
 
   // visible key columns of row i: [0, ncols(i))
   int64_t ncols(int64_t i) const { return causal ? std::clamp<int64_t>(i + offset + 1, 0, nk) : nk; }
-  int64_t size(int64_t c) const { return (c + 1 < C ? offs[c + 1] : L) - offs[c]; }
   const Lab* lab_row(int64_t b, int64_t c, int64_t i) const { return lab + b * lab_sb + c * lab_sc + i * lab_si; }
+  BlockLabels<Lab> direct(int64_t b, int64_t i0) const {
+    return {lab_row(b, 0, i0), lab_sc, lab_si, C, offs.data(), sizes.data()};
+  }
 
-  // s[0:n) (scaled q.k) += label bias + add; -inf where masked.
-  void score_row(T* s, int64_t n, int64_t b, int64_t h, int64_t i, const T* qa_row) const {
-    for (int64_t c = 0; c < C; ++c) {
-      const Lab* l = lab_row(b, c, i);
-      gather_add(s, n, qa_row + offs[c], size(c), l);
-    }
+  // s[0:n) (scaled q.k of query i = block row r) += label bias + add; -inf where masked.
+  template <typename BL>
+  void score_row(T* s, int64_t n, int64_t b, int64_t h, int64_t i, const T* qa_row, const BL& bl, int64_t r) const {
+    for (int64_t c = 0; c < C; ++c) gather_add(s, n, qa_row + bl.offs[c], bl.sizes[c], bl.row(c, r));
     if (add.data) {
       const T* a = add.row(b, h, i);
 #pragma omp simd
@@ -151,19 +163,21 @@ struct Problem {
     }
   }
 
-  // dst[r, 0:L) += sum_c sum_j [off_c + l^c_ij = l] src[r, j] for the block's rows r (query i0 + r);
-  // both with row stride ld (they are the label and key columns of one [rows, L + nk] buffer). Four rows are interleaved: a run of equal labels in one
-  // row (chain graphs) is a chain of dependent read-modify-writes, and four independent chains overlap.
-  void scatter_block(T* dst, const T* src, int64_t ld, int64_t rows, int64_t ncol, int64_t b, int64_t i0) const {
+  // dst[r, l] += sum_c sum_j [offs_c + id^c_rj = l] src[r, j] for the block's rows r, both with row stride ld
+  // (the label and key columns of one [rows, labels + keys] buffer). Four rows are interleaved: a run of
+  // equal labels in one row (chain graphs) is a chain of dependent read-modify-writes, and four
+  // independent chains overlap.
+  template <typename BL>
+  void scatter_block(T* dst, const T* src, int64_t ld, int64_t rows, int64_t ncol, const BL& bl) const {
     for (int64_t c = 0; c < C; ++c) {
       int64_t r = 0;
       for (; r + 4 <= rows; r += 4) {
-        const Lab* __restrict l0 = lab_row(b, c, i0 + r);
-        const Lab* __restrict l1 = lab_row(b, c, i0 + r + 1);
-        const Lab* __restrict l2 = lab_row(b, c, i0 + r + 2);
-        const Lab* __restrict l3 = lab_row(b, c, i0 + r + 3);
+        const auto* __restrict l0 = bl.row(c, r);
+        const auto* __restrict l1 = bl.row(c, r + 1);
+        const auto* __restrict l2 = bl.row(c, r + 2);
+        const auto* __restrict l3 = bl.row(c, r + 3);
         const T* __restrict s0 = src + r * ld;
-        T* d0 = dst + r * ld + offs[c];
+        T* d0 = dst + r * ld + bl.offs[c];
         for (int64_t j = 0; j < ncol; ++j) {
           d0[l0[j]] += s0[j];
           d0[ld + l1[j]] += s0[ld + j];
@@ -172,15 +186,13 @@ struct Problem {
         }
       }
       for (; r < rows; ++r) {
-        const Lab* l = lab_row(b, c, i0 + r);
+        const auto* l = bl.row(c, r);
         const T* sr = src + r * ld;
-        T* d = dst + r * ld + offs[c];
+        T* d = dst + r * ld + bl.offs[c];
         for (int64_t j = 0; j < ncol; ++j) d[l[j]] += sr[j];
       }
     }
   }
-
 };
-
 
 }  // namespace g2gt_rows
