@@ -59,10 +59,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .attention_unfused import unfused_attention
 from .label_flex import flex_trains_label_bias
 from .label_kernels import (
     LabelAttentionFunction, _mask_terms, _rows, check_labels, compact_labels, flex_attention_available,
-    flex_label_attention, gather_sum, label_offsets, label_table_sizes, scatter_sum,
+    flex_label_attention, label_offsets, label_table_sizes,
 )
 
 __all__ = ["GraphAttention", "MultiheadGraphAttention", "KVCache", "flex_attention_available", "label_offsets",
@@ -275,26 +276,6 @@ class GraphAttention(nn.Module):
             return self._split(q), self._split(k), self._split(v)
         return self._split(self.q_proj(x)), self._split(self.k_proj(x)), self._split(self.v_proj(x))
 
-    def _rows_index(self, labels: Tensor, start: int, stop: int) -> list[Tensor]:
-        """Label indices of query rows ``start:stop``: per channel ``[B', 1, stop - start, nk]`` long (offsets
-        added), for the unfused path's gathers."""
-        return [(labels[:, c, start:stop].long() + off).unsqueeze(1) for c, off in enumerate(self._offsets)]
-
-    def _allowed(
-        self, B: int, nq: int, nk: int, key_padding_mask: Tensor | None, causal: bool, offset: int, device
-    ) -> Tensor | None:
-        """Causal mask and boolean padding: ``[B|1, 1, nq, nk]`` bool, True = may attend; None when nothing is
-        masked."""
-        allowed = None
-        if causal:
-            i = torch.arange(offset, offset + nq, device=device)
-            j = torch.arange(nk, device=device)
-            allowed = (j[None, :] <= i[:, None])[None, None]
-        if key_padding_mask is not None and not key_padding_mask.is_floating_point():  # float: see _mask_terms
-            keep = (~key_padding_mask.bool())[:, None, None, :]
-            allowed = keep if allowed is None else allowed & keep
-        return allowed
-
     # ------------------------------------------------------------------ forward
     def forward(
         self,
@@ -374,55 +355,11 @@ class GraphAttention(nn.Module):
             ], 2) if rows < nq else self._label_attention(q, k, v, lab, kpm, keep, add, causal, offset, scale,
                                                           wants_grad)
             return self.out_proj(out.transpose(1, 2).reshape(B, nq, self.embed_dim))
-        return self._unfused(q, k, v, lab, key_padding_mask, keep, add, causal, offset, scale, need_weights, p_drop,
-                             mask_grad)
-
-    def _unfused(self, q: Tensor, k: Tensor, v: Tensor, lab: Tensor | None, key_padding_mask: Tensor | None,
-                 keep: Tensor | None, add: Tensor | None, causal: bool, offset: int, scale: float, need_weights: bool,
-                 p_drop: float, mask_grad: bool) -> Tensor | tuple[Tensor, Tensor]:
-        """Plain SDPA without labels, or the reference-style autograd path (dropout on the probabilities, the
-        weights wanted, or a float ``attn_mask`` that needs a gradient)."""
-        B, H, nq, _ = q.shape
-        nk = k.shape[2]
-        allowed = self._allowed(B, nq, nk, key_padding_mask, causal, offset, q.device)
-        if keep is not None:
-            allowed = keep if allowed is None else allowed & keep
-        dead = None
-        if allowed is not None:
-            dead = ~allowed.any(-1, keepdim=True)  # [B|1, H|1, nq, 1]
-            if bool(dead.any()):
-                allowed = allowed | dead
-            else:
-                dead = None
-        weights = None
-        if lab is None and not (need_weights or p_drop or mask_grad):
-            fast_causal = causal and key_padding_mask is None and keep is None and add is None and offset == 0 \
-                and nq == nk
-            out = self._plain_sdpa(q, k, v, allowed, add, fast_causal)
-        else:
-            scores = torch.matmul(q, k.transpose(-1, -2)) * scale
-            if lab is not None:
-                idx = self._rows_index(lab, 0, nq)
-                scores = scores + gather_sum(torch.matmul(q, self.label_key.to(q.dtype).t()), idx,
-                                             (B, H, nq, nk)) * scale
-            if add is not None:
-                scores = scores + add.to(scores.dtype)
-            if allowed is not None:
-                scores = scores.masked_fill(~allowed, float("-inf"))
-            attn = torch.softmax(scores, dim=-1)
-            weights = attn
-            if p_drop:
-                attn = F.dropout(attn, p_drop, True)
-            out = torch.matmul(attn, v)
-            if self.value_labels:
-                per = scatter_sum(attn, idx, self.label_value.shape[0])
-                out = out + torch.matmul(per, self.label_value.to(attn.dtype))
-        if dead is not None:
-            out = out.masked_fill(dead, 0.0)
+        label_tables = (self.label_key, self.label_value, self._offsets) if lab is not None else None
+        out, weights = unfused_attention(q, k, v, lab, label_tables, key_padding_mask, keep, add, causal, offset,
+                                         scale, need_weights or p_drop > 0 or mask_grad, p_drop)
         out = self.out_proj(out.transpose(1, 2).reshape(B, nq, self.embed_dim))
-        if need_weights:
-            return out, weights if dead is None else weights.masked_fill(dead, 0.0)
-        return out
+        return (out, weights) if need_weights else out
 
     inference_chunk = 1 << 24  # score elements (B * H * rows * nk) per query chunk at inference; see _query_chunk
 
@@ -448,20 +385,6 @@ class GraphAttention(nn.Module):
             return flex_label_attention(q, k, v, qa, lab, self._offsets, kpm, keep, add, causal, offset, scale)
         return LabelAttentionFunction.apply(q, k, v, self.label_key, self.label_value, lab, kpm, keep, add,
                                             self._offsets, causal, offset, scale)
-
-    def _plain_sdpa(
-        self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None, add: Tensor | None, is_causal: bool
-    ) -> Tensor:
-        """No labels: SDPA with ``is_causal`` when possible, else a boolean mask (True = attend), or a
-        float one when there is an additive term."""
-        if is_causal:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        if add is None:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
-        mask = add.to(q.dtype)
-        if allowed is not None:
-            mask = mask.masked_fill(~allowed, float("-inf"))
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
 class MultiheadGraphAttention(GraphAttention):
