@@ -79,17 +79,38 @@ PAIRS = [("du", ("de", "le")), ("au", ("à", "le")), ("aux", ("à", "les")), ("d
          ("masadaki", ("masada", "ki"))] * 4
 
 
+COPIES = ["ev", "yol", "masa", "kitap", "defter", "kalem", "de", "le", "okul", "bahçe"]
+
+
 def test_expander_learns_its_pairs_and_round_trips_through_the_checkpoint_entry(tmp_path):
-    tc = expander_train_config(max_steps=150, eval_every=150, lr=1e-2, warmup=0.05, progress=False, device="cpu")
-    exp = train_expander(PAIRS, PAIRS[:8], tmp_path, TINY_EXP, tc)
+    tc = expander_train_config(max_steps=200, eval_every=200, lr=1e-2, warmup=0.05, progress=False, device="cpu")
+    exp = train_expander(PAIRS, PAIRS[:8], tmp_path, TINY_EXP, tc, copy_forms=COPIES)
     log = (tmp_path / "log.jsonl").read_text()
     assert '"accuracy": 100.0' in log  # the model fits the eight pairs exactly
     assert exp.expand_many(["Du", "AUX", "evdeki"]) == [["De", "le"], ["À", "LES"], ["evde", "ki"]]
+    # decide mode: it splits the multiword tokens it learnt and keeps the one-word ones whole
+    assert exp.can_decide and exp.decide_many(["masadaki", "kitap", "okul"]) == [["masada", "ki"], None, None]
     again = MWTExpander.from_dict(exp.to_dict())
     assert again.expand_many([s for s, _ in PAIRS[:8]]) == exp.expand_many([s for s, _ in PAIRS[:8]])
     lex = MWTLexicon({}, rules="none", expander=again)
-    lex.prepare(["du", "yoldaki"])
+    lex.prepare(["du", "yoldaki"], ["evdeki", "kitap"])
     assert lex.words("du", True) == ["de", "le"] and lex.words("du", False) == ["du"]
+    assert lex.words("evdeki", False, score=0.5) == ["evde", "ki"] and lex.words("evdeki", False, score=0.0) == [
+        "evdeki"]  # only a candidate (a score >= lex.candidate_score) goes to the decide mode
+    assert lex.words("kitap", False, score=0.5) == ["kitap"]
+    entry = exp.to_dict()
+    del entry["specials"]  # read as an expander saved before the decide mode (7 specials): it does not fit
+    with pytest.raises(ValueError, match="characters"):
+        MWTExpander.from_dict(entry)
+
+
+def test_spans_keep_the_multiword_score():
+    text = "ab cd"
+    z = np.zeros(len(text), bool)
+    ends = np.array([0, 1, 0, 0, 1], bool)
+    score = np.array([0.0, 0.3, 0.0, 0.0, 0.7], np.float32)
+    spans = decode_spans(text, ends, z, z, np.array([c == " " for c in text]), z, mwt_score=score)
+    assert spans.mwt_score.tolist() == pytest.approx([0.3, 0.7])
 
 
 def test_a_segmenter_checkpoint_carries_its_expander(tmp_path):

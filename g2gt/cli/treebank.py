@@ -70,7 +70,7 @@ def _pipeline_command(args: argparse.Namespace) -> str:
 def _configure_segmenter(p: argparse.ArgumentParser) -> None:
     from ..core.config import AMP_MODES, TrainConfig
     from ..ud.tokenize import SegmentDataConfig, SegmenterConfig, train_segmenter
-    from ..ud.tokenize.train import default_train_config
+    from ..ud.tokenize.train import EXPANDER_STEPS, default_train_config
 
     p.description = (
         "Train the learned tokenizer, sentence splitter and multiword-token expander on a CoNLL-U treebank "
@@ -100,9 +100,9 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
     add_signature_options(p.add_argument_group("language"), train_segmenter, SEG_TASK_OPTIONS, help=SEG_TASK_HELP,
                           defaults={"english_rules": None})
     p.add_argument_group("language").add_argument(
-        "--expander-minutes", type=float, default=None, metavar="X",
-        help="the expander's training minutes, added to --max-minutes (default: a quarter of it, at least 1 "
-             "where that is at most half of it, at most 4)")
+        "--expander-steps", type=int, default=EXPANDER_STEPS, metavar="N",
+        help=f"the expander's updates, in at most half of --max-minutes: the minutes they take come out of it "
+             f"(default: {EXPANDER_STEPS})")
     base = default_train_config()
     defaults = {name: getattr(base, name) for name in SEG_TRAIN_OPTIONS} | SEG_TRAIN_CLI_DEFAULTS
     add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, SEG_TRAIN_OPTIONS,
@@ -137,7 +137,7 @@ def run_segmenter(args: argparse.Namespace) -> int:
                           SegmenterConfig(**option_values(args, fields)), tc, args.resume,
                           SegmentDataConfig(**option_values(args, SegmentDataConfig.__dataclass_fields__)),
                           english_rules=english, spaces_in_tokens=args.spaces_in_tokens, expander=args.expander,
-                          expander_train_config=expander_budget(tc, args.expander_minutes))
+                          expander_train_config=expander_budget(tc, args.expander_steps))
     print(f"done in {(time.time() - t0) / 60:.1f} min: {seg}; best.pt in {args.out}", file=sys.stderr)
     return 0
 

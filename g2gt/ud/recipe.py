@@ -147,7 +147,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     from ..core.config import TrainConfig
     from .io.conllu import read_conllu
     from .models.export import export_model
-    from .tokenize.train import EXPANDER_MIN_TYPES, default_train_config, expander_budget
+    from .tokenize.train import EXPANDER_MIN_TYPES, default_train_config, expander_budget, expander_minutes
 
     t_start = time.time()
     out = Path(out)
@@ -167,15 +167,14 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
 
     folder = out / "segmenter"
     seg_tc = default_train_config(max_minutes=minutes["segmenter"], **runtime)
-    exp_tc = expander_budget(seg_tc)
     expander = _mwt_types(train) >= EXPANDER_MIN_TYPES
-    if expander:  # the expander's minutes come out of the stage's
-        seg_tc = dataclasses.replace(seg_tc, max_minutes=max(minutes["segmenter"] - exp_tc.max_minutes, 0.01))
     _say(f"[1/{len(stages)}] segmenter -> {folder}")
     tc, resumed, reused = _stage_config(folder, resume, lambda: seg_tc, **runtime)
+    if resumed and not reused and tc.max_minutes:  # last.pt stores the character model's part of the stage
+        tc = dataclasses.replace(tc, max_minutes=tc.max_minutes + expander_minutes(folder))
     if not reused:
         train_segmenter(train, dev, folder, train_config=tc, resume=resumed, english_rules=lang == "en",
-                        expander=expander, expander_train_config=exp_tc)
+                        expander=expander, expander_train_config=expander_budget(tc))
     info["segmenter"] = _stage_info(folder, reused)
 
     # ---- 2. tagger, lemmatizer, parser

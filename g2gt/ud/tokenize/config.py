@@ -82,6 +82,7 @@ class SegmentDataConfig:
     batch_windows: int = option(64, "windows per training batch", "data")
     eval_style: str = option("para", "rendering of the dev documents for evaluation", "data")
     min_char_count: int = option(2, "characters seen fewer times in training share the unknown id", "data")
+    mwt_weight: float = option(1.0, "loss weight of the multiword-token end labels (rare in most treebanks)", "data")
     space_word_dropout: float = option(0.15, "with spaces_in_tokens: chance that a dictionary word is left out "
                                        "of the dictionary feature in a training epoch", "data")
 
@@ -107,7 +108,7 @@ class ExpanderConfig:
     lowercased token surface to its lowercased words joined by a separator symbol. About 0.1 M parameters
     with the defaults; ``vocab_size`` is set from the training pairs."""
 
-    vocab_size: int = option(0, "expander characters + 7 specials (set from the training pairs)", "expander")
+    vocab_size: int = option(0, "expander characters + 8 specials (set from the training pairs)", "expander")
     d_model: int = option(64, "width of the expander", "expander")
     num_heads: int = option(4, "expander attention heads", "expander")
     num_layers: int = option(2, "expander encoder layers (and as many decoder layers)", "expander")
@@ -118,6 +119,8 @@ class ExpanderConfig:
     batch_pairs: int = option(128, "(surface, words) pairs per expander batch", "expander")
     copy_ratio: float = option(1.0, "one-word tokens (copied, to learn copying) per multiword token in an "
                                "expander epoch", "expander")
+    decide_ratio: float = option(9.0, "decide mode: one-word tokens per multiword token in an expander epoch "
+                                 "(0 = no decide mode)", "expander")
 
     def to_dict(self) -> dict:
         return asdict(self)

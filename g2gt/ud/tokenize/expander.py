@@ -13,8 +13,10 @@ joined by a separator symbol, greedily over the KV cache (:func:`g2gt.seq2seq.se
 
 A treebank has few multiword tokens (1,082 in Turkish IMST train), too few to learn copying characters
 from. So training also shows one-word tokens, marked ``<one>`` in the source and copied unchanged in the
-target: the model learns to copy from them and to split from the ``<mwt>`` pairs; inference always asks
-for ``<mwt>``.
+target: the model learns to copy from them and to split from the ``<mwt>`` pairs. A third mode, ``<any>``,
+shows both kinds unmarked, so the model also learns to *decide* whether a token is a multiword token: the
+segmenter asks it about tokens its character model is unsure of (:mod:`g2gt.ud.tokenize.mwt`), since in
+agglutinative languages such as Turkish the character model alone finds few of them.
 
 Casing and characters the model does not know come back from the surface
 (:func:`g2gt.ud.tokenize.casing.restore_words`): when the predicted words, concatenated, equal the lowercased
@@ -46,21 +48,27 @@ from .config import ExpanderConfig
 __all__ = ["EXPANDER_KIND", "ExpanderVocab", "MWTExpander", "build_expander_model", "chain_labels"]
 
 EXPANDER_KIND = "mwt_expander"
-PAD, BOS, EOS, UNK, SEP, MWT, ONE = 0, 1, 2, 3, 4, 5, 6
-NUM_SPECIALS = 7
+PAD, BOS, EOS, UNK, SEP, MWT, ONE, ANY = 0, 1, 2, 3, 4, 5, 6, 7
+SPECIALS = ("<pad>", "<s>", "</s>", "<unk>", "<sep>", "<mwt>", "<one>", "<any>")
+NUM_SPECIALS = len(SPECIALS)
 
 
 class ExpanderVocab:
-    """Characters of the training pairs (lowercased) -> ids from 7; the first seven ids are pad, BOS, EOS,
-    unknown, the word separator and the two mode symbols.
+    """Characters of the training pairs (lowercased) -> ids after the specials: pad, BOS, EOS, unknown, the
+    word separator and the mode symbols ``<mwt>`` (split this token), ``<one>`` (copy this one-word token)
+    and ``<any>`` (decide). ``specials``: how many of them a vocabulary has (7, no ``<any>``, in expanders
+    saved before the decide mode).
 
     >>> v = ExpanderVocab(["a", "b"])
-    >>> v.encode_surface("Ab"), v.encode_words(["ab", "a"]), v.decode([7, 8, 4, 7, 9])
-    ([5, 7, 8], [7, 8, 4, 7], ['ab', 'a\\x00'])
+    >>> v.encode_surface("Ab"), v.encode_words(["ab", "a"]), v.decode([8, 9, 4, 8, 11])
+    ([5, 8, 9], [8, 9, 4, 8], ['ab', 'a\\x00'])
     """
 
-    def __init__(self, chars: Iterable[str]) -> None:
-        self.itos: list[str] = ["<pad>", "<s>", "</s>", "<unk>", "<sep>", "<mwt>", "<one>"]
+    def __init__(self, chars: Iterable[str], specials: int = NUM_SPECIALS) -> None:
+        if not 7 <= specials <= NUM_SPECIALS:
+            raise ValueError(f"an expander vocabulary has 7 or {NUM_SPECIALS} special symbols, got {specials}")
+        self.specials = specials
+        self.itos: list[str] = list(SPECIALS[:specials])
         self.stoi: dict[str, int] = {}
         for c in chars:
             if len(c) != 1:
@@ -69,6 +77,10 @@ class ExpanderVocab:
                 self.stoi[c] = len(self.itos)
                 self.itos.append(c)
 
+    @property
+    def can_decide(self) -> bool:
+        """Whether the vocabulary has the ``<any>`` mode (the model was trained to decide)."""
+        return self.specials > ANY
     @classmethod
     def build(cls, pairs: Iterable[tuple[str, Sequence[str]]]) -> ExpanderVocab:
         """Every character of the lowercased surfaces and words, sorted."""
@@ -83,10 +95,11 @@ class ExpanderVocab:
         return len(self.itos)
 
     def to_list(self) -> list[str]:
-        return self.itos[NUM_SPECIALS:]
+        return self.itos[self.specials:]
 
     def encode_surface(self, surface: str, mode: int = MWT) -> list[int]:
-        """``mode`` (``MWT``: split it; ``ONE``: a one-word token, copy it) + the characters' ids."""
+        """``mode`` (``MWT``: split it; ``ONE``: a one-word token, copy it; ``ANY``: decide) + the characters'
+        ids."""
         return [mode, *(self.stoi.get(c, UNK) for c in lower_chars(surface))]
 
     def encode_words(self, words: Sequence[str]) -> list[int]:
@@ -104,7 +117,7 @@ class ExpanderVocab:
             if i == SEP:
                 words.append("".join(cur))
                 cur = []
-            elif NUM_SPECIALS <= i < len(self.itos):
+            elif self.specials <= i < len(self.itos):
                 cur.append(self.itos[i])
             else:
                 cur.append(UNKNOWN_CHAR)
@@ -133,8 +146,10 @@ def chain_labels(n: int, max_distance: int, device: torch.device | str | None = 
 
 
 class MWTExpander:
-    """A trained expander: ``expand_many(surfaces)`` -> the words of each surface (``None``: no usable
-    split). Results are cached per surface (at most ``cache_size`` of them)."""
+    """A trained expander: ``expand_many(surfaces)`` -> the words of each surface, split for sure (``None``:
+    no usable split); ``decide_many(surfaces)`` -> the words where the model splits the token on its own
+    (``<any>`` mode; ``None``: it stays one word). Results are cached per surface and mode (at most
+    ``cache_size`` of them)."""
 
     def __init__(self, model: G2GTransformer, vocab: ExpanderVocab, config: ExpanderConfig,
                  batch_size: int = 256, cache_size: int = 50_000) -> None:
@@ -143,10 +158,14 @@ class MWTExpander:
         self.config = config
         self.batch_size = batch_size
         self.cache_size = cache_size
-        self._cache: dict[str, list[str] | None] = {}
+        self._cache: dict[tuple[int, str], list[str] | None] = {}
+
+    @property
+    def can_decide(self) -> bool:
+        return self.vocab.can_decide
 
     @torch.no_grad()
-    def predict(self, surfaces: Sequence[str]) -> list[list[str]]:
+    def predict(self, surfaces: Sequence[str], mode: int = MWT) -> list[list[str]]:
         """The raw lowercased predictions (``"\\x00"`` = unknown character), no casing restored, no cache."""
         from ...seq2seq.search import greedy_search
 
@@ -156,7 +175,7 @@ class MWTExpander:
         self.model.eval()
         try:
             for b in range(0, len(surfaces), self.batch_size):
-                chunk = [self.vocab.encode_surface(s) for s in surfaces[b:b + self.batch_size]]
+                chunk = [self.vocab.encode_surface(s, mode) for s in surfaces[b:b + self.batch_size]]
                 n = max(len(c) for c in chunk)
                 src = torch.tensor([c + [PAD] * (n - len(c)) for c in chunk], dtype=torch.long, device=device)
                 mask = src == PAD
@@ -168,20 +187,30 @@ class MWTExpander:
             self.model.train(was)
         return out
 
-    def expand_many(self, surfaces: Sequence[str]) -> list[list[str] | None]:
-        """Words of each surface (:func:`restore_words`), ``None`` where the model gives no split of two or
-        more words."""
-        todo = sorted({s for s in surfaces if s not in self._cache})
+    def _run(self, surfaces: Sequence[str], mode: int) -> list[list[str] | None]:
+        todo = sorted({s for s in surfaces if (mode, s) not in self._cache})
         if todo:
             if len(self._cache) + len(todo) > self.cache_size:
                 self._cache.clear()
-            for s, words in zip(todo, self.predict(todo)):
+            for s, words in zip(todo, self.predict(todo, mode)):
                 restored = restore_words(s, words)
-                self._cache[s] = restored if restored is not None and len(restored) > 1 else None
-        return [self._cache.get(s) for s in surfaces]
+                self._cache[mode, s] = restored if restored is not None and len(restored) > 1 else None
+        return [self._cache.get((mode, s)) for s in surfaces]
+
+    def expand_many(self, surfaces: Sequence[str]) -> list[list[str] | None]:
+        """Words of each surface, a multiword token for sure (:func:`restore_words`); ``None`` where the
+        model gives no split of two or more words."""
+        return self._run(surfaces, MWT)
 
     def expand(self, surface: str) -> list[str] | None:
         return self.expand_many([surface])[0]
+
+    def decide_many(self, surfaces: Sequence[str]) -> list[list[str] | None]:
+        """Words of each surface where the model, asked to decide, splits it; ``None`` where it keeps it one
+        word (always ``None`` for an expander trained without the decide mode)."""
+        if not self.can_decide:
+            return [None] * len(surfaces)
+        return self._run(surfaces, ANY)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
@@ -193,7 +222,7 @@ class MWTExpander:
         state = {k: (v.detach().to("cpu", dtype) if v.is_floating_point() else v.detach().cpu()).contiguous()
                  for k, v in self.model.state_dict().items()}
         return {"kind": EXPANDER_KIND, "config": self.config.to_dict(), "chars": self.vocab.to_list(),
-                "state": state}
+                "specials": self.vocab.specials, "state": state}
 
     @classmethod
     def from_dict(cls, d: dict, device: torch.device | str = "cpu") -> MWTExpander:
@@ -201,10 +230,14 @@ class MWTExpander:
         if not isinstance(d, dict) or d.get("kind") != EXPANDER_KIND:
             raise ValueError("not a multiword-token expander entry (expected the dict MWTExpander.to_dict writes)")
         config = ExpanderConfig.from_dict(d["config"])
+        vocab = ExpanderVocab(d["chars"], d.get("specials", 7))
+        if len(vocab) != config.vocab_size:
+            raise ValueError(f"expander entry: {len(vocab)} characters and specials but a vocab_size of "
+                             f"{config.vocab_size} (a damaged or mismatched mwt_expander entry)")
         model = build_expander_model(config)
         model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in d["state"].items()},
                               strict=True)
-        return cls(model.to(device), ExpanderVocab(d["chars"]), config)
+        return cls(model.to(device), vocab, config)
 
     def __repr__(self) -> str:
-        return f"MWTExpander({self.num_parameters():,} parameters, {len(self.vocab) - NUM_SPECIALS} characters)"
+        return f"MWTExpander({self.num_parameters():,} parameters, {len(self.vocab) - self.vocab.specials} characters)"

@@ -3,8 +3,9 @@
 * :func:`mwt_pairs`: the ``(surface, words)`` pairs of the multiword tokens of CoNLL-U documents, every
   occurrence (frequent tokens weigh more, as in the text); :func:`one_word_forms`: the different one-word
   tokens, the copy examples;
-* :class:`ExpanderTask`: an epoch is every multiword pair (mode ``<mwt>``) plus ``copy_ratio`` times as
-  many one-word tokens drawn at random (mode ``<one>``, target = the token), shuffled (seeded by
+* :class:`ExpanderTask`: an epoch is every multiword pair (mode ``<mwt>``), ``copy_ratio`` times as many
+  one-word tokens drawn at random (mode ``<one>``, target = the token), and for the decide mode (``<any>``)
+  every multiword pair again plus ``decide_ratio`` times as many one-word tokens; shuffled (seeded by
   ``(seed, epoch)``), in batches of ``batch_pairs``;
   loss = label-smoothed cross entropy summed over target characters (the separator and EOS included);
   ``evaluate``: greedy exact-match ``accuracy`` (percent, lowercased words) on the dev pairs, and ``loss``;
@@ -30,7 +31,7 @@ from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
 from .config import ExpanderConfig
 from .expander import (
-    BOS, EOS, EXPANDER_KIND, ONE, PAD, ExpanderVocab, MWTExpander, build_expander_model, chain_labels,
+    ANY, BOS, EOS, EXPANDER_KIND, MWT, ONE, PAD, ExpanderVocab, MWTExpander, build_expander_model, chain_labels,
 )
 
 __all__ = ["ExpanderBatch", "ExpanderTask", "mwt_pairs", "one_word_forms", "expander_train_config",
@@ -94,17 +95,27 @@ class ExpanderTask:
         self.vocab = vocab
         self.config = config
         self.seed = seed
-        self.train = [(vocab.encode_surface(s), vocab.encode_words(w)) for s, w in train_pairs]
-        self.copies = [(vocab.encode_surface(f, ONE), vocab.encode_words([f])) for f in copy_forms]
+        # (characters without the mode symbol, target)
+        self.train = [(vocab.encode_surface(s)[1:], vocab.encode_words(w)) for s, w in train_pairs]
+        self.copies = [(vocab.encode_surface(f)[1:], vocab.encode_words([f])) for f in copy_forms]
         self.dev = list(dev_pairs) or list(train_pairs)[:200]
 
-    def train_batches(self, epoch: int, rank: int = 0, world_size: int = 1, skip: int = 0) -> Iterator[ExpanderBatch]:
+    def _epoch_rows(self, epoch: int) -> list[tuple[list[int], list[int]]]:
+        """Sources with their mode symbol and targets of one epoch, shuffled (module docstring)."""
         rng = random.Random(self.seed * 1_000_003 + epoch)
-        rows_all = list(self.train)
+        n = len(self.train)
+        rows = [([MWT, *src], tgt) for src, tgt in self.train]
         if self.copies:
-            k = round(self.config.copy_ratio * len(self.train))
-            rows_all += [self.copies[rng.randrange(len(self.copies))] for _ in range(k)]
-        rng.shuffle(rows_all)
+            draw = (lambda k: [self.copies[rng.randrange(len(self.copies))] for _ in range(k)])
+            rows += [([ONE, *src], tgt) for src, tgt in draw(round(self.config.copy_ratio * n))]
+            if self.vocab.can_decide and self.config.decide_ratio > 0:
+                rows += [([ANY, *src], tgt) for src, tgt in self.train]
+                rows += [([ANY, *src], tgt) for src, tgt in draw(round(self.config.decide_ratio * n))]
+        rng.shuffle(rows)
+        return rows
+
+    def train_batches(self, epoch: int, rank: int = 0, world_size: int = 1, skip: int = 0) -> Iterator[ExpanderBatch]:
+        rows_all = self._epoch_rows(epoch)
         B = self.config.batch_pairs
         starts = list(range(0, len(rows_all), B))
         per = len(starts) // world_size if world_size > 1 else len(starts)
@@ -140,7 +151,7 @@ class ExpanderTask:
         return {"accuracy": 100.0 * right / max(len(self.dev), 1), "loss": total / max(tokens, 1)}
 
     def checkpoint_extra(self) -> dict:
-        return {"kind": EXPANDER_KIND, "chars": self.vocab.to_list()}
+        return {"kind": EXPANDER_KIND, "chars": self.vocab.to_list(), "specials": self.vocab.specials}
 
 
 @holds_training_folder
@@ -158,7 +169,7 @@ def train_expander(train_pairs: Sequence[Pair], dev_pairs: Sequence[Pair], out_d
     last = os.path.join(out_dir, "last.pt")
     if resume and os.path.exists(last):
         ck = load_checkpoint(last)
-        vocab = ExpanderVocab(ck["task"]["chars"])
+        vocab = ExpanderVocab(ck["task"]["chars"], ck["task"].get("specials", 7))
         cfg = ExpanderConfig.from_dict(ck["model_config"])
     else:
         vocab = ExpanderVocab.build([*train_pairs, *((f, (f,)) for f in copy_forms)])
@@ -181,4 +192,4 @@ def load_expander(path: str | os.PathLike, device: torch.device | str = "cpu") -
     cfg = ExpanderConfig.from_dict(ck["model_config"])
     model = build_expander_model(cfg)
     model.load_state_dict(ck["model"], strict=True)
-    return MWTExpander(model.to(device), ExpanderVocab(ck["task"]["chars"]), cfg)
+    return MWTExpander(model.to(device), ExpanderVocab(ck["task"]["chars"], ck["task"].get("specials", 7)), cfg)

@@ -12,6 +12,8 @@ Decisions per character (``p`` = softmax over the 5 labels)::
     token end     p_0 < 0.5
     sentence end  p_2 + p_4 > p_1 + p_3
     multiword     p_3 + p_4 > p_1 + p_2
+    its score     (p_3 + p_4) / (p_1 + p_2 + p_3 + p_4)   (kept per token: the lexicon asks the expander to
+                                                          decide tokens with a score above a threshold)
 """
 
 from __future__ import annotations
@@ -115,4 +117,6 @@ def decode_text(text: str, probs: np.ndarray, is_space: np.ndarray, is_glue: np.
     sent_score = p[:, 2] + p[:, 4]
     sent = sent_score > p[:, 1] + p[:, 3]
     mwt = p[:, 3] + p[:, 4] > p[:, 1] + p[:, 2]
-    return decode_spans(text, end_tok, sent, mwt, is_space, is_glue, sent_score, max_sentence_tokens, joinable)
+    mwt_share = (p[:, 3] + p[:, 4]) / np.maximum(p[:, 1:].sum(1), 1e-9)
+    return decode_spans(text, end_tok, sent, mwt, is_space, is_glue, sent_score, max_sentence_tokens, joinable,
+                        mwt_share)

@@ -95,14 +95,16 @@ def build_sentences(text: str, spans: Spans, lexicon: MWTLexicon, sent_id_prefix
     starts, ends = spans.starts.tolist(), spans.ends.tolist()
     mwt = spans.mwt.tolist()
     n_tok = len(starts)
-    lexicon.prepare(text[a:b] for a, b, m in zip(starts, ends, mwt) if m or text[a:b].lower() in lexicon.always)
+    score = spans.mwt_score.tolist() if spans.mwt_score is not None else [0.0] * n_tok
+    lexicon.prepare([text[a:b] for a, b, m in zip(starts, ends, mwt) if m or text[a:b].lower() in lexicon.always],
+                    [text[a:b] for a, b, m, c in zip(starts, ends, mwt, score) if not m and lexicon.is_candidate(c)])
     out: list[Sentence] = []
     for s, (a, b) in enumerate(spans.sentences):
         items = []
         miscs = []
         for k in range(a, b):
             form = text[starts[k]:ends[k]]
-            words = lexicon.words(form, mwt[k])
+            words = lexicon.words(form, mwt[k], score[k])
             if len(words) > 1 and any(not w or w != w.strip() for w in words):
                 words = [form]
             items.append((form, words, True))

@@ -35,12 +35,14 @@ _BREAK_CPS = np.array([ord(c) for c in _BREAKS], dtype="<u4")
 @dataclass
 class Spans:
     """Tokens ``starts[k]:ends[k]`` (int64 arrays), ``mwt[k]`` (bool), and sentences as token ranges
-    ``sentences[s] = (first, last + 1)``."""
+    ``sentences[s] = (first, last + 1)``; ``mwt_score[k]`` (float, optional): the model's multiword-token
+    probability share of token ``k``'s end."""
 
     starts: np.ndarray
     ends: np.ndarray
     mwt: np.ndarray
     sentences: list[tuple[int, int]]
+    mwt_score: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -53,13 +55,15 @@ def line_breaks(sep: str) -> int:
 
 def decode_spans(text: str, token_end: np.ndarray, sentence_end: np.ndarray, mwt_end: np.ndarray,
                  is_space: np.ndarray, is_glue: np.ndarray, sentence_score: np.ndarray | None = None,
-                 max_sentence_tokens: int = 0, joinable: np.ndarray | None = None) -> Spans:
+                 max_sentence_tokens: int = 0, joinable: np.ndarray | None = None,
+                 mwt_score: np.ndarray | None = None) -> Spans:
     """Spans from per-character booleans ``[len(text)]`` (see the module docstring for the rules).
 
     ``token_end[i]``: a token ends at character ``i``; ``sentence_end[i]`` / ``mwt_end[i]``: that token ends a
     sentence / is a multiword token; ``sentence_score`` (floats, optional) ranks cut points of over-long
     sentences (default: cut every ``max_sentence_tokens`` tokens; 0 = no limit); ``joinable`` (optional):
-    the spaces that may lie inside a token (:func:`joinable_spaces`).
+    the spaces that may lie inside a token (:func:`joinable_spaces`); ``mwt_score`` (optional, floats): kept
+    per token in :attr:`Spans.mwt_score`.
     """
     n = len(text)
     empty = np.zeros(0, dtype=np.int64)
@@ -106,7 +110,8 @@ def decode_spans(text: str, token_end: np.ndarray, sentence_end: np.ndarray, mwt
     if max_sentence_tokens > 0:
         score = sentence_score[last] if sentence_score is not None else None
         sentences = _limit(sentences, max_sentence_tokens, score)
-    return Spans(starts.astype(np.int64), ends.astype(np.int64), mwt.astype(bool), sentences)
+    score = mwt_score[last].astype(np.float32) if mwt_score is not None else None
+    return Spans(starts.astype(np.int64), ends.astype(np.int64), mwt.astype(bool), sentences, score)
 
 
 def joinable_spaces(text: str, is_space: np.ndarray) -> np.ndarray:

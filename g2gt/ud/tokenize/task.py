@@ -6,7 +6,7 @@
   into windows of ``window`` characters from a random offset, shuffles the windows and groups
   ``batch_windows`` of them per batch; rank ``r`` of ``W`` takes every ``W``-th batch.
 * ``loss``: cross entropy of the 5 character labels, summed over the characters
-  (``num_tokens`` = characters).
+  (``num_tokens`` = characters); the two multiword-token labels weigh ``mwt_weight``.
 * ``evaluate``: segments every dev document rendered in ``eval_style`` with overlapping windows, exactly
   as :class:`g2gt.ud.tokenize.Segmenter` does, and scores tokens, sentences and words by character spans
   (:mod:`g2gt.ud.tokenize.metrics`); also the dev ``loss`` per character. ``score`` = tokens F1 +
@@ -116,7 +116,11 @@ class SegmentTask:
         target = batch.labels
         if batch.padding_mask is not None:
             target = target.masked_fill(batch.padding_mask, -100)
-        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), target.reshape(-1),
+        weight = None
+        if self.data.mwt_weight != 1.0:  # multiword-token ends are rare: weigh their labels up
+            weight = torch.ones(logits.shape[-1], device=logits.device)
+            weight[3:] = self.data.mwt_weight
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), target.reshape(-1), weight=weight,
                                reduction="sum", ignore_index=-100)
 
     # ------------------------------------------------------------------ evaluation
@@ -130,8 +134,11 @@ class SegmentTask:
             probs = cp.probs
             s, e = sp.starts.tolist(), sp.ends.tolist()
             mwt = sp.mwt.tolist()
-            self.lexicon.prepare(r.text[s[k]:e[k]] for k in range(len(s)) if mwt[k])
-            pred_tokens = [(s[k], e[k], self.lexicon.words(r.text[s[k]:e[k]], mwt[k])) for k in range(len(s))]
+            score = sp.mwt_score.tolist()
+            self.lexicon.prepare([r.text[s[k]:e[k]] for k in range(len(s)) if mwt[k]],
+                                 [r.text[s[k]:e[k]] for k in range(len(s)) if self.lexicon.is_candidate(score[k])])
+            pred_tokens = [(s[k], e[k], self.lexicon.words(r.text[s[k]:e[k]], mwt[k], score[k]))
+                           for k in range(len(s))]
             pred_sents = [(s[a], e[b - 1]) for a, b in sp.sentences]
             scorer.add(r.tokens, r.sentences, pred_tokens, pred_sents)
             if len(r.labels):
