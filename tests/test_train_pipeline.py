@@ -40,6 +40,9 @@ def test_split_budget():
     assert three == pytest.approx({s: 30 * v for s, v in STAGE_SHARES.items()})
     two = split_budget(10, ["segmenter", "parser"], {"segmenter": 4})
     assert two == pytest.approx({"segmenter": 4, "parser": 6})
+    short = split_budget(3, ["segmenter", "parser", "enhancer"])  # the segmenter's floor: one minute
+    assert short == pytest.approx({"segmenter": 1.0, "parser": 2 * 0.65 / 0.8, "enhancer": 2 * 0.15 / 0.8})
+    assert split_budget(0.3, ["segmenter", "parser"])["segmenter"] == pytest.approx(0.1)  # at most a third
     with pytest.raises(ValueError, match="parser stage gets"):
         split_budget(3, ["segmenter", "parser"], {"segmenter": 3})
 

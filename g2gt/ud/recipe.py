@@ -12,7 +12,9 @@ stage (folder)  what                                                       share
 ``enhancer``    enhanced UD graphs (DEPS), when the training data has them  15 %
 ==============  =========================================================  ======================
 
-Shares are renormalised over the stages a treebank has; ``stage_minutes`` gives a stage its own minutes.
+Shares are renormalised over the stages a treebank has; ``stage_minutes`` gives a stage its own minutes. The
+segmenter gets at least a minute where that is at most a third of the budget, and trains the multiword-token
+expander only with two minutes or more.
 A stage folder whose run used its whole budget is reused as it is (``resume=True``), one with an
 interrupted run is continued with the budget stored in its ``last.pt`` (:mod:`g2gt.ud.runs`): a parser
 trained before with ``g2gt train parser --out OUT/parser`` is picked up. Without ``resume`` an existing run
@@ -37,12 +39,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_MINUTES", "STAGE_SHARES", "PARSER_RECIPE", "ENHANCER_RECIPE", "TreebankFiles",
+__all__ = ["DEFAULT_MINUTES", "STAGE_SHARES", "SEGMENTER_FLOOR", "EXPANDER_MIN_MINUTES", "PARSER_RECIPE", "ENHANCER_RECIPE", "TreebankFiles",
            "find_treebank", "split_budget", "train_pipeline"]
 
 DEFAULT_MINUTES = 30.0
 #: share of the budget of each stage (renormalised over the stages a treebank has)
 STAGE_SHARES = {"segmenter": 0.20, "parser": 0.65, "enhancer": 0.15}
+#: minutes the segmenter gets at least (when that is at most a third of the budget)
+SEGMENTER_FLOOR = 1.0
+#: the expander trains only when the segmenter stage has at least this many minutes (else the character model
+#: needs all of them)
+EXPANDER_MIN_MINUTES = 2.0
 #: ``g2gt train parser``'s defaults (g2gt/cli/parsing.py; a test checks they agree): model overrides,
 #: optimisation overrides, padded words per batch
 PARSER_RECIPE = {"model": {"num_layers": 4, "ffn_dim": 512, "dropout": 0.15},
@@ -92,10 +99,16 @@ def find_treebank(folder: str | os.PathLike | None, train: str | os.PathLike | N
 def split_budget(max_minutes: float, stages: Sequence[str], stage_minutes: dict[str, float] | None = None
                  ) -> dict[str, float]:
     """Minutes per stage: ``stage_minutes`` where given, the rest of ``max_minutes`` shared by
-    :data:`STAGE_SHARES` among the other ``stages``."""
+    :data:`STAGE_SHARES` among the other ``stages``; the segmenter gets at least
+    ``min(SEGMENTER_FLOOR, a third of the rest)`` (it needs about a minute to learn sentence ends)."""
     fixed = {s: float(m) for s, m in (stage_minutes or {}).items() if s in stages}
-    rest = [s for s in stages if s not in fixed]
     left = max(max_minutes - sum(fixed.values()), 0.0)
+    if "segmenter" in stages and "segmenter" not in fixed and len(stages) - len(fixed) > 1:
+        share = STAGE_SHARES["segmenter"] / sum(STAGE_SHARES[s] for s in stages if s not in fixed)
+        if share * left < min(SEGMENTER_FLOOR, left / 3):
+            fixed["segmenter"] = min(SEGMENTER_FLOOR, left / 3)
+            left -= fixed["segmenter"]
+    rest = [s for s in stages if s not in fixed]
     total = sum(STAGE_SHARES[s] for s in rest) or 1.0
     out = {s: fixed[s] if s in fixed else left * STAGE_SHARES[s] / total for s in stages}
     for s, m in out.items():
@@ -167,7 +180,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
 
     folder = out / "segmenter"
     seg_tc = default_train_config(max_minutes=minutes["segmenter"], **runtime)
-    expander = _mwt_types(train) >= EXPANDER_MIN_TYPES
+    expander = _mwt_types(train) >= EXPANDER_MIN_TYPES and minutes["segmenter"] >= EXPANDER_MIN_MINUTES
     _say(f"[1/{len(stages)}] segmenter -> {folder}")
     tc, resumed, reused = _stage_config(folder, resume, lambda: seg_tc, **runtime)
     if resumed and not reused and tc.max_minutes:  # last.pt stores the character model's part of the stage
