@@ -60,12 +60,15 @@ def default_train_config(**overrides) -> TrainConfig:
 
 def expander_budget(train_config: TrainConfig, steps: int = EXPANDER_STEPS) -> TrainConfig:
     """The expander's :class:`TrainConfig` for a segmenter stage trained with ``train_config``: ``steps``
-    updates (about two minutes on one idle CPU thread), at most half of a wall-clock ``max_minutes``;
+    updates (about two minutes on one idle CPU thread; at most ``max_steps`` of a run limited in updates), at
+    most half of a wall-clock ``max_minutes``;
     device, seed, autocast and progress as ``train_config``. (It needs a few hundred updates to be useful:
     on Turkish IMST, 600 updates gave 73 % exact splits of the dev multiword tokens not seen in training.)"""
     from .expander_train import expander_train_config
 
     tc = train_config
+    if tc.max_steps:  # a run limited in updates gives its expander no more updates than itself
+        steps = min(steps, tc.max_steps)
     common = dict(device=tc.device, seed=tc.seed, progress=tc.progress, amp=tc.amp)
     return expander_train_config(max_steps=steps, max_minutes=0.5 * tc.max_minutes, eval_every=min(200, steps),
                                  **common)
