@@ -122,24 +122,25 @@ def test_strided_inputs_broadcast_labels_and_no_masks(path, monkeypatch):
     compare(out, ref, list(args[:5]), atol=1e-10, rtol=1e-8)
 
 
-@pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("threads", [1, 2])
-def test_float32_and_threads(path, threads, monkeypatch):
-    """float32 (the kernel's fast exponential) against the float64 reference; two threads share the table
-    gradients."""
+@pytest.mark.parametrize("path,gemm", [("cpp", "tiles"), ("cpp", "aten"), ("torch", "-")])
+@pytest.mark.parametrize("threads,causal", [(1, False), (2, True)])
+def test_float32_and_threads(path, gemm, threads, causal, monkeypatch):
+    """float32 (the kernel's fast exponential, its register-tile or ATen products) against the float64
+    reference; two threads share the table gradients."""
+    monkeypatch.setenv("G2GT_LABEL_GEMM", gemm)
     sizes = [18, 60]
-    args = case(sizes, dtype=torch.float32, B=4, H=3, nq=40, nk=40, dh=16, seed=5)
+    args = case(sizes, dtype=torch.float32, B=4, H=3, nq=40, nk=37, dh=20, seed=5)
     ref_args = [None if t is None else t.detach().double().requires_grad_(t.requires_grad) for t in args[:5]]
     ref_args += [a.double() if torch.is_tensor(a) and a.is_floating_point() else a for a in args[5:]]
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        out = run(path, monkeypatch, *args, False, 0, sizes)
+        out = run(path, monkeypatch, *args, causal, -3, sizes)  # causal: queries 0-2 see no key
         g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
         grads = torch.autograd.grad((out * g).sum(), list(args[:5]))
     finally:
         torch.set_num_threads(before)
-    ref = naive(*ref_args, False, 0, 16**-0.5)
+    ref = naive(*ref_args, causal, -3, 20**-0.5)
     ref_grads = torch.autograd.grad((ref * g.double()).sum(), ref_args[:5])
     torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=1e-4)
     for a, b in zip(grads, ref_grads):

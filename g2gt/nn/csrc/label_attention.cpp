@@ -136,32 +136,45 @@ std::vector<LabelSet> label_sets(const Problem<T, Lab>& P, int64_t br) {
   return sets;
 }
 
-// The stacked operands of one (b, h) and block: [a_used; m] as one contiguous row-major [Lc + n, dh] matrix,
-// so that one product covers keys (values) and labels: with S_ext = Q [a_K; K]^T the first Lc columns are
-// qa and the rest the scores; [per | P] [a_V; V] = P V + per a_V. The table rows sit just above m, at rows
-// L - Lc .. L of the buffer, so that m is loaded once per (b, h) while the table part changes per block.
+// The stacked operands of one (b, h) and block: [a_used; m] as one contiguous [Lc + n, dh] matrix, row-major
+// and transposed ([dh, Lc + n]), so that one product covers keys (values) and labels: with
+// S_ext = Q [a_K; K]^T the first Lc columns are qa and the rest the scores; [per | P] [a_V; V] = P V + per a_V.
+// The table rows sit just above m (rows / columns L - Lc .. L of the buffers), so that m is loaded once per
+// (b, h) while the table part changes per block.
 template <typename T>
 struct Stacked {
-  std::vector<T> buf;
+  std::vector<T> rm, tr;
   const T* table;
-  int64_t L, dh;
+  int64_t L, n, dh;
   const LabelSet* current = nullptr;
-  Stacked(const Tensor& a, int64_t n) : buf((a.size(0) + n) * a.size(1)), table(a.data_ptr<T>()), L(a.size(0)),
-                                        dh(a.size(1)) {}
+  Stacked(const Tensor& a, int64_t n_, bool row_major, bool transposed)
+      : table(a.data_ptr<T>()), L(a.size(0)), n(n_), dh(a.size(1)) {
+    if (row_major) rm.resize((L + n) * dh);
+    if (transposed) tr.resize(dh * (L + n));
+  }
   void load(const Rows<T>& m, int64_t b, int64_t h, int64_t rows) {
-    for (int64_t j = 0; j < rows; ++j) std::memcpy(buf.data() + (L + j) * dh, m.row(b, h, j), dh * sizeof(T));
+    for (int64_t j = 0; j < rows; ++j) {
+      const T* src = m.row(b, h, j);
+      if (!rm.empty()) std::memcpy(rm.data() + (L + j) * dh, src, dh * sizeof(T));
+      if (!tr.empty())
+        for (int64_t d = 0; d < dh; ++d) tr[d * (L + n) + L + j] = src[d];
+    }
   }
   void use(const LabelSet& set) {  // the table rows of `set` above m
     if (current == &set || (current && current->used.empty() && set.used.empty())) return;
-    if (set.used.empty()) {
-      std::memcpy(buf.data(), table, L * dh * sizeof(T));
-    } else {
-      T* dst = buf.data() + (L - int64_t(set.used.size())) * dh;
-      for (size_t x = 0; x < set.used.size(); ++x) std::memcpy(dst + x * dh, table + set.used[x] * dh, dh * sizeof(T));
+    const int64_t lc = set.used.empty() ? L : int64_t(set.used.size());
+    for (int64_t x = 0; x < lc; ++x) {
+      const T* src = table + (set.used.empty() ? x : set.used[x]) * dh;
+      const int64_t row = L - lc + x;
+      if (!rm.empty()) std::memcpy(rm.data() + row * dh, src, dh * sizeof(T));
+      if (!tr.empty())
+        for (int64_t d = 0; d < dh; ++d) tr[d * (L + n) + row] = src[d];
     }
     current = &set;
   }
-  const T* top(int64_t lc) const { return buf.data() + (L - lc) * dh; }  // row 0 of [a_used; m]
+  const T* top(int64_t lc) const { return rm.data() + (L - lc) * dh; }  // [a_used; m], ld dh
+  const T* top_t(int64_t lc) const { return tr.data() + (L - lc); }     // [a_used; m]^T, ld L + n
+  int64_t ldt() const { return L + n; }
 };
 
 // A block's labels renumbered over its LabelSet: ids [C, rows, ncol] (uint8, table rows 0..Lc-1).
@@ -212,9 +225,10 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
   T* lp = lse.data_ptr<T>();
   const bool values = a_v.has_value() && a_v->defined();
   const T scale = static_cast<T>(P.scale);
+  const bool tiled = g2gt_gemm::own<T>(br, L + nk, std::max(dh, L + nk));  // small blocks: register tiles
   at::parallel_for(0, P.B * H * nblk, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> sbuf(br * (L + nk));
-    Stacked<T> KA(a_k, nk), VA(values ? *a_v : a_k, values ? nk : 0);
+    Stacked<T> KA(a_k, nk, !tiled, tiled), VA(values ? *a_v : a_k, nk, values, false);
     Renumbered rn;
     int64_t loaded = -1;
     for (int64_t task = begin; task < end; ++task) {
@@ -237,7 +251,11 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
       KA.use(set);
       if (values) VA.use(set);
       with_labels(P, set, rn, b, i0, rows, jmax, [&](const auto& bl) {
-        nt<T>(rows, w, dh, scale, Q.row(b, h, i0), Q.si, KA.top(lc), dh, T(0), sbuf.data(), w);  // [qa | S]
+        if (tiled) {  // [qa | S]
+          nn<T>(true, rows, w, dh, scale, Q.row(b, h, i0), Q.si, KA.top_t(lc), KA.ldt(), T(0), sbuf.data(), w);
+        } else {
+          nt<T>(rows, w, dh, scale, Q.row(b, h, i0), Q.si, KA.top(lc), dh, T(0), sbuf.data(), w);
+        }
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = i0 + r, n = P.ncols(i);
           T* s = sbuf.data() + r * w + lc;
@@ -265,9 +283,9 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
         if (values) {  // [per | P] [a_V; V]
           for (int64_t r = 0; r < rows; ++r) std::fill(sbuf.data() + r * w, sbuf.data() + r * w + lc, T(0));
           P.scatter_block(sbuf.data(), sbuf.data() + lc, w, rows, jmax, bl);
-          nn<T>(rows, dh, w, T(1), sbuf.data(), w, VA.top(lc), dh, T(0), ob, O.si);
+          nn<T>(tiled, rows, dh, w, T(1), sbuf.data(), w, VA.top(lc), dh, T(0), ob, O.si);
         } else {
-          nn<T>(rows, dh, jmax, T(1), sbuf.data() + lc, w, V.row(b, h, 0), V.si, T(0), ob, O.si);
+          nn<T>(tiled, rows, dh, jmax, T(1), sbuf.data() + lc, w, V.row(b, h, 0), V.si, T(0), ob, O.si);
         }
       });
     }
@@ -289,10 +307,12 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
   const Rows<T> Q(q), K(k), V(v), G(dout), O(out), dQ(dq), dK(dk), dV(dv);
   const T* lp = lse.data_ptr<T>();
   const T scale = static_cast<T>(P.scale);
+  const bool tiled = g2gt_gemm::own<T>(br, L + nk, std::max(dh, L + nk));  // small blocks: register tiles
   std::mutex lock;
   at::parallel_for(0, P.B * P.H, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> pbuf(br * (L + nk)), dsbuf(br * (L + nk)), delta(br);
-    Stacked<T> KA(a_k, nk), VA(values ? *a_v : a_k, values ? nk : 0);  // [a_K; K], [a_V; V]
+    // [a_K; K] (row-major, and transposed for the tiles), [a_V; V] (transposed for the tiles, else row-major)
+    Stacked<T> KA(a_k, nk, true, tiled), VA(values ? *a_v : a_k, nk, !tiled && values, tiled);
     Renumbered rn;
     // this (b, h)'s [da_K rows; dk] and [da_V rows; dv] (table rows just above the keys, as in Stacked),
     // and this thread's da_K, da_V
@@ -300,7 +320,7 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / P.H, h = bh % P.H;
       KA.load(K, b, h, nk);
-      if (values) VA.load(V, b, h, nk);
+      if (tiled || values) VA.load(V, b, h, nk);
       std::fill(dka.begin(), dka.end(), T(0));
       std::fill(dva.begin(), dva.end(), T(0));
       for (int64_t blk = 0; blk < nblk; ++blk) {
@@ -321,11 +341,20 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
         T* dka_top = dka.data() + (L - lc) * dh;
         T* dva_top = dva.data() + (L - lc) * dh;
         with_labels(P, set, rn, b, i0, rows, jmax, [&](const auto& bl) {
-          nt<T>(rows, w, dh, scale, qb, Q.si, KA.top(lc), dh, T(0), pbuf.data(), w);  // [qa | S]
-          if (values) {
-            nt<T>(rows, w, dh, T(1), gb, G.si, VA.top(lc), dh, T(0), dsbuf.data(), w);  // [doa | dP]
+          if (tiled) {
+            nn<T>(true, rows, w, dh, scale, qb, Q.si, KA.top_t(lc), KA.ldt(), T(0), pbuf.data(), w);  // [qa | S]
+            if (values) {
+              nn<T>(true, rows, w, dh, T(1), gb, G.si, VA.top_t(lc), VA.ldt(), T(0), dsbuf.data(), w);  // [doa | dP]
+            } else {
+              nn<T>(true, rows, jmax, dh, T(1), gb, G.si, VA.top_t(0), VA.ldt(), T(0), dsbuf.data() + lc, w);  // dP
+            }
           } else {
-            nt<T>(rows, jmax, dh, T(1), gb, G.si, V.row(b, h, 0), V.si, T(0), dsbuf.data() + lc, w);  // dP
+            nt<T>(rows, w, dh, scale, qb, Q.si, KA.top(lc), dh, T(0), pbuf.data(), w);
+            if (values) {
+              nt<T>(rows, w, dh, T(1), gb, G.si, VA.top(lc), dh, T(0), dsbuf.data(), w);
+            } else {
+              nt<T>(rows, jmax, dh, T(1), gb, G.si, V.row(b, h, 0), V.si, T(0), dsbuf.data() + lc, w);
+            }
           }
           for (int64_t r = 0; r < rows; ++r) {  // D_i = dO_i . out_i
             const T* g = G.row(b, h, i0 + r);
@@ -366,12 +395,12 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
             P.scatter_block(pbuf.data(), pbuf.data() + lc, w, rows, jmax, bl);
           }
         });
-        nn<T>(rows, dh, w, scale, dsbuf.data(), w, KA.top(lc), dh, T(0), dqb, dQ.si);  // dS k + dqa a_K
-        tn<T>(rows, w, dh, scale, dsbuf.data(), w, qb, Q.si, dka_top, dh);          // [da_K rows; dk] +=
+        nn<T>(tiled, rows, dh, w, scale, dsbuf.data(), w, KA.top(lc), dh, T(0), dqb, dQ.si);  // dS k + dqa a_K
+        tn<T>(tiled, rows, w, dh, scale, dsbuf.data(), w, qb, Q.si, dka_top, dh);          // [da_K rows; dk] +=
         if (values) {
-          tn<T>(rows, w, dh, T(1), pbuf.data(), w, gb, G.si, dva_top, dh);  // [da_V rows; dv] +=
+          tn<T>(tiled, rows, w, dh, T(1), pbuf.data(), w, gb, G.si, dva_top, dh);  // [da_V rows; dv] +=
         } else {
-          tn<T>(rows, jmax, dh, T(1), pbuf.data() + lc, w, gb, G.si, dva.data() + L * dh, dh);
+          tn<T>(tiled, rows, jmax, dh, T(1), pbuf.data() + lc, w, gb, G.si, dva.data() + L * dh, dh);
         }
         // this block's table rows into the thread's da_K / da_V (then cleared for the next block)
         for (int64_t x = 0; x < lc; ++x) {
