@@ -3,16 +3,12 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
-#include <torch/library.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <cstdlib>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <vector>

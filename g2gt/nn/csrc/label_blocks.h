@@ -1,0 +1,153 @@
+// Blocks of the blocked label-attention kernels (label_attention.cpp): query rows per block, strided rows,
+// the label rows a block uses (and its labels renumbered over them), and the stacked [table; keys] operands.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "label_rows.h"
+
+namespace g2gt_blocks {
+
+using at::Tensor;
+using g2gt_rows::BlockLabels;
+using g2gt_rows::Problem;
+
+// Query rows per block: the block's [rows, nk] score buffers (two of them in backward) stay in L2.
+inline int64_t block_rows(int64_t nq, int64_t nk) {
+  int64_t rows = std::clamp<int64_t>(int64_t(65536) / std::max<int64_t>(nk, 1), 32, 256);
+  if (const char* e = std::getenv("G2GT_LABEL_BLOCK_ROWS")) rows = std::max(1, std::atoi(e));
+  return std::min(rows, std::max<int64_t>(nq, 1));
+}
+
+// A [B, H, n, dh] tensor with unit stride along dh: row (b, h, i) at data + b*sb + h*sh + i*si.
+template <typename T>
+struct Rows {
+  T* data;
+  int64_t sb, sh, si;
+  explicit Rows(const Tensor& t)
+      : data(t.data_ptr<T>()), sb(t.stride(0)), sh(t.stride(1)), si(t.stride(2)) {}
+  T* row(int64_t b, int64_t h, int64_t i) const { return data + b * sb + h * sh + i * si; }
+};
+
+// The label tables used by one block of query rows of one example: the rows of [a_K] its labels name.
+// Short sentences name few of the L labels (e.g. ~20-40 of 120 in the parser: relative positions plus a
+// tree's relations), so a block whose labels use at most 3/4 of the table (and at most 128 rows) works on
+// those rows only, its labels renumbered 0..Lc-1 (one table for all channels): the label columns of its
+// products shrink from L to Lc. Other blocks use the whole table and the labels as given.
+struct LabelSet {
+  std::vector<int64_t> used;  // table rows, ascending; empty = the whole table
+};
+
+template <typename T, typename Lab>
+std::vector<LabelSet> label_sets(const Problem<T, Lab>& P, int64_t br) {
+  const int64_t nblk = (P.nq + br - 1) / br, Bl = P.lab_sb == 0 ? 1 : P.B;
+  const int64_t limit = std::min<int64_t>(128, (3 * P.L) / 4);
+  std::vector<LabelSet> sets(Bl * nblk);
+  at::parallel_for(0, Bl * nblk, 1, [&](int64_t begin, int64_t end) {
+    std::vector<uint8_t> mark(P.L);
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t b = t / nblk, i0 = (t % nblk) * br, rows = std::min(br, P.nq - i0);
+      const int64_t jmax = P.ncols(i0 + rows - 1);
+      std::fill(mark.begin(), mark.end(), uint8_t(0));
+      int64_t count = 0;
+      for (int64_t c = 0; c < P.C && count <= limit; ++c)
+        for (int64_t r = 0; r < rows && count <= limit; ++r) {
+          const Lab* l = P.lab_row(b, c, i0 + r);
+          uint8_t* m = mark.data() + P.offs[c];
+          for (int64_t j = 0; j < jmax; ++j) {
+            count += !m[l[j]];
+            m[l[j]] = 1;
+          }
+        }
+      if (count > limit) continue;
+      for (int64_t x = 0; x < P.L; ++x)
+        if (mark[x]) sets[t].used.push_back(x);
+    }
+  });
+  return sets;
+}
+
+// The stacked operands of one (b, h) and block: [a_used; m] as one contiguous [Lc + n, dh] matrix, row-major
+// and transposed ([dh, Lc + n]), so that one product covers keys (values) and labels: with
+// S_ext = Q [a_K; K]^T the first Lc columns are qa and the rest the scores; [per | P] [a_V; V] = P V + per a_V.
+// The table rows sit just above m (rows / columns L - Lc .. L of the buffers), so that m is loaded once per
+// (b, h) while the table part changes per block.
+template <typename T>
+struct Stacked {
+  std::vector<T> rm, tr;
+  const T* table;
+  int64_t L, n, dh;
+  const LabelSet* current = nullptr;
+  Stacked(const Tensor& a, int64_t n_, bool row_major, bool transposed)
+      : table(a.data_ptr<T>()), L(a.size(0)), n(n_), dh(a.size(1)) {
+    if (row_major) rm.resize((L + n) * dh);
+    if (transposed) tr.resize(dh * (L + n));
+  }
+  void load(const Rows<T>& m, int64_t b, int64_t h, int64_t rows) {
+    for (int64_t j = 0; j < rows; ++j) {
+      const T* src = m.row(b, h, j);
+      if (!rm.empty()) std::memcpy(rm.data() + (L + j) * dh, src, dh * sizeof(T));
+      if (!tr.empty())
+        for (int64_t d = 0; d < dh; ++d) tr[d * (L + n) + L + j] = src[d];
+    }
+  }
+  void use(const LabelSet& set) {  // the table rows of `set` above m
+    if (current == &set || (current && current->used.empty() && set.used.empty())) return;
+    const int64_t lc = set.used.empty() ? L : int64_t(set.used.size());
+    for (int64_t x = 0; x < lc; ++x) {
+      const T* src = table + (set.used.empty() ? x : set.used[x]) * dh;
+      const int64_t row = L - lc + x;
+      if (!rm.empty()) std::memcpy(rm.data() + row * dh, src, dh * sizeof(T));
+      if (!tr.empty())
+        for (int64_t d = 0; d < dh; ++d) tr[d * (L + n) + row] = src[d];
+    }
+    current = &set;
+  }
+  const T* top(int64_t lc) const { return rm.data() + (L - lc) * dh; }  // [a_used; m], ld dh
+  const T* top_t(int64_t lc) const { return tr.data() + (L - lc); }     // [a_used; m]^T, ld L + n
+  int64_t ldt() const { return L + n; }
+};
+
+// A block's labels renumbered over its LabelSet: ids [C, rows, ncol] (uint8, table rows 0..Lc-1).
+struct Renumbered {
+  std::vector<uint8_t> ids;
+  std::vector<int16_t> map;
+  std::vector<int64_t> offs, sizes;
+  template <typename T, typename Lab>
+  BlockLabels<uint8_t> build(const Problem<T, Lab>& P, const LabelSet& set, int64_t b, int64_t i0,
+                                        int64_t rows, int64_t ncol) {
+    map.assign(P.L, -1);
+    for (size_t x = 0; x < set.used.size(); ++x) map[set.used[x]] = static_cast<int16_t>(x);
+    ids.resize(P.C * rows * ncol);
+    for (int64_t c = 0; c < P.C; ++c)
+      for (int64_t r = 0; r < rows; ++r) {
+        const Lab* l = P.lab_row(b, c, i0 + r);
+        const int16_t* m = map.data() + P.offs[c];
+        uint8_t* out = ids.data() + (c * rows + r) * ncol;
+        for (int64_t j = 0; j < ncol; ++j) out[j] = static_cast<uint8_t>(m[l[j]]);
+      }
+    offs.assign(P.C, 0);
+    sizes.assign(P.C, int64_t(set.used.size()));
+    return {ids.data(), rows * ncol, ncol, P.C, offs.data(), sizes.data()};
+  }
+};
+
+// Runs f(block labels) with the labels of the block as given, or renumbered over its set.
+template <typename T, typename Lab, typename F>
+void with_labels(const Problem<T, Lab>& P, const LabelSet& set, Renumbered& rn, int64_t b, int64_t i0,
+                 int64_t rows, int64_t ncol, F&& f) {
+  if (set.used.empty()) {
+    f(P.direct(b, i0));
+  } else {
+    f(rn.build(P, set, b, i0, rows, ncol));
+  }
+}
+
+}  // namespace g2gt_blocks
