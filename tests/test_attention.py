@@ -63,17 +63,24 @@ def inputs(B=3, n=6, L=7, C=None, seed=2):
 
 
 # ----------------------------------------------------------------- reference equality
+@pytest.fixture(params=["cpp", "torch"])
+def kernel(request, monkeypatch):
+    """Runs a test with the compiled label kernel and with the torch blocks (``G2GT_LABEL_KERNEL``)."""
+    monkeypatch.setenv("G2GT_LABEL_KERNEL", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("padded", [False, True], ids=["dense", "padded"])
-def test_matches_reference(value_labels, causal, padded):
+def test_matches_reference(value_labels, causal, padded, kernel):
     m = make(7, value_labels)
     x, labels, kpm = inputs()
     assert_matches_reference(m, x, labels, kpm if padded else None, causal)
 
 
 @pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
-def test_multi_channel_matches_reference(value_labels):
+def test_multi_channel_matches_reference(value_labels, kernel):
     sizes = [5, 3, 9]
     m = make(sizes, value_labels)
     x, labels, kpm = inputs(L=sizes, C=3)
@@ -89,7 +96,7 @@ def test_single_channel_list_accepts_3d_labels():
 
 
 @pytest.mark.parametrize("with_labels", [True, False], ids=["labels", "no-labels"])
-def test_cross_attention_matches_reference(with_labels):
+def test_cross_attention_matches_reference(with_labels, kernel):
     torch.manual_seed(3)
     m = make(7 if with_labels else 0, with_labels, kdim=10)
     x = torch.randn(2, 4, D, dtype=torch.float64, requires_grad=True)
@@ -121,7 +128,7 @@ def test_plain_attention_without_labels_matches_reference():
 
 # ----------------------------------------------------------------- masking
 @pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
-def test_fully_masked_rows_are_zero_and_finite(value_labels):
+def test_fully_masked_rows_are_zero_and_finite(value_labels, kernel):
     m = make(7, value_labels, bias=False)
     x, labels, _ = inputs()
     kpm = torch.zeros(3, 6, dtype=torch.bool)
@@ -615,7 +622,7 @@ def test_default_is_plain_attention():
 
 @pytest.mark.parametrize("value_labels", [False, True], ids=["keys", "keys+values"])
 @pytest.mark.parametrize("mask", [m for m in MASKS if m != "none"])
-def test_labels_with_attn_mask_match_reference(value_labels, mask):
+def test_labels_with_attn_mask_match_reference(value_labels, mask, kernel):
     """labels + attn_mask + padding + causal together, against the naive float64 reference."""
     m = make([7, 3], value_labels)
     x, labels, kpm = inputs(L=[7, 3], C=2)

@@ -10,8 +10,8 @@ of the source, the torch version and this CPU's instruction-set flags (it is com
 Without a working compiler (or ``ninja``) the build fails once, :func:`cpp_kernels` returns None with a
 one-line warning, and :class:`~g2gt.nn.label_kernels.LabelAttentionFunction` runs its blocked torch path
 (same maths, slower). ``G2GT_LABEL_KERNEL=torch`` selects the torch path without trying to compile;
-``G2GT_LABEL_BLOCK_ROWS=r`` sets the query rows per block (default: as many as keep a block's scores in
-the L2 cache; the tests use small blocks to cross block boundaries).
+``G2GT_LABEL_BLOCK_ROWS=r`` sets the query rows per block (default 256, fewer for very long key rows; the
+tests use small blocks to cross block boundaries).
 
 See the C++ file for the maths; :func:`forward` / :func:`backward` here only normalise the inputs
 (contiguity, dtypes, broadcast strides) the kernels expect.

@@ -12,12 +12,14 @@
 //   dP_ij = dO_i . v_j + sum_c doa[i, off_c + l^c_ij],   dS_ij = P_ij (dP_ij - D_i),   dqa = scatter_l dS
 //   dq = scale (dS k + dqa a_K),  dk = scale dS^T q,  dv = P^T dO,  da_K = scale sum dqa^T q,  da_V = sum per^T dO
 //
-// Work goes over blocks of query rows against all (visible) keys, like flash attention: a block's
-// scores S, P and dS ([rows, nk], sized to stay in the L2 cache) and its qa, doa, dqa, per ([rows, L])
-// exist once per thread, so memory is linear in n: nothing [B, H, nq, nk] (nor [B, H, nq, L]) is ever
-// allocated. The label bias is gathered and dqa / per scattered row by row (a label row is L values, in
-// L1). Matrix products of a block use ATen's GEMM (MKL / oneDNN); the row passes are written to
-// vectorise (-O3, OpenMP simd). Rows of different (b, h) run in parallel (at::parallel_for).
+// Work goes over blocks of query rows against all (visible) keys, like flash attention. The label tables
+// are stacked onto the keys and values ([a_K; K], [a_V; V], see label_blocks.h), so a block runs exactly
+// the products plain attention runs, their first columns giving qa / doa and the value term. A block's
+// [qa | S], [per | P] and [dqa | dS] ([rows, L + nk]) exist once per thread, so memory is linear in n:
+// nothing [B, H, nq, nk] (nor [B, H, nq, L]) is ever allocated. The label bias is gathered and dqa / per
+// scattered row by row (label_rows.h). Products run in register tiles for small blocks and through
+// ATen's GEMM for large ones (label_gemm.h); the row passes are written to vectorise (-O3, OpenMP simd).
+// Blocks of different (b, h) run in parallel (at::parallel_for).
 //
 // Layouts (normalised in g2gt/nn/label_cpp.py): q [B, H, nq, dh], k, v [B, H, nk, dh] and dO with unit
 // stride along dh (any other strides, e.g. views of one packed q/k/v projection), float32 or float64;

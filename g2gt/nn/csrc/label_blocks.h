@@ -19,9 +19,10 @@ using at::Tensor;
 using g2gt_rows::BlockLabels;
 using g2gt_rows::Problem;
 
-// Query rows per block: the block's [rows, nk] score buffers (two of them in backward) stay in L2.
+// Query rows per block: 256 (as many as keep the block's products efficient), fewer for very long key
+// rows so that a block's score buffers stay under 8 MiB; $G2GT_LABEL_BLOCK_ROWS overrides (tests).
 inline int64_t block_rows(int64_t nq, int64_t nk) {
-  int64_t rows = std::clamp<int64_t>(int64_t(65536) / std::max<int64_t>(nk, 1), 32, 256);
+  int64_t rows = std::clamp<int64_t>((int64_t(1) << 21) / std::max<int64_t>(nk, 1), 16, 256);
   if (const char* e = std::getenv("G2GT_LABEL_BLOCK_ROWS")) rows = std::max(1, std::atoi(e));
   return std::min(rows, std::max<int64_t>(nq, 1));
 }
