@@ -184,11 +184,17 @@ def main(argv: list[str] | None = None) -> int:
         help="skip a method at a size whose estimated working set exceeds this many GiB (default: %(default)s)",
     )
     ap.add_argument("--markdown", action="store_true", help="print a README-ready markdown table")
+    ap.add_argument(
+        "--clock", choices=("wall", "cpu"), default="wall",
+        help="wall: elapsed time (default); cpu: this process's CPU time, which time-slicing by other processes on "
+        "a shared machine does not inflate (meaningful with --threads 1)",
+    )
     args = ap.parse_args(argv)
 
     if args.threads:
         torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     sizes = [int(s) for s in args.sizes.split(",") if s]
     B, H, d, L = args.batch, args.heads, args.dim, args.labels
     dh = d // H
@@ -256,10 +262,10 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeats):
             for m in active:
                 sync()
-                t0 = time.perf_counter()
+                t0 = clock()
                 step(m)
                 sync()
-                times[m].append(time.perf_counter() - t0)
+                times[m].append(clock() - t0)
         med = {m: statistics.median(ts) * 1000 for m, ts in times.items()}
         base_t = med.get("sdpa")
         for m in names:
@@ -274,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
 
     header = (
         f"B={B}, H={H}, d={d}, L={L}, device={dev.type}, threads={torch.get_num_threads()}, "
-        f"repeats={args.repeats}, torch {torch.__version__}; time = median forward+backward; memory = {mem_name}"
+        f"repeats={args.repeats}, torch {torch.__version__}; time = median forward+backward ({args.clock} clock); "
+        f"memory = {mem_name}"
     )
     print()
     print(header)

@@ -6,7 +6,9 @@ oldest job and every later job with the same key, in arrival order, until the ba
 at least one job).
 
 How long it waits for company: a worker that becomes free expects ``target`` = the jobs of the batch it just
-finished + the jobs already queued: the clients it knows to be active. It takes the batch as soon as ``target``
+finished + the jobs that were queued before that batch's results went out: the clients it knows to be active
+(a job that arrived after the results went out may come from a client just answered, so it is not counted
+twice). It takes the batch as soon as ``target``
 same-key jobs are queued or ``max_size`` is reached, and at the latest ``max_wait`` seconds after ``max(it
 became free, the oldest job arrived)``. So no job waits for company longer than ``max_wait``, a lone client
 does not wait at all, and under load the clients just answered get up to ``max_wait`` to send their next
@@ -128,12 +130,13 @@ class Batcher:
             job.future.cancel()
 
     # ------------------------------------------------------------------ worker side
-    def _take(self, last: int, idle_done: bool) -> list[Job] | None:
+    def _take(self, last: int, answered: float, idle_done: bool) -> list[Job] | None:
         """The next batch; ``[]`` when the queue stayed empty ``idle_after`` seconds (time for ``on_idle``,
-        unless ``idle_done``); None when closing with nothing left. ``last``: jobs in this worker's last batch."""
+        unless ``idle_done``); None when closing with nothing left. ``last``: jobs in this worker's last batch,
+        whose results went out at ``answered`` (monotonic seconds)."""
         with self._cond:
             free = time.monotonic()
-            target = max(1, last + len(self._queue))
+            target = max(1, last + sum(1 for j in self._queue if j.arrived < answered))
             while True:
                 while not self._queue:
                     if self._closing:
@@ -168,9 +171,9 @@ class Batcher:
             return batch
 
     def _work(self) -> None:
-        last, idle_done = 0, True
+        last, answered, idle_done = 0, 0.0, True
         while True:
-            batch = self._take(last, idle_done)
+            batch = self._take(last, answered, idle_done)
             if batch is None:
                 return
             if not batch:  # idle since the last batch: once per busy period
@@ -189,6 +192,7 @@ class Batcher:
             except Exception as e:  # delivered to every caller of the batch; the worker lives on
                 results = [e] * len(batch)
             with self._cond:
+                answered = time.monotonic()
                 self.stats["running"] -= len(batch)
                 for job, res in zip(batch, results):
                     if isinstance(res, BaseException):
