@@ -261,3 +261,62 @@ def test_translate_workers_give_the_lines_of_one_process(tmp_path):
         one += [next(hyps).replace("\n", " ") if x.strip() else "" for x in part]
     many = list(translations_parallel(str(tmp_path), "cpu", 2, iter(lines), False, kw, chunk=4))
     assert many == one and len(many) == len(lines) and many[7] == many[8] == ""
+
+
+# ---------------------------------------------------------------------------- every parse option reaches the workers
+def test_every_parse_flag_is_an_option_the_workers_take():
+    """The options `g2gt parse` passes with every flag set are accepted by check_options (nothing rejected or
+    dropped on the way to the workers), and they are exactly Pipeline.__call__'s keyword arguments but progress."""
+    import inspect
+
+    from g2gt.cli.main import build_parser
+    from g2gt.cli.parsing import _check_keep_args, _parse_kwargs
+    from g2gt.ud.parallel import check_options, parse_options
+    from g2gt.ud.pipeline import Pipeline
+
+    args, _ = build_parser().parse_known_args(
+        ["parse", "in.conllu", "--treebank", "xx_b", "--refine", "--refine-steps", "1", "--algorithm", "eisner",
+         "--keep", "lemma", "--batch-tokens", "100", "--enhanced", "--workers", "2"])
+    _check_keep_args(args)
+    kw = {k: v for k, v in _parse_kwargs(args).items() if k != "progress"}
+    assert check_options(kw) == kw and kw["treebank"] == "xx_b"
+    signature = inspect.signature(Pipeline.__call__).parameters.values()
+    assert set(parse_options()) == {p.name for p in signature if p.kind is p.KEYWORD_ONLY} - {"progress"}
+    with pytest.raises(ValueError, match="unknown parse option"):
+        check_options({"no_such_option": 1})
+
+
+def test_cli_treebank_reaches_the_workers(tmp_path, capsys):
+    """A parser with two treebank vectors (random, so the choice changes the output): --treebank with
+    --workers 2 writes the bytes of --workers 1 with it, for each treebank."""
+    import torch
+
+    from g2gt.cli.main import main
+    from g2gt.data import EWT_SAMPLE_TRAIN
+    from g2gt.ud.io import read_conllu, write_conllu
+    from g2gt.ud.parse import Parser, ParserModel, ParserVocab
+
+    sents = read_conllu(EWT_SAMPLE_TRAIN)[:80]
+    vocab = ParserVocab.build(sents, min_freq=1)
+    torch.manual_seed(0)
+    cfg = vocab.config(d_model=32, num_heads=2, num_layers=1, ffn_dim=64, arc_dim=32, label_dim=16, char_dim=16,
+                       char_filters=32, dropout=0.0, head_dropout=0.0, treebanks=["xx_a", "xx_b"])
+    parser = Parser(ParserModel(cfg), vocab)
+    with torch.no_grad():
+        parser.model.treebank_embed.weight.normal_(0.0, 3.0)
+    model = parser.save(tmp_path / "parser.pt", "float32")
+    src = tmp_path / "in.conllu"
+    write_conllu(read_conllu(EWT_SAMPLE_DEV)[:40], src)
+    out = {}
+    for workers in ("1", "2"):
+        for tb in ("xx_a", "xx_b"):
+            dst = tmp_path / f"{tb}-{workers}.conllu"
+            assert main(["parse", "--model", str(model), str(src), "-o", str(dst), "--treebank", tb, "--dtype",
+                         "float32", "--batch-tokens", "200", "--workers", workers, "--no-progress"]) == 0
+            out[tb, workers] = dst.read_bytes()
+    assert out["xx_a", "1"] != out["xx_b", "1"]  # the option changes the output ...
+    assert out["xx_a", "2"] == out["xx_a", "1"] and out["xx_b", "2"] == out["xx_b", "1"]  # ... the same way
+    capsys.readouterr()
+    rc = main(["parse", "--model", str(model), str(src), "-o", str(tmp_path / "bad.conllu"), "--treebank", "en_gum",
+               "--workers", "2", "--no-progress"])
+    assert rc == 2 and "en_gum" in capsys.readouterr().err and not (tmp_path / "bad.conllu").exists()

@@ -31,6 +31,7 @@ the whole text is one segment job.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import deque
 from dataclasses import dataclass
@@ -41,11 +42,12 @@ from .corpus import FilesReport, plan_files
 from .pool import ProcessPool
 
 __all__ = ["Recipe", "EnhanceRecipe", "ParallelPipeline", "enhance_parallel", "job_plan", "map_batch_runs",
-           "worker_setup", "PARSE_CHUNK"]
+           "worker_setup", "parse_options", "PARSE_CHUNK"]
 
 PARSE_CHUNK = 2000  # sentences per chunk, as Pipeline.stream / g2gt parse
 _NO_PAIR_LIMIT = 1 << 62  # the enhancer cuts batches by padded nodes only
-PARSE_OPTIONS = ("keep", "enhanced", "refine_steps", "algorithm", "use_input_graph", "max_tokens")
+#: the keyword arguments of ``Pipeline.__call__`` a job does not carry (the main process draws the one bar)
+_MAIN_PROCESS_OPTIONS = ("progress",)
 
 
 # ---------------------------------------------------------------------------- the worker's recipe
@@ -84,11 +86,25 @@ class Recipe:
         return JobHandler(Pipeline.load(self.model, self.device, self.dtype, tokenizer=self.tokenizer))
 
 
+@functools.cache
+def parse_options() -> tuple[str, ...]:
+    """The options a parse job carries to the workers: every keyword-only argument of
+    :meth:`g2gt.ud.pipeline.Pipeline.__call__` (the one definition ``g2gt parse`` maps its flags to) but
+    ``progress``, so an option added there reaches the workers with nothing to update here."""
+    import inspect
+
+    from .pipeline import Pipeline
+
+    params = inspect.signature(Pipeline.__call__).parameters.values()
+    return tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in _MAIN_PROCESS_OPTIONS)
+
+
 def check_options(options: dict) -> dict:
     """``options`` for ``Pipeline.__call__`` (a ``ValueError`` naming an unknown one), ``max_tokens`` filled in."""
-    unknown = set(options) - set(PARSE_OPTIONS)
+    known = parse_options()
+    unknown = set(options) - set(known)
     if unknown:
-        raise ValueError(f"unknown parse option(s) {sorted(unknown)}; expected some of {', '.join(PARSE_OPTIONS)}")
+        raise ValueError(f"unknown parse option(s) {sorted(unknown)}; expected some of {', '.join(known)}")
     return {"max_tokens": 3000, **options}
 
 
@@ -240,7 +256,7 @@ class ParallelPipeline:
         start_method, max_tries: see :class:`g2gt.ud.pool.ProcessPool`.
 
     The parsing methods take ``Pipeline.__call__``'s keyword arguments (keep, enhanced, refine_steps,
-    algorithm, use_input_graph, max_tokens) as ``**options``.
+    algorithm, use_input_graph, max_tokens, treebank ...: :func:`parse_options`) as ``**options``.
     """
 
     def __init__(self, model: str = "en_ewt", workers: int = 2, *, device: str = "cpu", dtype: str | None = "auto",
