@@ -24,6 +24,7 @@ from torch import Tensor
 
 from ...core.batch import pad_sequences
 from ..io.conllu import CoNLLUError, check_tree
+from ..vocab import PAD, ROOT, UNK, FormIds, count_words, index_of
 from .labels import MARKED_RELATIONS, TreeView, is_template, sentence_markers, template_label
 
 __all__ = [
@@ -31,7 +32,6 @@ __all__ = [
     "make_example", "EnhancedBatch", "make_batch", "corrupt_tree", "deps_sort_key", "template_coverage",
 ]
 
-PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
 Head = int | str  # a word (0 = ROOT) or an empty node "8.1"
 _LABEL_RE = re.compile(r"[a-z]+(:[^\s:|]+)*\Z")
 
@@ -152,7 +152,7 @@ def template_coverage(sentences: Sequence) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- vocabulary
 @dataclass
-class EnhancedVocab:
+class EnhancedVocab(FormIds):
     """Words, characters, UPOS, basic relations and enhanced label templates.
 
     ``words`` / ``chars`` start with ``<pad>``, ``<unk>``, ``<root>``; ``upos`` and ``rels`` with
@@ -168,11 +168,9 @@ class EnhancedVocab:
     max_word_chars: int = 24
 
     def __post_init__(self) -> None:
-        self.word_index = {w: i for i, w in enumerate(self.words)}
-        self.char_index = {c: i for i, c in enumerate(self.chars)}
-        self.upos_index = {t: i for i, t in enumerate(self.upos)}
-        self.rel_index = {r: i for i, r in enumerate(self.rels)}
-        self.label_index = {t: i for i, t in enumerate(self.labels)}
+        self.word_index, self.char_index = index_of(self.words), index_of(self.chars)
+        self.upos_index, self.rel_index = index_of(self.upos), index_of(self.rels)
+        self.label_index = index_of(self.labels)
 
     @classmethod
     def build(cls, sentences: Sequence, min_freq: int = 2, lowercase: bool = True,
@@ -180,35 +178,17 @@ class EnhancedVocab:
         """From training sentences with a basic tree and DEPS (checked: ``file:line`` errors). Words seen
         fewer than ``min_freq`` times and label templates seen fewer than ``label_min_freq`` times are
         left out (an edge with such a label is still an edge target, without a label target)."""
-        wc: Counter = Counter()
-        cc: Counter = Counter()
-        upos: Counter = Counter()
-        rels: Counter = Counter()
+        counts = count_words(sentences, lowercase, missing_rel="_")
         labels: Counter = Counter()
         for s in sentences:
-            for f, u, r in zip(s.forms, s.upos, s.deprels):
-                wc[f.lower() if lowercase else f] += 1
-                cc.update(f)
-                upos[u] += 1
-                rels[r or "_"] += 1
             markers = sentence_markers(TreeView.of(s))
             for d, h, lab in sentence_edges(s):
                 if isinstance(h, int):
                     labels[template_label(lab, d, markers)] += 1
         labels.setdefault("root", 1)
-        words = [PAD, UNK, ROOT] + sorted(w for w, c in wc.items() if c >= min_freq)
-        chars = [PAD, UNK, ROOT] + sorted(cc)
         keep = sorted(t for t, c in labels.items() if c >= label_min_freq or t == "root")
-        return cls(words, chars, [PAD, UNK] + sorted(upos), [PAD, UNK] + sorted(rels), keep, lowercase)
-
-    def word_id(self, form: str) -> int:
-        return self.word_index.get(form.lower() if self.lowercase else form, 1)
-
-    def char_ids(self, form: str) -> list[int]:
-        m = self.max_word_chars
-        if len(form) > m:
-            form = form[: m - m // 3] + form[-(m // 3):]
-        return [self.char_index.get(c, 1) for c in form] or [1]
+        return cls(counts.word_list(min_freq), counts.char_list(), [PAD, UNK] + sorted(counts.upos),
+                   [PAD, UNK] + sorted(counts.rels), keep, lowercase)
 
     def to_dict(self) -> dict:
         return {"words": list(self.words), "chars": list(self.chars), "upos": list(self.upos),

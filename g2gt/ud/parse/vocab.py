@@ -10,16 +10,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ..vocab import PAD, ROOT, UNK, FormIds, count_words, index_of
 from .config import ParserConfig
 from .lemma_rules import rule_for
 
 __all__ = ["ParserVocab", "sentence_feats", "PAD", "UNK", "ROOT"]
 
-PAD, UNK, ROOT = "<pad>", "<unk>", "<root>"
-
 
 @dataclass
-class ParserVocab:
+class ParserVocab(FormIds):
     """Words, characters, tags and dependency relations of a parser.
 
     Ids 0 / 1 / 2 of ``words`` and ``chars`` are ``<pad>`` / ``<unk>`` / ``<root>``.
@@ -41,13 +40,10 @@ class ParserVocab:
     lemma_rules: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.word_index = {w: i for i, w in enumerate(self.words)}
-        self.char_index = {c: i for i, c in enumerate(self.chars)}
-        self.upos_index = {t: i for i, t in enumerate(self.upos)}
-        self.rel_index = {r: i for i, r in enumerate(self.rels)}
-        self.xpos_index = {t: i for i, t in enumerate(self.xpos)}
-        self.feats_index = {t: i for i, t in enumerate(self.feats)}
-        self.lemma_index = {t: i for i, t in enumerate(self.lemma_rules)}
+        self.word_index, self.char_index = index_of(self.words), index_of(self.chars)
+        self.upos_index, self.rel_index = index_of(self.upos), index_of(self.rels)
+        self.xpos_index, self.feats_index = index_of(self.xpos), index_of(self.feats)
+        self.lemma_index = index_of(self.lemma_rules)
 
     @classmethod
     def build(cls, sentences: Sequence, min_freq: int = 2, lowercase: bool = True,
@@ -55,33 +51,22 @@ class ParserVocab:
         """From training sentences (objects with ``forms``, ``upos``, ``deprels``; with ``tags``
         also ``xpos``, ``words`` (FEATS) and ``lemmas``: XPOS / UFeats / lemma-rule vocabularies,
         each only when the training data has the column)."""
-        wc: Counter = Counter()
-        cc: Counter = Counter()
-        upos: Counter = Counter()
-        rels: Counter = Counter()
+        counts = count_words(sentences, lowercase)
         xpos: Counter = Counter()
         feats: Counter = Counter()
         lemmas: Counter = Counter()
-        for s in sentences:
-            for f, u, r in zip(s.forms, s.upos, s.deprels):
-                wc[f.lower() if lowercase else f] += 1
-                cc.update(f)
-                upos[u] += 1
-                if r is not None:
-                    rels[r] += 1
-            if tags:
+        if tags:
+            for s in sentences:
                 xpos.update(x or "_" for x in s.xpos)
                 feats.update(sentence_feats(s))
                 lemmas.update(rule_for(f, lem) for f, lem in zip(s.forms, s.lemmas) if lem not in (None, "_"))
-        rels.setdefault("root", 1)
-        words = [PAD, UNK, ROOT] + sorted(w for w, c in wc.items() if c >= min_freq)
-        chars = [PAD, UNK, ROOT] + sorted(cc)
+        counts.rels.setdefault("root", 1)
 
         def has(c: Counter) -> bool:
             return bool(set(c) - {"_"})
 
-        return cls(words, chars, sorted(upos), sorted(rels), lowercase, max_word_chars,
-                   sorted(xpos) if has(xpos) else [], sorted(feats) if has(feats) else [],
+        return cls(counts.word_list(min_freq), counts.char_list(), sorted(counts.upos), sorted(counts.rels),
+                   lowercase, max_word_chars, sorted(xpos) if has(xpos) else [], sorted(feats) if has(feats) else [],
                    [UNK] + sorted(r for r, c in lemmas.items() if c >= lemma_min_freq) if lemmas else [])
 
     def extend(self, sentences: Sequence) -> tuple["ParserVocab", dict[str, list[str]]]:
@@ -120,16 +105,6 @@ class ParserVocab:
         other fields (e.g. ``d_model=128``)."""
         return ParserConfig(len(self.words), len(self.chars), len(self.upos), len(self.rels), len(self.xpos),
                             len(self.feats), len(self.lemma_rules), **overrides)
-
-    def word_id(self, form: str) -> int:
-        return self.word_index.get(form.lower() if self.lowercase else form, 1)
-
-    def char_ids(self, form: str) -> list[int]:
-        """Character ids of ``form``; a word longer than ``max_word_chars`` keeps its prefix and suffix."""
-        m = self.max_word_chars
-        if len(form) > m:
-            form = form[: m - m // 3] + form[-(m // 3):]
-        return [self.char_index.get(c, 1) for c in form] or [1]
 
     def lemma_id(self, form: str, lemma: str | None) -> int:
         """Class of the edit rule ``form -> lemma`` (0 = ``<unk>``: rare rule or no lemma)."""
