@@ -19,9 +19,7 @@ only), over word-to-word edges -- the official numbers come from ``g2gt evaluate
 
 from __future__ import annotations
 
-import json
 import random
-import time
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -176,15 +174,12 @@ def train_enhanced(train: Sequence, dev: Sequence, out_dir: str | Path, config: 
     receives ``best.pt``, ``last.pt``, ``log.jsonl`` and ``config.json``. When resuming, the vocabulary
     and model configuration come from ``last.pt``.
     """
-    from ...core.checkpoint import load_checkpoint
-    from ...core.train import TrainConfig, Trainer
+    from ...core.config import TrainConfig
+    from ...core.run import resume_checkpoint, run_training
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     tc = train_config or TrainConfig(lr=1e-3, metric="elas", metric_mode="max")
-    last = out / "last.pt"
-    if resume and last.exists():
-        ck = load_checkpoint(last)
+    ck = resume_checkpoint(out_dir, resume)
+    if ck is not None:
         vocab = EnhancedVocab.from_dict(ck["task"]["vocab"])
         cfg = EnhancedConfig.from_dict(ck["model_config"])
     else:
@@ -195,17 +190,11 @@ def train_enhanced(train: Sequence, dev: Sequence, out_dir: str | Path, config: 
     model = EnhancedModel(cfg)
     task = EnhancedTask(train, dev, vocab, max_tokens, word_dropout, corrupt_prob, corrupt_max, parser_trees,
                         parser_prob, tc.seed)
-    info = {"model_config": cfg.to_dict(), "train_config": tc.to_dict(),
-            "task": {"max_tokens": max_tokens, "min_freq": min_freq, "lowercase": lowercase,
-                     "word_dropout": word_dropout, "corrupt_prob": corrupt_prob, "corrupt_max": corrupt_max,
-                     "parser_trees": parser_trees is not None, "parser_prob": parser_prob},
-            "data": {"train_sentences": len(train), "dev_sentences": len(dev),
-                     "train_words": sum(len(s) for s in train), "labels": len(vocab.labels)},
-            "parameters": sum(p.numel() for p in model.parameters())}
-    (out / "config.json").write_text(json.dumps(info, indent=2) + "\n")
-    trainer = Trainer(model, task, tc, out, model_config=cfg.to_dict())
-    t0 = time.time()
-    history = trainer.fit(resume=resume)
-    info.update(train_seconds=round(time.time() - t0, 1), steps=trainer.step, best_dev=trainer.best)
-    (out / "config.json").write_text(json.dumps(info, indent=2) + "\n")
-    return Enhancer.load(out, trainer.device), history
+    task_info = {"max_tokens": max_tokens, "min_freq": min_freq, "lowercase": lowercase, "word_dropout": word_dropout,
+                 "corrupt_prob": corrupt_prob, "corrupt_max": corrupt_max, "parser_trees": parser_trees is not None,
+                 "parser_prob": parser_prob}
+    data_info = {"train_sentences": len(train), "dev_sentences": len(dev), "train_words": sum(len(s) for s in train),
+                 "labels": len(vocab.labels)}
+    trainer, history = run_training(model, task, tc, out_dir, cfg.to_dict(), task_info=task_info, data_info=data_info,
+                                    resume=resume)
+    return Enhancer.load(out_dir, trainer.device), history

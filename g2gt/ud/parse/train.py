@@ -5,9 +5,7 @@ function's signature); torch is imported when it is called."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Sequence
@@ -50,20 +48,13 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
     """
     import torch
 
-    from ...core.checkpoint import load_checkpoint
-    from ...core.train import Trainer
+    from ...core.run import resume_checkpoint, run_training, with_averaging
     from .model import ParserModel
     from .parser import Parser
     from .task import ParsingTask
     from .vocab import ParserVocab
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tc = train_config or TrainConfig(lr=1e-3, metric="las", metric_mode="max")
-    if average_last < 0:
-        raise ValueError(f"average_last must be >= 0 (0 = no averaging), got {average_last}")
-    if average_last > tc.keep_last:
-        tc = dataclasses.replace(tc, keep_last=average_last)
+    tc = with_averaging(train_config or TrainConfig(lr=1e-3, metric="las", metric_mode="max"), average_last)
     train_sets, dev_sets = as_named_sets(train), as_named_sets(dev)
     dev_names = [name for name, _ in dev_sets[1:]]
     if len(set(dev_names)) < len(dev_names) or None in dev_names:
@@ -73,10 +64,9 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
                          "{name: sentences} instead")
     all_train = [s for _, sents in train_sets for s in sents]
     names = [name for name, _ in train_sets]
-    last = out / "last.pt"
     source, report, added = None, None, {}
-    if resume and last.exists():
-        ck = load_checkpoint(last)
+    ck = resume_checkpoint(out_dir, resume)
+    if ck is not None:
         vocab = ParserVocab.from_dict(ck["task"]["vocab"])
         cfg = ParserConfig.from_dict(ck["model_config"])
         saved_init = (ck.get("train_config") or {}).get("init_from")
@@ -84,8 +74,9 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
             tc = dataclasses.replace(tc, init_from=saved_init)
         unknown = [n for n in names if cfg.treebanks and n not in cfg.treebanks]
         if unknown:
-            raise ValueError(f"{last}: the run was trained on the treebanks {', '.join(cfg.treebanks)}, not "
-                             f"{', '.join(map(str, unknown))}; resume with the same training files")
+            raise ValueError(f"{Path(out_dir) / 'last.pt'}: the run was trained on the treebanks "
+                             f"{', '.join(cfg.treebanks)}, not {', '.join(map(str, unknown))}; resume with the same "
+                             "training files")
     elif tc.init_from:
         from .warm import load_source, warm_config
 
@@ -111,31 +102,20 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
                        corrupt_max, word_dropout, tc.seed, graph_channel=cfg.graph_channel,
                        train_treebanks=train_tbs, dev_treebank=treebank_index(cfg.treebanks, dev_sets[0][0]),
                        more_dev=more_dev)
-    info = {
-        "model_config": cfg.to_dict(), "train_config": tc.to_dict(),
-        "task": {"refine_train": task.refine_train, "refine_steps": task.refine_steps, "max_tokens": max_tokens,
+    task_info = {"refine_train": task.refine_train, "refine_steps": task.refine_steps, "max_tokens": max_tokens,
                  "min_freq": min_freq, "lowercase": lowercase, "word_dropout": word_dropout,
-                 "corrupt_max": corrupt_max, "treebank_embedding": treebank_embedding, "average_last": average_last},
-        "data": {"train_sentences": len(all_train), "dev_sentences": len(dev_sets[0][1]),
+                 "corrupt_max": corrupt_max, "treebank_embedding": treebank_embedding, "average_last": average_last}
+    data_info = {"train_sentences": len(all_train), "dev_sentences": len(dev_sets[0][1]),
                  "train_words": sum(len(s) for s in all_train), "vocab_words": len(vocab.words),
                  "rels": len(vocab.rels), "upos": len(vocab.upos),
-                 "train_sets": _set_facts(train_sets, cfg.treebanks), "dev_sets": _set_facts(dev_sets, cfg.treebanks)},
-        "parameters": sum(p.numel() for p in model.parameters()),
-    }
+                 "train_sets": _set_facts(train_sets, cfg.treebanks), "dev_sets": _set_facts(dev_sets, cfg.treebanks)}
+    init = None
     if source is not None:
-        info["init"] = {"from": source.given, "file": str(source.file), "step": source.step,
-                        "added_labels": added, **report.to_dict()}
-    (out / "config.json").write_text(json.dumps(info, indent=2) + "\n")
-    trainer = Trainer(model, task, tc, out, model_config=cfg.to_dict())
-    t0 = time.time()
-    history = trainer.fit(resume=resume)
-    info["train_seconds"] = round(time.time() - t0, 1)
-    info["steps"] = trainer.step
-    info["best_dev"] = trainer.best
-    if average_last and trainer.is_main:
-        info["average"] = _average(trainer, out, average_last)
-    (out / "config.json").write_text(json.dumps(info, indent=2) + "\n")
-    return Parser.load(out, trainer.device, dtype="float32"), history
+        init = {"init": {"from": source.given, "file": str(source.file), "step": source.step,
+                         "added_labels": added, **report.to_dict()}}
+    trainer, history = run_training(model, task, tc, out_dir, cfg.to_dict(), task_info=task_info, data_info=data_info,
+                                    more_info=init, resume=resume, average_last=average_last)
+    return Parser.load(out_dir, trainer.device, dtype="float32"), history
 
 
 def _set_facts(sets: list, treebanks: list[str]) -> dict:
@@ -143,23 +123,3 @@ def _set_facts(sets: list, treebanks: list[str]) -> dict:
     return {str(name): {"sentences": len(sents), "words": sum(len(s) for s in sents),
                         "treebank": treebank_index(treebanks, name)} for name, sents in sets}
 
-
-def _average(trainer, out: Path, k: int) -> dict:
-    """Average the last ``k`` step snapshots into ``out/averaged.pt``; its dev scores."""
-    import torch
-
-    from ...core.average import write_average
-    from ...core.checkpoint import snapshots
-
-    files = [p for _, p in snapshots(out)][-k:]
-    if not files:
-        return {}
-    ck = write_average(files, out / "averaged.pt")
-    model = trainer.model
-    model.load_state_dict(ck["model"], strict=True)
-    model.eval()
-    with torch.no_grad(), trainer.autocast:
-        scores = {key: float(v) for key, v in trainer.task.evaluate(model).items()}
-    print(f"averaged the weights of steps {', '.join(map(str, ck['averaged']['steps']))} into {out / 'averaged.pt'}:"
-          f" dev LAS {scores.get('las', 0):.2f} (best.pt: {trainer.best or 0:.2f})", file=sys.stderr)
-    return {"file": "averaged.pt", "steps": ck["averaged"]["steps"], **scores}
