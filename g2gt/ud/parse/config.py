@@ -3,15 +3,15 @@ model options from these fields)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
-from ...core.config import dataclass_from_dict
+from ...core.config import DictConfig
 
 __all__ = ["ParserConfig"]
 
 
 @dataclass
-class ParserConfig:
+class ParserConfig(DictConfig):
     """Hyper-parameters of :class:`g2gt.ud.parse.ParserModel`, saved in checkpoints as ``model_config``.
 
     The vocabulary sizes come first (from :class:`g2gt.ud.parse.ParserVocab`); a size of 0 means the
@@ -22,6 +22,9 @@ class ParserConfig:
     per treebank is added to every word's input vector, :class:`g2gt.ud.parse.ParserModel`); the first is the
     default at parse time. Empty (the default, and every checkpoint written before the field existed): no
     treebank vectors, so such checkpoints load strictly and unchanged.
+
+    :meth:`from_dict` is :class:`g2gt.core.config.DictConfig`'s: keys of other versions are ignored, missing
+    ones take their defaults.
     """
 
     num_words: int
@@ -51,12 +54,7 @@ class ParserConfig:
     def to_dict(self) -> dict:
         """The fields as a dict (the checkpoint's ``model_config``); ``treebanks`` only when it is not empty,
         so a one-treebank model's record is exactly that of the versions before the field existed."""
-        d = asdict(self)
+        d = super().to_dict()
         if not d["treebanks"]:
             del d["treebanks"]
         return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "ParserConfig":
-        """From :meth:`to_dict` output (unknown keys, e.g. of a newer version, are ignored)."""
-        return dataclass_from_dict(cls, d)

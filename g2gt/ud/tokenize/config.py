@@ -4,6 +4,9 @@
 * :class:`SegmentDataConfig`: how training documents are rendered into raw text and cut into windows;
 * :class:`ExpanderConfig`: the learned multiword-token expander (saved inside segmenter checkpoints).
 
+Each is a :class:`g2gt.core.config.DictConfig`: ``to_dict`` (tuples as lists, JSON-ready) and ``from_dict``
+(keys of other versions ignored, missing ones at their defaults, lists back to tuples).
+
 The defaults are the recipe of ``g2gt train segmenter``: a 3-layer, d_model 64, 2-head chain-graph
 encoder over characters (about 0.11 M parameters, keys-only chain labels), on windows of 96 non-space
 characters read with 12 characters of context on each side. It is sized for speed: the whole raw text ->
@@ -14,9 +17,9 @@ windows ~3,500 words/s; d_model 64 / 4 heads / 128 ~22,000; 2 heads ~28,000; 2 h
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from ...core.config import dataclass_from_dict, option
+from ...core.config import DictConfig, option
 
 __all__ = ["SegmenterConfig", "SegmentDataConfig", "ExpanderConfig", "NUM_LABELS", "LABEL_NAMES"]
 
@@ -27,7 +30,7 @@ NUM_LABELS = len(LABEL_NAMES)
 
 
 @dataclass
-class SegmenterConfig:
+class SegmenterConfig(DictConfig):
     """The character tagger: embeddings of lowercased characters plus a character-class feature, a
     :class:`g2gt.nn.GraphEncoder` whose only channel is the chain graph of the window (label = relative
     distance clipped at ``max_distance``), and a linear classifier over :data:`LABEL_NAMES`.
@@ -53,16 +56,9 @@ class SegmenterConfig:
                                           "several pieces, a dictionary feature (g2gt.ud.tokenize.words; set "
                                           "from the training data)", "model")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> SegmenterConfig:
-        return dataclass_from_dict(cls, d)
-
 
 @dataclass
-class SegmentDataConfig:
+class SegmentDataConfig(DictConfig):
     """How EWT-style documents become training text (:func:`g2gt.ud.tokenize.data.render_document`).
 
     Each document is rendered in one *style*, drawn with these weights: ``para`` (sentences joined by a
@@ -93,16 +89,9 @@ class SegmentDataConfig:
             raise ValueError(f"style weights must be >= 0 and not all 0, got {w}")
         return w
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> SegmentDataConfig:
-        return dataclass_from_dict(cls, d)
-
 
 @dataclass
-class ExpanderConfig:
+class ExpanderConfig(DictConfig):
     """The learned multiword-token expander (:mod:`g2gt.ud.tokenize.expander`): a character encoder-decoder
     (:class:`g2gt.nn.G2GTransformer`, relative chain labels only, shared character embeddings) from a
     lowercased token surface to its lowercased words joined by a separator symbol. About 0.1 M parameters
@@ -121,10 +110,3 @@ class ExpanderConfig:
                                "expander epoch", "expander")
     decide_ratio: float = option(9.0, "decide mode: one-word tokens per multiword token in an expander epoch "
                                  "(0 = no decide mode)", "expander")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ExpanderConfig:
-        return dataclass_from_dict(cls, d)
