@@ -10,22 +10,25 @@ from . import _aliases
 from typing import TYPE_CHECKING
 
 # Names re-exported lazily (PEP 562): ``import g2gt`` stays cheap (no torch) so the ``g2gt`` command's
-# --help and --version answer at once; the first use of a name imports its module.
-_EXPORTS = {
-    "BucketBatchSampler": "core.batch", "GraphBatch": "core.batch", "collate": "core.batch",
-    "ChainChannel": "core.graph", "EdgeChannel": "core.graph", "Graph": "core.graph", "LabelVocab": "core.graph",
-    "chain_graph": "core.graph", "edges_from_heads": "core.graph", "num_chain_labels": "core.graph",
-    "relative_position_labels": "core.graph",
-    "Pipeline": "ud.pipeline",
+# --help and --version answer at once; the first use of a name imports its module. This table is the one
+# list: ``_EXPORTS`` and ``__all__`` come from it, and tests/test_exports.py checks the TYPE_CHECKING imports
+# below (which type checkers need written out) against it.
+_MODULES = {
+    "ud.pipeline": ("Pipeline",),
+    "core.graph": ("Graph", "EdgeChannel", "ChainChannel", "LabelVocab", "chain_graph", "edges_from_heads",
+                   "num_chain_labels", "relative_position_labels"),
+    "core.batch": ("GraphBatch", "collate", "BucketBatchSampler"),
 }
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .ud.pipeline import Pipeline
-    from .core.batch import BucketBatchSampler, GraphBatch, collate
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only ("X as X": an explicit re-export)
+    from .core.batch import BucketBatchSampler as BucketBatchSampler, GraphBatch as GraphBatch, collate as collate
     from .core.graph import (
-        ChainChannel, EdgeChannel, Graph, LabelVocab, chain_graph, edges_from_heads, num_chain_labels,
-        relative_position_labels,
+        ChainChannel as ChainChannel, EdgeChannel as EdgeChannel, Graph as Graph, LabelVocab as LabelVocab,
+        chain_graph as chain_graph, edges_from_heads as edges_from_heads, num_chain_labels as num_chain_labels,
+        relative_position_labels as relative_position_labels,
     )
+    from .ud.pipeline import Pipeline as Pipeline
 
 
 def load(model: str = "en_ewt", device: str = "cpu", dtype: str | None = "auto", tokenizer: str = "auto"):
@@ -49,18 +52,4 @@ _aliases.install()  # old module paths (g2gt.parsing, g2gt.graph ...) for one re
 
 from ._version import __version__ as __version__  # noqa: E402  (defined once, in _version.py)
 
-__all__ = [
-    "load",
-    "Pipeline",
-    "Graph",
-    "EdgeChannel",
-    "ChainChannel",
-    "LabelVocab",
-    "chain_graph",
-    "edges_from_heads",
-    "num_chain_labels",
-    "relative_position_labels",
-    "GraphBatch",
-    "collate",
-    "BucketBatchSampler",
-]
+__all__ = ["load", *_EXPORTS]
