@@ -128,3 +128,15 @@ def test_pip_installs_a_package_offline(model_dir, tmp_path):
     assert r.returncode == 0, r.stderr
     assert (target / "g2gt_model_xx_fake" / "model" / "parser.pt").is_file()
     assert any(p.name.endswith(".dist-info") for p in target.iterdir())
+
+
+def test_readme_lists_the_command_of_every_part(model_dir, tmp_path):
+    commands = {"segmenter": "g2gt train segmenter --out r/segmenter",
+                "parser": "g2gt train parser --out r/parser\ng2gt train parser --out r/parser --resume",
+                "enhancer": "g2gt train pipeline --out r --resume", "pipeline": "g2gt train pipeline --out r --resume"}
+    (model_dir / "model.json").write_text(json.dumps({**CARD, "commands": commands}))
+    readme = (build_package(model_dir, "xx_fake", tmp_path / "p") / "README.md").read_text()
+    block = readme[readme.index("```bash", readme.index("Trained with")):]
+    block = block[:block.index("```\n", 7)].splitlines()[1:]
+    assert block == ["# segmenter", commands["segmenter"], "# parser", *commands["parser"].splitlines(),
+                     "# enhancer, pipeline", commands["pipeline"]]

@@ -30,7 +30,7 @@ __all__ = [
     "CommandParser", "UsageError", "add_common_options", "add_dataclass_options", "add_signature_options",
     "field_default",
     "option_values", "positive_int", "non_negative_int", "resolve_device", "apply_runtime", "progress_enabled",
-    "check_input_path", "check_output_path", "check_folder_path", "add_workers_option",
+    "check_input_path", "check_output_path", "check_folder_path", "add_workers_option", "command_line",
 ]
 
 
@@ -165,6 +165,14 @@ def add_workers_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="worker processes, one thread each, each loading the model once; the output is "
                              "byte-identical to --workers 1 (default: 1 = this process, --threads threads)")
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command that gave ``args`` as typed (``g2gt train parser --out runs/p ...``), for a training folder's
+    record of the commands that trained it (:func:`g2gt.ud.runs.record_command`)."""
+    import shlex
+
+    return shlex.join(["g2gt", *getattr(args, "_argv", [])])
 
 
 def progress_enabled(args: argparse.Namespace) -> bool:

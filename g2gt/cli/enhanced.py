@@ -15,7 +15,8 @@ from pathlib import Path
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
     UsageError, add_common_options, add_dataclass_options, add_signature_options, add_workers_option, apply_runtime,
-    check_folder_path, check_input_path, check_output_path, data_file_arg, option_values, progress_enabled,
+    check_folder_path, check_input_path, check_output_path, command_line, data_file_arg, option_values,
+    progress_enabled,
 )
 
 MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "max_distance", "edge_dim", "label_dim",
@@ -123,6 +124,9 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"parsed the training data with {args.parser} ({time.time() - t0:.0f} s)", file=sys.stderr)
     tc = TrainConfig(**option_values(args, TRAIN_OPTIONS), metric="elas", metric_mode="max", device=device,
                      progress=progress_enabled(args))
+    from ..ud.runs import record_command
+
+    record_command(args.out, command_line(args), args.resume)  # for the model card (g2gt train pipeline)
     enhancer, history = train_enhanced(
         train, dev, args.out, option_values(args, MODEL_OPTIONS), tc, max_tokens=args.batch_tokens,
         parser_trees=trees, resume=args.resume, **option_values(args, TASK_OPTIONS))

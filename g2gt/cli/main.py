@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``g2gt`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed (command_line)
     command = getattr(args, "_parser", parser)
     if extra:
         command.error(f"unrecognized arguments: {' '.join(extra)}")

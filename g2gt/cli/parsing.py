@@ -17,7 +17,7 @@ from ..ud.models import DEFAULT_MODEL
 from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
 from .common import (
     UsageError, add_common_options, add_dataclass_options, add_signature_options, add_workers_option, apply_runtime,
-    check_folder_path, check_input_path, check_output_path, data_file_arg, field_default, non_negative_int,
+    check_folder_path, check_input_path, check_output_path, command_line, data_file_arg, field_default, non_negative_int,
     option_values, progress_enabled,
 )
 
@@ -155,6 +155,9 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"--init-from {args.init_from}: its architecture"
               + (f" with {', '.join(f'{k}={v}' for k, v in model.items())}" if model else "")
               + " and vocabulary" + (f" ({', '.join(unused)} not used)" if unused else ""), file=sys.stderr)
+    from ..ud.runs import record_command
+
+    record_command(args.out, command_line(args), args.resume)  # for the model card (g2gt train pipeline)
     _, history = train_parser(train, dev, args.out, model, tc,
                               max_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
     best = max(_all_evaluations(Path(args.out) / "log.jsonl") or history, key=lambda h: h.get("las", 0), default={})

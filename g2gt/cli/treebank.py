@@ -19,7 +19,7 @@ from pathlib import Path
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
     UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime, check_folder_path,
-    check_input_path, data_file_arg, option_values, progress_enabled,
+    check_input_path, command_line, data_file_arg, option_values, positive_int, progress_enabled,
 )
 
 SEG_MODEL_SKIP = ("vocab_size", "spaces_in_tokens", "space_words")
@@ -56,12 +56,13 @@ def _pipeline_command(args: argparse.Namespace) -> str:
     words = ["g2gt", "train", "pipeline"]
     for flag, value in (("--treebank", args.treebank), ("--train", args.train), ("--dev", args.dev),
                         ("--out", args.out), ("--name", args.name), ("--lang", args.lang),
-                        ("--max-minutes", f"{args.max_minutes:g}"),
+                        ("--max-minutes", args.max_minutes),
                         *((f"--{s}-minutes", getattr(args, f"{s}_minutes")) for s in STAGE_SHARES),
-                        ("--threads", args.threads or None), ("--batch-tokens", args.batch_tokens),
+                        ("--max-steps", args.max_steps), ("--threads", args.threads or None),
+                        ("--batch-tokens", args.batch_tokens),
                         ("--device", None if args.device == "auto" else args.device)):
         if value is not None:
-            words += [flag, str(value)]
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     words += [flag for flag, on in (("--resume", args.resume), ("--no-enhancer", not args.enhancer)) if on]
     return " ".join(shlex.quote(w) for w in words)
 
@@ -133,6 +134,9 @@ def run_segmenter(args: argparse.Namespace) -> int:
     fields = [f for f in SegmenterConfig.__dataclass_fields__ if f not in SEG_MODEL_SKIP]
     english = args.english_rules if args.english_rules is not None else is_english_treebank(train_path)
     t0 = time.time()
+    from ..ud.runs import record_command
+
+    record_command(args.out, command_line(args), args.resume)  # for the model card (g2gt train pipeline)
     seg = train_segmenter(read_conllu(train_path), read_conllu(dev_path), args.out,
                           SegmenterConfig(**option_values(args, fields)), tc, args.resume,
                           SegmentDataConfig(**option_values(args, SegmentDataConfig.__dataclass_fields__)),
@@ -153,9 +157,11 @@ def _configure_pipeline(p: argparse.ArgumentParser) -> None:
         "treebank fills), lemmatizer and parser (g2gt train parser), and the enhanced-UD model when the "
         "treebank has DEPS (g2gt train enhanced). Each stage trains in its own folder OUT/<stage>; --resume "
         "continues an interrupted stage with its own stored budget and reuses finished ones (also runs made by "
-        f"those commands). The budget is split {shares} unless a stage gets its own minutes. Then OUT/model is "
+        "those commands); a finished segmenter without the expander the treebank needs gets only the expander "
+        f"trained. The budget is split {shares} unless a stage gets its own minutes. Then OUT/model is "
         "written and scored on dev with the official CoNLL 2018 scorer, from raw text and from the gold "
-        "tokenisation; model.json holds the scores, the command, the wall time and the CPU.")
+        "tokenisation; model.json holds the scores, the commands (each stage's own, from OUT/<stage>/"
+        "commands.jsonl, and this one), the wall time and the CPU.")
     p.epilog = (
         "examples:\n"
         "  g2gt train pipeline --treebank UD_French-Sequoia --out runs/fr_sequoia --max-minutes 60 --threads 1\n"
@@ -178,6 +184,8 @@ def _configure_pipeline(p: argparse.ArgumentParser) -> None:
     for stage in STAGE_SHARES:
         budget.add_argument(f"--{stage}-minutes", type=float, default=None, metavar="X",
                             help=f"minutes of the {stage} stage (default: its share of --max-minutes)")
+    budget.add_argument("--max-steps", type=positive_int, default=None, metavar="N",
+                        help="at most N updates per stage and for the expander (quick trials and tests)")
     budget.add_argument("--no-enhancer", dest="enhancer", action="store_false",
                         help="no enhanced-UD stage even when the treebank has DEPS")
     budget.add_argument("--no-eval", dest="evaluate", action="store_false", help="skip the dev evaluation")
@@ -208,7 +216,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
     card = train_pipeline(files, args.out, name=args.name, lang=args.lang, max_minutes=args.max_minutes,
                           stage_minutes=minutes, resume=args.resume, device=device, progress=progress_enabled(args),
                           batch_tokens=args.batch_tokens, enhancer=args.enhancer, evaluate=args.evaluate,
-                          command=_pipeline_command(args), threads=args.threads)
+                          command=_pipeline_command(args), threads=args.threads, max_steps=args.max_steps)
     print(f"model folder: {Path(args.out) / 'model'} ({card.get('name')}); card: model.json", file=sys.stderr)
     return 0
 

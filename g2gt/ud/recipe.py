@@ -18,12 +18,21 @@ expander only with two minutes or more.
 A stage folder whose run used its whole budget is reused as it is (``resume=True``), one with an
 interrupted run is continued with the budget stored in its ``last.pt`` (:mod:`g2gt.ud.runs`): a parser
 trained before with ``g2gt train parser --out OUT/parser`` is picked up. Without ``resume`` an existing run
-is an error, never overwritten.
+is an error, never overwritten. A stage is done when every part the treebank needs is there: a finished
+segmenter run without the expander the treebank needs (an older run, one trained with ``--no-expander`` or
+with less than :data:`EXPANDER_MIN_MINUTES`) gets only the expander trained
+(:func:`g2gt.ud.tokenize.train.add_expander`); an expander whose segmenter never started is reused.
+``max_steps`` caps every stage's updates (quick trials and tests).
+
+Each stage folder keeps the commands that trained it (``commands.jsonl``, :func:`g2gt.ud.runs.record_command`:
+this pipeline's command for the stages it trains, ``g2gt train parser ...`` for a stage trained on its own),
+so the card's ``commands`` has each stage's own commands and the pipeline's
+(:func:`g2gt.ud.models.export.stage_commands`).
 
 Then ``out/model`` is written (:func:`g2gt.ud.models.export.export_model`: one file per stage, float16
 weights, ``model.json``) and scored on the dev set with the official CoNLL 2018 scorer from raw text and
 from the gold tokenisation (:mod:`g2gt.ud.recipe_eval`); the card gets the scores, the multiword-token
-accuracy, whether ``# text`` was rebuilt exactly, the UD validator's verdict, the command, the wall time
+accuracy, whether ``# text`` was rebuilt exactly, the UD validator's verdict, the commands, the wall time
 and the CPU. The training settings of each stage are the defaults of its own command (``g2gt train
 segmenter / parser / enhanced``): :data:`PARSER_RECIPE`, :data:`ENHANCER_RECIPE`.
 """
@@ -132,16 +141,28 @@ def _mwt_types(sentences) -> int:
     return len({t.form.lower() for s in sentences for t in surface_tokens(s) if t.is_mwt})
 
 
-def _stage_config(folder: Path, resume: bool, fresh: Callable[[], object], **runtime):
-    """``(train_config, resume_flag, reused)`` for a stage folder (module docstring)."""
+def _wants_expander(train, minutes: float) -> bool:
+    """Whether the segmenter stage of a treebank with training sentences ``train`` and ``minutes`` includes the
+    learned expander (module docstring)."""
+    from .tokenize.train import EXPANDER_MIN_TYPES
+
+    return minutes >= EXPANDER_MIN_MINUTES and _mwt_types(train) >= EXPANDER_MIN_TYPES
+
+
+def _stage_config(folder: Path, resume: bool, fresh: Callable[[], object], started: bool = False, **runtime):
+    """``(train_config, resume_flag, reused)`` for a stage folder (module docstring); ``started``: the folder
+    holds part of the stage's run even without its ``last.pt`` (the segmenter's expander)."""
     from .runs import run_state, stored_train_config
 
     state = run_state(folder)
+    if (state.exists or started) and not resume:
+        what = f"a training run ({state.step} updates)" if state.exists else "part of a training run"
+        raise ValueError(f"{folder} already holds {what}; pass --resume to continue or reuse it, or give another "
+                         "--out")
     if not state.exists:
-        return fresh(), False, False
-    if not resume:
-        raise ValueError(f"{folder} already holds a training run ({state.step} updates); pass --resume to continue "
-                         "or reuse it, or give another --out")
+        if started:
+            _say(f"{folder.name}: continuing the stage started in {folder}")
+        return fresh(), started, False
     if state.finished:
         _say(f"{folder.name}: reusing the finished run in {folder} ({state.step} updates, {state.minutes:.1f} min, "
              f"budget {state.budget})")
@@ -154,13 +175,14 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
                    max_minutes: float = DEFAULT_MINUTES, stage_minutes: dict[str, float] | None = None,
                    resume: bool = False, device: str = "cpu", progress: bool = False, batch_tokens: int | None = None,
                    enhancer: bool = True, evaluate: bool = True, command: str | None = None,
-                   threads: int = 0) -> dict:
+                   threads: int = 0, max_steps: int | None = None) -> dict:
     """Train every stage ``files`` supports into ``out/<stage>``, write ``out/model`` and score it on dev
-    (module docstring). Returns the model card as written to ``out/model/model.json``."""
+    (module docstring). ``command``: what the card and the stage folders record as the pipeline's command.
+    Returns the model card as written to ``out/model/model.json``."""
     from ..core.config import TrainConfig
     from .io.conllu import read_conllu
-    from .models.export import export_model
-    from .tokenize.train import EXPANDER_MIN_TYPES, default_train_config, expander_budget, expander_minutes
+    from .models.export import export_model, stage_commands
+    from .runs import record_command
 
     t_start = time.time()
     out = Path(out)
@@ -173,32 +195,25 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     plan = ", ".join(f"{s} {minutes[s]:.1f} min" for s in stages)
     _say(f"{name}: {len(train)} training and {len(dev)} dev sentences; stages: {plan}")
     runtime = dict(device=device, progress=progress)
+    limit = {"max_steps": max_steps} if max_steps else {}
+    command = command or f"train_pipeline({files.train.name!r}, {str(out)!r})"
     info: dict[str, dict] = {}
 
     # ---- 1. tokenizer, sentence splitter, multiword tokens
-    from .tokenize import train_segmenter
-
-    folder = out / "segmenter"
-    seg_tc = default_train_config(max_minutes=minutes["segmenter"], **runtime)
-    expander = _mwt_types(train) >= EXPANDER_MIN_TYPES and minutes["segmenter"] >= EXPANDER_MIN_MINUTES
-    _say(f"[1/{len(stages)}] segmenter -> {folder}")
-    tc, resumed, reused = _stage_config(folder, resume, lambda: seg_tc, **runtime)
-    if resumed and not reused and tc.max_minutes:  # last.pt stores the character model's part of the stage
-        tc = dataclasses.replace(tc, max_minutes=tc.max_minutes + expander_minutes(folder))
-    if not reused:
-        train_segmenter(train, dev, folder, train_config=tc, resume=resumed, english_rules=lang == "en",
-                        expander=expander, expander_train_config=expander_budget(tc))
-    info["segmenter"] = _stage_info(folder, reused)
+    _say(f"[1/{len(stages)}] segmenter -> {out / 'segmenter'}")
+    info["segmenter"] = _segmenter_stage(train, dev, out / "segmenter", minutes["segmenter"], resume,
+                                         lang == "en", command, limit, runtime)
 
     # ---- 2. tagger, lemmatizer, parser
     from .parse import train_parser
 
     folder = out / "parser"
     par_tc = TrainConfig(**PARSER_RECIPE["train"], max_minutes=minutes["parser"], metric="las", metric_mode="max",
-                         **runtime)
+                         **limit, **runtime)
     _say(f"[2/{len(stages)}] parser -> {folder}")
     tc, resumed, reused = _stage_config(folder, resume, lambda: par_tc, **runtime)
     if not reused:
+        record_command(folder, command, resumed)
         train_parser(train, dev, folder, dict(PARSER_RECIPE["model"]), tc,
                      max_tokens=batch_tokens or PARSER_RECIPE["batch_tokens"], resume=resumed)
     info["parser"] = _stage_info(folder, reused)
@@ -209,10 +224,11 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
 
         folder = out / "enhancer"
         enh_tc = TrainConfig(**ENHANCER_RECIPE["train"], max_minutes=minutes["enhancer"], metric="elas",
-                             metric_mode="max", **runtime)
+                             metric_mode="max", **limit, **runtime)
         _say(f"[3/{len(stages)}] enhancer -> {folder}")
         tc, resumed, reused = _stage_config(folder, resume, lambda: enh_tc, **runtime)
         if not reused:
+            record_command(folder, command, resumed)
             train_enhanced(train, dev, folder, dict(ENHANCER_RECIPE["model"]), tc,
                            max_tokens=batch_tokens or ENHANCER_RECIPE["batch_tokens"], resume=resumed)
         info["enhancer"] = _stage_info(folder, reused)
@@ -220,12 +236,17 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     # ---- the model folder and its card
     from .recipe_eval import machine_facts, score_model, treebank_facts
 
+    commands = stage_commands({s: out / s for s in stages})
+    for s in stages:
+        if s not in commands:
+            _say(f"{s}: {out / s} records no command (a run from before g2gt kept them), so the card cannot list "
+                 f"it; add it with g2gt.ud.runs.record_command({str(out / s)!r}, COMMAND, resume=False)")
     card = {
         "name": name, "language": lang,
         "description": f"{name}: tokenizer, sentence splitter, multiword tokens, tagger, lemmatizer, parser"
                        + (", enhanced UD" if "enhancer" in stages else "") + f" (trained on {files.train.name})",
         **treebank_facts(files, train, dev),
-        "commands": {"pipeline": command or f"train_pipeline({files.train.name!r}, {str(out)!r})"},
+        "commands": {**commands, "pipeline": command},
         "training_minutes": {s: round(i["minutes"], 2) for s, i in info.items()},
         "steps": {s: i["step"] for s, i in info.items()},
         "budget_minutes": {s: round(i["max_minutes"] + i.get("expander_max_minutes", 0.0), 2) for s, i in info.items()},
@@ -246,6 +267,34 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     write_card(model_dir, card)
     _say(f"done in {(time.time() - t_start) / 60:.1f} min; {model_dir}/model.json")
     return card
+
+
+def _segmenter_stage(train, dev, folder: Path, minutes: float, resume: bool, english: bool, command: str,
+                     limit: dict, runtime: dict) -> dict:
+    """Train, continue or reuse the segmenter stage in ``folder``; it is done when its run finished and, where
+    :func:`_wants_expander`, its checkpoints hold the expander, else only the missing part trains (module
+    docstring). ``limit`` / ``runtime``: :class:`TrainConfig` fields. Returns the card's facts of the stage."""
+    from .runs import record_command
+    from .tokenize import train_segmenter
+    from .tokenize.train import add_expander, default_train_config, expander_budget, expander_minutes, lacks_expander
+
+    seg_tc = default_train_config(max_minutes=minutes, **limit, **runtime)
+    expander = _wants_expander(train, minutes)
+    started = (folder / "expander" / "last.pt").is_file()  # stopped after the expander, before the character model
+    tc, resumed, reused = _stage_config(folder, resume, lambda: seg_tc, started, **runtime)
+    added = expander and lacks_expander(folder)
+    if added:  # the run predates its expander (or was trained without one): train that part alone
+        _say(f"{folder.name}: the run has no multiword-token expander, which this treebank needs; training it alone "
+             f"in {folder / 'expander'}")
+        record_command(folder, command, True)
+        add_expander(folder, train, dev, expander_budget(seg_tc))
+    if resumed and not reused and tc.max_minutes:  # last.pt stores the character model's part of the stage
+        tc = dataclasses.replace(tc, max_minutes=tc.max_minutes + expander_minutes(folder))
+    if not reused:
+        record_command(folder, command, resumed)
+        train_segmenter(train, dev, folder, train_config=tc, resume=resumed, english_rules=english,
+                        expander=expander, expander_train_config=expander_budget(tc))
+    return {**_stage_info(folder, reused), "expander_added": added}
 
 
 def _stage_info(folder: Path, reused: bool) -> dict:

@@ -6,6 +6,11 @@ A training folder (written by the :class:`g2gt.core.train.Trainer`) has ``last.p
 ``epoch >= epochs``. ``g2gt train pipeline --resume`` skips finished stages and continues the others with
 their own stored budget (:func:`stored_train_config`), so a stage trained on its own before (``g2gt train
 parser --out OUT/parser``) is picked up as it is.
+
+``commands.jsonl`` in a training folder lists the commands that trained its run, one JSON object a line
+(``{"command": ...}``), oldest first: :func:`record_command` writes it (``g2gt train parser / enhanced /
+segmenter / pipeline``), :func:`run_commands` reads it (for the model card). A run started afresh replaces the
+list; a resumed one adds its command.
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RunState", "run_state", "run_finished", "stored_train_config"]
+__all__ = ["RunState", "run_state", "run_finished", "stored_train_config", "record_command", "run_commands",
+           "COMMANDS_FILE"]
+
+COMMANDS_FILE = "commands.jsonl"
 
 
 @dataclass
@@ -71,3 +79,41 @@ def stored_train_config(folder: str | os.PathLike, **overrides):
     if ck is None:
         return None
     return dataclasses.replace(TrainConfig.from_dict(ck.get("train_config") or {}), **overrides)
+
+
+def record_command(folder: str | os.PathLike, command: str, resume: bool) -> None:
+    """Note ``command`` as one that trains the run in ``folder`` (created if needed): added to
+    ``commands.jsonl`` with ``resume`` (unless it is already the last one), else the list starts afresh.
+    Written under the folder's lock, by the main process only (``RANK`` unset or 0): a folder another process
+    trains in raises :class:`g2gt.core.checkpoint.TrainingFolderLocked` and is left as it is."""
+    import json
+
+    from ..core.checkpoint import TrainingFolderLock
+
+    if os.environ.get("RANK", "0") != "0":
+        return
+    path = Path(folder) / COMMANDS_FILE
+    with TrainingFolderLock(folder):
+        known = run_commands(folder) if resume else []
+        if known and known[-1] == command:
+            return
+        with open(path, "a" if known else "w", encoding="utf-8") as f:
+            f.write(json.dumps({"command": command}, ensure_ascii=False) + "\n")
+
+
+def run_commands(folder: str | os.PathLike) -> list[str]:
+    """The commands recorded in ``folder/commands.jsonl``, oldest first (``[]`` when none were recorded, e.g.
+    a run made before commands were kept)."""
+    import json
+
+    path = Path(folder) / COMMANDS_FILE
+    if not path.is_file():
+        return []
+    out = []
+    for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(str(json.loads(line)["command"]))
+            except (ValueError, KeyError, TypeError):
+                raise ValueError(f"{path}:{k}: expected a JSON object with a \"command\" string") from None
+    return out

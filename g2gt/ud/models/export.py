@@ -5,7 +5,9 @@ Training folders hold optimizer state and float32 weights; a shipped model needs
 :class:`g2gt.ud.pipeline.Pipeline` and :meth:`~g2gt.ud.pipeline.Pipeline.save` writes it: each stage keeps what its
 ``load`` reads -- the weights, ``model_config``, ``task`` (vocabularies, lexicons) and ``train_config`` (the
 record of how it was trained) -- with floating-point weights stored as float16 (half the bytes; ``load``
-casts them back, so only the rounding of each weight to float16 changes).
+casts them back, so only the rounding of each weight to float16 changes). The card's ``commands`` gets, for
+each stage given as a training folder, the commands that trained it (:func:`stage_commands`), unless the
+card already names them.
 
 >>> export_model("g2gt/ud/models/en_ewt", parser="runs/en_ewt", segmenter="runs/segmenter",
 ...              enhancer="runs/enhanced", card={"name": "en_ewt"})             # doctest: +SKIP
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["export_model", "MAX_MODEL_MB"]
+__all__ = ["export_model", "stage_commands", "MAX_MODEL_MB"]
 
 MAX_MODEL_MB = 25.0  # the package-data budget of one shipped model (all parts together)
 
@@ -36,5 +38,24 @@ def export_model(out: str | os.PathLike, parser: str | os.PathLike, segmenter: s
     nlp = Pipeline(Segmenter.load(segmenter, dtype=None) if segmenter is not None else None,
                    Parser.load(parser, dtype=None),
                    Enhancer.load(enhancer, dtype=None) if enhancer is not None else None)
+    found = stage_commands({"segmenter": segmenter, "parser": parser, "enhancer": enhancer})
+    card = dict(card or {})
+    if found:
+        card["commands"] = {**found, **(card.get("commands") or {})}
     nlp.save(out, storage_dtype, card, max_mb)
     return nlp.card
+
+
+def stage_commands(folders: dict[str, str | os.PathLike | None]) -> dict[str, str]:
+    """``{stage: its commands}`` for the stages of ``folders`` (``{stage: training folder}``) whose folder
+    records the commands that trained it (:func:`g2gt.ud.runs.run_commands`; several, e.g. a run and its
+    resumption, are one line each); stages without a record (a checkpoint file, an older run) are left out."""
+    from ..runs import run_commands
+
+    out = {}
+    for stage, folder in folders.items():
+        if folder is not None and os.path.isdir(folder):
+            commands = run_commands(folder)
+            if commands:
+                out[stage] = "\n".join(commands)
+    return out

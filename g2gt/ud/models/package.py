@@ -72,6 +72,22 @@ def _init_py(name: str, description: str) -> str:
         "    return MODEL_DIR\n")
 
 
+def _commands(commands: dict) -> list[str]:
+    """README lines for the card's ``commands`` (``{what: command lines}``): one bash block, each command once,
+    under a comment naming what it made (stages trained by the same command share it)."""
+    made: dict[str, list[str]] = {}
+    for what, text in commands.items():
+        if isinstance(text, str) and text.strip():
+            made.setdefault(text.strip(), []).append(what)
+    if not made:
+        return []
+    lines = ["Trained with (the commands that made each part; model.json lists them too):", "",
+             "```bash"]
+    for text, whats in made.items():
+        lines += [f"# {', '.join(whats)}", *text.splitlines()]
+    return lines + ["```", ""]
+
+
 def _readme(name: str, card: dict) -> str:
     lines = [f"# g2gt model `{name}`", "", card.get("description", ""), "",
              "```bash", f"pip install models/{name}        # from the g2gt repository; no download needed",
@@ -88,8 +104,7 @@ def _readme(name: str, card: dict) -> str:
                   "| input | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
         lines += [f"| {k} | " + " | ".join(f"{v.get(m, 0):.2f}" for m in metrics) + " |" for k, v in scores.items()]
         lines.append("")
-    if (card.get("commands") or {}).get("pipeline"):
-        lines += ["Trained with:", "", "```bash", card["commands"]["pipeline"], "```", ""]
+    lines += _commands(card.get("commands") or {})
     lines += [f"The model card is `g2gt_model_{name}/model/model.json`.", ""]
     return "\n".join(lines)
 

@@ -40,7 +40,8 @@ from .config import ExpanderConfig, SegmentDataConfig, SegmenterConfig
 from .mwt import MWTLexicon
 
 __all__ = ["train_segmenter", "default_train_config", "learn_lexicon", "relearn_lexicon", "expander_budget",
-           "expander_minutes", "SPACES_AUTO_SHARE", "EXPANDER_MIN_TYPES", "EXPANDER_STEPS"]
+           "expander_minutes", "add_expander", "lacks_expander", "SPACES_AUTO_SHARE", "EXPANDER_MIN_TYPES",
+           "EXPANDER_STEPS"]
 
 #: ``spaces_in_tokens`` is turned on when at least this share of training tokens hold a space
 SPACES_AUTO_SHARE = 0.01
@@ -159,6 +160,48 @@ def expander_minutes(out_dir: str | os.PathLike) -> float:
     from ..runs import run_state
 
     return run_state(Path(out_dir) / "expander").minutes
+
+
+def _segmenter_checkpoints(out_dir: str | os.PathLike) -> list[tuple[Path, dict]]:
+    """``(file, checkpoint)`` of the segmenter checkpoints of a training folder (``best.pt``, ``last.pt``, step
+    snapshots that carry the task)."""
+    from ...core.checkpoint import load_checkpoint, snapshots
+    from .segmenter import CHECKPOINT_KIND
+
+    files = [Path(out_dir) / n for n in ("best.pt", "last.pt")] + [p for _, p in snapshots(out_dir)]
+    found = [(f, load_checkpoint(f)) for f in files if f.is_file()]
+    return [(f, ck) for f, ck in found if (ck.get("task") or {}).get("kind") == CHECKPOINT_KIND]
+
+
+def lacks_expander(out_dir: str | os.PathLike) -> bool:
+    """Whether the segmenter run in ``out_dir`` has a checkpoint without the learned expander."""
+    return any(not ck["task"].get("mwt_expander") for _, ck in _segmenter_checkpoints(out_dir))
+
+
+@holds_training_folder
+def add_expander(out_dir: str | os.PathLike, train_sentences: Iterable, dev_sentences: Iterable,
+                 train_config: TrainConfig | None = None, config: ExpanderConfig | None = None):
+    """Give the segmenter run in ``out_dir`` the learned expander it lacks (a run made without one: older code,
+    ``expander=False``, a budget too short for it, or stopped before it): only the expander trains, in
+    ``out_dir/expander`` (an interrupted expander run there is continued, a finished one reused), with
+    ``train_config`` (default: :func:`expander_budget` of the run's stored configuration); then it is written
+    into each segmenter checkpoint of the folder (:func:`lacks_expander` is then False). The character model,
+    its step and its budget are kept. Returns the :class:`g2gt.ud.tokenize.expander.MWTExpander`."""
+    from ...core.checkpoint import save_atomic
+    from ..runs import stored_train_config
+    from .data import documents_from_sentences
+
+    found = _segmenter_checkpoints(out_dir)
+    if not found:
+        raise FileNotFoundError(f"{out_dir}: no segmenter checkpoint (train one with 'g2gt train segmenter')")
+    tc = train_config or expander_budget(stored_train_config(out_dir) or default_train_config())
+    expander = _train_expander(documents_from_sentences(train_sentences), documents_from_sentences(dev_sentences),
+                               Path(out_dir) / "expander", config, tc, resume=True)
+    entry = expander.to_dict()
+    for file, ck in found:
+        ck["task"] = {**ck["task"], "mwt_expander": entry}
+        save_atomic(ck, file)
+    return expander
 
 
 def learn_lexicon(train_docs, rules: str = "en") -> MWTLexicon:
