@@ -12,7 +12,8 @@ A model folder holds the parts a pipeline needs, each a checkpoint that loads wi
 
 Folders written by :func:`g2gt.ud.models.export.export_model` (``g2gt export-model``) have this layout too, so
 ``Parser.load`` takes a model's name (``"en_ewt"``), such a folder, a training folder or a checkpoint file.
-A shipped model wins over an installed package of the same name. This module imports no torch.
+A shipped model wins over an installed package of the same name. Old names stay loadable through
+:data:`MODEL_ALIASES` (``"en_ewt"`` loads the English model that replaced it). This module imports no torch.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ import os
 import warnings
 from pathlib import Path
 
-__all__ = ["DEFAULT_MODEL", "ENTRY_POINT_GROUP", "PACKAGED_DIR", "PART_FILES", "available_models",
+__all__ = ["DEFAULT_MODEL", "MODEL_ALIASES", "ENTRY_POINT_GROUP", "PACKAGED_DIR", "PART_FILES", "available_models",
            "installed_models", "shipped_models", "is_model_folder", "find_model", "model_card", "part_checkpoint",
            "write_card"]
 
 DEFAULT_MODEL = "en_ewt"
+#: old name -> the shipped model that replaced it (kept so that code and scripts naming the old one still run)
+MODEL_ALIASES = {"en_ewt": "en_combined"}
 PACKAGED_DIR = Path(__file__).resolve().parent
 PART_FILES = {"parser": "parser.pt", "segmenter": "segmenter.pt", "enhancer": "enhancer.pt"}
 #: the entry-point group of model packages: ``name = "module:function"``, the function returns the model folder
@@ -80,12 +83,17 @@ def find_model(name_or_path: str | os.PathLike) -> Path:
         return p
     name = str(name_or_path)
     if os.sep not in name and "/" not in name:
+        if not is_model_folder(PACKAGED_DIR / name):
+            name = MODEL_ALIASES.get(name, name)
         if is_model_folder(PACKAGED_DIR / name):
             return PACKAGED_DIR / name
         installed = installed_models()
         if name in installed:
             return installed[name]
     known = ", ".join(available_models()) or "none in this installation"
+    aliases = [f"{old} = {new}" for old, new in MODEL_ALIASES.items() if is_model_folder(PACKAGED_DIR / new)]
+    if aliases:
+        known += f"; old names: {', '.join(aliases)}"
     raise FileNotFoundError(f"{name}: no such file or folder, and not a shipped or installed model (available: "
                             f"{known}); give a model's name, a model or training folder or a checkpoint file, or "
                             "install a model package (pip install models/NAME)")
