@@ -22,6 +22,10 @@ The task protocol (duck-typed)::
 Each optimizer step normalises by the tokens of all its micro-batches on all
 ranks, so one process with ``accum_steps = k`` and ``k`` processes with
 ``accum_steps = 1`` take the same step.
+
+Threads, autocast, batch moving, RNG states and the ranks' collectives live in :mod:`g2gt.core.runtime`
+(:func:`set_threads`, :func:`autocast_dtype`, :func:`autocast_context` and :func:`move_to_device` are
+importable from here too); a whole recipe run (``config.json``, averaging) in :mod:`g2gt.core.run`.
 """
 
 from __future__ import annotations
@@ -34,91 +38,27 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from ._compat import cpu_bf16_supported  # the private-torch-API probes live in g2gt.core._compat
 from .checkpoint import (
     TrainingFolderLock, TrainingFolderLocked, load_checkpoint, prune_snapshots, remove_stale_temporaries, save_atomic,
     snapshot_path, truncate_log,
 )
+from .config import TrainConfig, dataclass_from_dict
+from .runtime import (
+    all_rng_states, autocast_context, autocast_dtype, from_main, max_over_ranks, move_to_device, rng_state,
+    set_rng_state, set_threads,
+)
 from .schedule import estimate_total_steps, lr_multiplier, make_schedule, warmup_length
-from .config import AMP_MODES, TrainConfig, dataclass_from_dict
 
 __all__ = [
     "TrainConfig", "Trainer", "save_atomic", "load_checkpoint", "make_schedule", "autocast_dtype", "autocast_context",
     "move_to_device",
     "dataclass_from_dict", "set_threads",
 ]
-
-
-def set_threads(n: int | None) -> None:
-    """Use ``n`` CPU threads in torch (intra-op) and in the ``tokenizers`` library; ``None`` / 0 = defaults."""
-    if not n:
-        return
-    if n < 0:
-        raise ValueError(f"threads must be >= 1 (or 0 / None for the default), got {n}")
-    torch.set_num_threads(n)
-    os.environ["RAYON_NUM_THREADS"] = str(n)  # read by tokenizers when its thread pool starts
-
-
-def autocast_dtype(device: torch.device, amp: str) -> torch.dtype | None:
-    """The autocast dtype for ``amp`` on ``device`` (``None``: off).
-
-    * ``'auto'``: on CUDA bf16 when the GPU supports it, else fp16; on a CPU with native bfloat16
-      matrix products (AVX512-BF16 or AMX, :func:`g2gt.core._compat.cpu_bf16_supported`) bf16, which
-      trains faster there (measured by ``benchmarks/amp.py``, table in the README); otherwise off;
-    * ``'bf16'``: bf16 on CUDA and on any CPU (emulated, slow, where the CPU lacks bfloat16 instructions);
-    * ``'fp16'``: fp16 on CUDA (with a GradScaler), off elsewhere; ``'none'``: off. Off on MPS.
-    """
-    if amp not in AMP_MODES:
-        raise ValueError(f"amp must be 'auto', 'bf16', 'fp16' or 'none', got {amp!r}")
-    if amp == "none":
-        return None
-    if device.type == "cpu":
-        use = amp == "bf16" or (amp == "auto" and cpu_bf16_supported())
-        return torch.bfloat16 if use else None
-    if device.type != "cuda":
-        return None
-    if amp == "auto":
-        amp = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return {"bf16": torch.bfloat16, "fp16": torch.float16}[amp]
-
-
-def autocast_context(device_type: str, dtype: torch.dtype | None):
-    """A fresh ``torch.autocast(device_type, dtype)`` context, or a no-op one when ``dtype`` is None."""
-    return contextlib.nullcontext() if dtype is None else torch.autocast(device_type, dtype=dtype)
-
-
-def move_to_device(batch: Any, device: torch.device) -> Any:
-    """Move a batch to ``device``: anything with ``.to()``, and tensors inside tuples / lists / dicts."""
-    if hasattr(batch, "to") and not isinstance(batch, type):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {k: move_to_device(v, device) for k, v in batch.items()}
-    if isinstance(batch, (list, tuple)):
-        moved = [move_to_device(v, device) for v in batch]
-        return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)
-    return batch
-
-
-def _rng_state() -> dict:
-    """This process's RNG states (torch CPU, CUDA when present, Python ``random``)."""
-    py = random.getstate()
-    state = {"torch": torch.get_rng_state(), "python": list(py[1]), "python_pos": py[2]}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"].cpu())
-    random.setstate((3, tuple(state["python"]), state["python_pos"]))
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
 
 class Trainer:
@@ -217,11 +157,7 @@ class Trainer:
         t = self._elapsed_before
         if self._fit_start is not None:
             t += self.clock() - self._fit_start
-        if self.world_size > 1:
-            box = torch.tensor(float(t), device=self.device)
-            dist.all_reduce(box, op=dist.ReduceOp.MAX)
-            t = float(box)
-        return t
+        return max_over_ranks(t, self.world_size, self.device)
 
     def _set_lr(self) -> None:
         """Set the lr of update ``step + 1``: ``lr * lr_multiplier(step + 1, T)`` with ``T`` = ``max_steps`` and /
@@ -244,21 +180,12 @@ class Trainer:
         return stop
 
     # --------------------------------------------------------------- checkpoints
-    def _all_rng_states(self) -> list[dict]:
-        """RNG states of every rank, in rank order (a collective under DDP)."""
-        mine = _rng_state()
-        if self.world_size == 1:
-            return [mine]
-        box: list[Any] = [None] * self.world_size
-        dist.all_gather_object(box, mine)
-        return box
-
     def _extra(self) -> dict:
         return self.task.checkpoint_extra() if hasattr(self.task, "checkpoint_extra") else {}
 
     def state_dict(self, rng: list[dict] | None = None, elapsed: float | None = None) -> dict:
         """Everything :meth:`resume` needs (loadable with ``weights_only=True``)."""
-        rng = rng or [_rng_state()]
+        rng = rng or [rng_state()]
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -282,7 +209,7 @@ class Trainer:
         """Write a resumable checkpoint (atomically, rank 0 only). Call it on every rank under DDP.
         With ``keep_last`` the weights of ``last.pt`` are also kept as ``step-NNNNNNN.pt`` (the newest
         ``keep_last`` of them), written first so that every snapshot up to the resumable step exists."""
-        rng = self._all_rng_states()
+        rng = all_rng_states(self.world_size)
         elapsed = self.elapsed()
         if self.is_main:
             if self.cfg.keep_last and name == "last.pt":
@@ -320,7 +247,7 @@ class Trainer:
         if self.scaler and state["scaler"]:
             self.scaler.load_state_dict(state["scaler"])
         per_rank = state.get("rng_per_rank") or [state["rng"]]
-        _set_rng_state(per_rank[self.rank] if self.rank < len(per_rank) else per_rank[0])
+        set_rng_state(per_rank[self.rank] if self.rank < len(per_rank) else per_rank[0])
         self.step, self.epoch, self.batches_done = state["step"], state["epoch"], state["batches_done"]
         self.best = state["best"]
         self._last_eval_step = state.get("last_eval_step")
@@ -386,10 +313,7 @@ class Trainer:
             self._log(metrics)
         self._train_loss, self._train_tokens = 0.0, 0
         self._last_eval_step = self.step
-        if self.world_size > 1:
-            box = [self.best]
-            dist.broadcast_object_list(box, 0)
-            self.best = box[0]
+        self.best = from_main(self.best, self.world_size)
         return metrics
 
     def _micro_step(self, batches: list, run_model) -> tuple[float, int]:
@@ -446,10 +370,7 @@ class Trainer:
                 lock = TrainingFolderLock(self.out_dir).acquire()
             except TrainingFolderLocked as e:
                 error = str(e)
-        if self.world_size > 1:
-            box = [error]
-            dist.broadcast_object_list(box, 0)
-            error = box[0]
+        error = from_main(error, self.world_size)
         if error:
             raise TrainingFolderLocked(error)
         return lock

@@ -1,0 +1,117 @@
+"""Where and how a training step runs: CPU threads, autocast, moving batches to a device, RNG states, and
+the few collectives the :class:`g2gt.core.train.Trainer` makes its ranks agree with.
+
+Under ``torchrun`` (``WORLD_SIZE > 1``) every rank calls the collectives here at the same point; with one
+process they are plain local operations (no process group needed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ._compat import cpu_bf16_supported  # the private-torch-API probes live in g2gt.core._compat
+from .config import AMP_MODES
+
+__all__ = ["set_threads", "autocast_dtype", "autocast_context", "move_to_device", "rng_state", "set_rng_state",
+           "all_rng_states", "from_main", "max_over_ranks"]
+
+
+def set_threads(n: int | None) -> None:
+    """Use ``n`` CPU threads in torch (intra-op) and in the ``tokenizers`` library; ``None`` / 0 = defaults."""
+    if not n:
+        return
+    if n < 0:
+        raise ValueError(f"threads must be >= 1 (or 0 / None for the default), got {n}")
+    torch.set_num_threads(n)
+    os.environ["RAYON_NUM_THREADS"] = str(n)  # read by tokenizers when its thread pool starts
+
+
+def autocast_dtype(device: torch.device, amp: str) -> torch.dtype | None:
+    """The autocast dtype for ``amp`` on ``device`` (``None``: off).
+
+    * ``'auto'``: on CUDA bf16 when the GPU supports it, else fp16; on a CPU with native bfloat16
+      matrix products (AVX512-BF16 or AMX, :func:`g2gt.core._compat.cpu_bf16_supported`) bf16, which
+      trains faster there (measured by ``benchmarks/amp.py``, table in the README); otherwise off;
+    * ``'bf16'``: bf16 on CUDA and on any CPU (emulated, slow, where the CPU lacks bfloat16 instructions);
+    * ``'fp16'``: fp16 on CUDA (with a GradScaler), off elsewhere; ``'none'``: off. Off on MPS.
+    """
+    if amp not in AMP_MODES:
+        raise ValueError(f"amp must be 'auto', 'bf16', 'fp16' or 'none', got {amp!r}")
+    if amp == "none":
+        return None
+    if device.type == "cpu":
+        use = amp == "bf16" or (amp == "auto" and cpu_bf16_supported())
+        return torch.bfloat16 if use else None
+    if device.type != "cuda":
+        return None
+    if amp == "auto":
+        amp = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}[amp]
+
+
+def autocast_context(device_type: str, dtype: torch.dtype | None):
+    """A fresh ``torch.autocast(device_type, dtype)`` context, or a no-op one when ``dtype`` is None."""
+    return contextlib.nullcontext() if dtype is None else torch.autocast(device_type, dtype=dtype)
+
+
+def move_to_device(batch: Any, device: torch.device) -> Any:
+    """Move a batch to ``device``: anything with ``.to()``, and tensors inside tuples / lists / dicts."""
+    if hasattr(batch, "to") and not isinstance(batch, type):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: move_to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        moved = [move_to_device(v, device) for v in batch]
+        return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)
+    return batch
+
+
+def rng_state() -> dict:
+    """This process's RNG states (torch CPU, CUDA when present, Python ``random``)."""
+    py = random.getstate()
+    state = {"torch": torch.get_rng_state(), "python": list(py[1]), "python_pos": py[2]}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore a :func:`rng_state` (CUDA states only where CUDA is available)."""
+    torch.set_rng_state(state["torch"].cpu())
+    random.setstate((3, tuple(state["python"]), state["python_pos"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
+
+
+def all_rng_states(world_size: int) -> list[dict]:
+    """:func:`rng_state` of every rank, in rank order (a collective under DDP)."""
+    mine = rng_state()
+    if world_size == 1:
+        return [mine]
+    box: list[Any] = [None] * world_size
+    dist.all_gather_object(box, mine)
+    return box
+
+
+def from_main(value: Any, world_size: int) -> Any:
+    """Rank 0's ``value`` on every rank (a collective under DDP; ``value`` itself with one process)."""
+    if world_size == 1:
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, 0)
+    return box[0]
+
+
+def max_over_ranks(x: float, world_size: int, device: torch.device) -> float:
+    """The largest ``x`` over the ranks (a collective under DDP; ``x`` itself with one process)."""
+    if world_size == 1:
+        return x
+    box = torch.tensor(float(x), device=device)
+    dist.all_reduce(box, op=dist.ReduceOp.MAX)
+    return float(box)
