@@ -120,6 +120,25 @@ def _chunks(E: int, per_edge: int) -> list[tuple[int, int]]:
     return [(s, min(E, s + step)) for s in range(0, E, step)] or [(0, 0)]
 
 
+def _gather(x: Tensor, table: Tensor | None, src: Tensor, types: Tensor | None, a: int, b: int) -> Tensor:
+    """``x[src_e] + Σ_c A[t_ec]`` for the edges ``a..b-1``: ``[b - a, H, d]`` (``x [N, H, d]``, the label table
+    ``A [T, H|1, d]`` broadcast over heads when it has one row per label, ``types [E, C]``)."""
+    out = x.index_select(0, src[a:b])
+    if table is not None:
+        for c in range(types.shape[1]):
+            out = out + table.index_select(0, types[a:b, c])
+    return out
+
+
+def _label_grad(gt: Tensor, types: Tensor, a: int, b: int, g: Tensor) -> None:
+    """Add the gradient ``g [b - a, H, d]`` of the edges ``a..b-1`` into the label rows ``t_ec`` of ``gt``
+    (summed over heads first when the table is shared by the heads, ``[T, 1, d]``)."""
+    if gt.shape[1] == 1:
+        g = g.sum(1, keepdim=True)
+    for c in range(types.shape[1]):
+        gt.index_add_(0, types[a:b, c], g)
+
+
 class _EdgeScore(torch.autograd.Function):
     r"""``s[e, h] = q[dst_e, h] · (k[src_e, h] + Σ_c A[t_ec, h|0])`` (chunked, O(E·H) saved)."""
 
@@ -129,11 +148,7 @@ class _EdgeScore(torch.autograd.Function):
         H, d = q.shape[1], q.shape[2]
         out = q.new_empty(E, H)
         for a, b in _chunks(E, H * d):
-            kk = k.index_select(0, src[a:b])
-            if table is not None:
-                for c in range(types.shape[1]):
-                    kk = kk + table.index_select(0, types[a:b, c])
-            out[a:b] = (q.index_select(0, dst[a:b]) * kk).sum(-1)
+            out[a:b] = (q.index_select(0, dst[a:b]) * _gather(k, table, src, types, a, b)).sum(-1)
         ctx.save_for_backward(q, k, table, dst, src, types)
         return out
 
@@ -151,19 +166,12 @@ class _EdgeScore(torch.autograd.Function):
             g = grad[a:b].unsqueeze(-1)  # [c, H, 1]
             qd = q.index_select(0, dst[a:b])
             if gq is not None:
-                kk = k.index_select(0, src[a:b])
-                if table is not None:
-                    for c in range(types.shape[1]):
-                        kk = kk + table.index_select(0, types[a:b, c])
-                gq.index_add_(0, dst[a:b], g * kk)
+                gq.index_add_(0, dst[a:b], g * _gather(k, table, src, types, a, b))
             gqd = g * qd
             if gk is not None:
                 gk.index_add_(0, src[a:b], gqd)
             if gt is not None:
-                if gt.shape[1] == 1:
-                    gqd = gqd.sum(1, keepdim=True)
-                for c in range(types.shape[1]):
-                    gt.index_add_(0, types[a:b, c], gqd)
+                _label_grad(gt, types, a, b, gqd)
         return gq, gk, gt, None, None, None
 
 
@@ -177,11 +185,7 @@ class _EdgeAggregate(torch.autograd.Function):
         H, d = v.shape[1], v.shape[2]
         out = v.new_zeros(num_dst, H, d)
         for a, b in _chunks(E, H * d):
-            vv = v.index_select(0, src[a:b])
-            if table is not None:
-                for c in range(types.shape[1]):
-                    vv = vv + table.index_select(0, types[a:b, c])
-            out.index_add_(0, dst[a:b], w[a:b].unsqueeze(-1) * vv)
+            out.index_add_(0, dst[a:b], w[a:b].unsqueeze(-1) * _gather(v, table, src, types, a, b))
         ctx.save_for_backward(w, v, table, dst, src, types)
         return out
 
@@ -198,20 +202,13 @@ class _EdgeAggregate(torch.autograd.Function):
         for a, b in _chunks(E, H * d):
             go = grad.index_select(0, dst[a:b])  # [c, H, d]
             if gw is not None:
-                vv = v.index_select(0, src[a:b])
-                if table is not None:
-                    for c in range(types.shape[1]):
-                        vv = vv + table.index_select(0, types[a:b, c])
-                gw[a:b] = (go * vv).sum(-1)
+                gw[a:b] = (go * _gather(v, table, src, types, a, b)).sum(-1)
             if gv is not None or gt is not None:
                 wgo = w[a:b].unsqueeze(-1) * go
                 if gv is not None:
                     gv.index_add_(0, src[a:b], wgo)
                 if gt is not None:
-                    if gt.shape[1] == 1:
-                        wgo = wgo.sum(1, keepdim=True)
-                    for c in range(types.shape[1]):
-                        gt.index_add_(0, types[a:b, c], wgo)
+                    _label_grad(gt, types, a, b, wgo)
         return gw, gv, gt, None, None, None, None
 
 
