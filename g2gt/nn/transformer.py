@@ -14,6 +14,7 @@ attention; decoding step by step gives the same outputs as one full pass.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -190,20 +191,13 @@ class DecoderLayer(nn.Module):
         return self.res_ffn(x, self.ffn)
 
 
-class GraphEncoder(nn.Module):
-    """A stack of :class:`EncoderLayer` (final LayerNorm when pre-LN). Bring your own embeddings."""
+class _LayerStack(nn.Module):
+    """``layers`` (an ``nn.ModuleList``) and ``norm``: a final LayerNorm of width ``d_model`` when pre-LN
+    (``norm_first``), else the identity."""
 
-    def __init__(
-        self, num_layers: int, d_model: int, num_heads: int, ffn_dim: int, num_labels,
-        value_labels: bool = True, dropout: float = 0.1, attention_dropout: float = 0.0,
-        norm_first: bool = True, activation: str = "relu",
-    ) -> None:
+    def __init__(self, layers: Iterable[nn.Module], d_model: int, norm_first: bool) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, ffn_dim, num_labels, value_labels, dropout, attention_dropout,
-                         norm_first, activation)
-            for _ in range(num_layers)
-        )
+        self.layers = nn.ModuleList(layers)
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
 
     def reset_parameters(self) -> None:
@@ -211,6 +205,19 @@ class GraphEncoder(nn.Module):
             layer.reset_parameters()
         if isinstance(self.norm, nn.LayerNorm):
             self.norm.reset_parameters()
+
+
+class GraphEncoder(_LayerStack):
+    """A stack of :class:`EncoderLayer` (final LayerNorm when pre-LN). Bring your own embeddings."""
+
+    def __init__(
+        self, num_layers: int, d_model: int, num_heads: int, ffn_dim: int, num_labels,
+        value_labels: bool = True, dropout: float = 0.1, attention_dropout: float = 0.0,
+        norm_first: bool = True, activation: str = "relu",
+    ) -> None:
+        super().__init__((EncoderLayer(d_model, num_heads, ffn_dim, num_labels, value_labels, dropout,
+                                       attention_dropout, norm_first, activation) for _ in range(num_layers)),
+                         d_model, norm_first)
 
     def forward(
         self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None, need_weights: bool = False,
@@ -234,7 +241,7 @@ class GraphEncoder(nn.Module):
         return (x, weights) if need_weights else x
 
 
-class GraphDecoder(nn.Module):
+class GraphDecoder(_LayerStack):
     """A stack of :class:`DecoderLayer` with causal chain labels clipped at ``max_distance``."""
 
     def __init__(
@@ -242,21 +249,11 @@ class GraphDecoder(nn.Module):
         value_labels: bool = True, dropout: float = 0.1, attention_dropout: float = 0.0,
         norm_first: bool = True, activation: str = "relu",
     ) -> None:
-        super().__init__()
-        self.max_distance = max_distance
         sizes = num_chain_labels(max_distance) if max_distance > 0 else 0
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, ffn_dim, sizes, value_labels, dropout, attention_dropout,
-                         norm_first, activation)
-            for _ in range(num_layers)
-        )
-        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-
-    def reset_parameters(self) -> None:
-        for layer in self.layers:
-            layer.reset_parameters()
-        if isinstance(self.norm, nn.LayerNorm):
-            self.norm.reset_parameters()
+        super().__init__((DecoderLayer(d_model, num_heads, ffn_dim, sizes, value_labels, dropout,
+                                       attention_dropout, norm_first, activation) for _ in range(num_layers)),
+                         d_model, norm_first)
+        self.max_distance = max_distance
 
     def init_cache(self) -> list[tuple[KVCache, KVCache]]:
         return [(KVCache(), KVCache()) for _ in self.layers]
