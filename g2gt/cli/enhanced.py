@@ -14,25 +14,16 @@ from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_dataclass_options, add_signature_options, add_workers_option, apply_runtime,
-    check_folder_path, check_input_path, check_output_path, command_line, data_file_arg, option_values,
-    progress_enabled,
+    UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path, check_input_path,
+    check_output_path, data_file_arg, option_values, progress_enabled,
 )
+from .training import ENCODER_HELP, add_training_groups, start_run
 
 MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "max_distance", "edge_dim", "label_dim",
                  "path_rank", "char_filters", "head_dropout", "label_weight")
-MODEL_FLAGS = {"num_layers": "--layers", "num_heads": "--heads"}
-MODEL_HELP = {
-    "d_model": "model width",
-    "num_layers": "encoder layers",
-    "num_heads": "attention heads",
-    "ffn_dim": "feed-forward width",
-    "dropout": "dropout in the encoder",
-    "max_distance": "clip distance of the relative-position labels",
+MODEL_HELP = ENCODER_HELP | {
     "edge_dim": "width of the biaffine edge scorer",
-    "label_dim": "width of the biaffine label scorer",
     "path_rank": "rank of the path-typed bilinear edge term (0 = off)",
-    "char_filters": "character CNN filters",
     "head_dropout": "dropout before the edge / label scorers",
     "label_weight": "weight of the label loss against the edge loss",
 }
@@ -67,7 +58,6 @@ def register_train(subparsers) -> None:
 # ---------------------------------------------------------------------------- train enhanced
 def _configure_train(p: argparse.ArgumentParser) -> None:
     from ..ud.enhance import EnhancedConfig, train_enhanced
-    from ..core.config import AMP_MODES, TrainConfig
 
     p.description = (
         "Train a graph-to-graph model that adds the enhanced UD graph (DEPS) to a basic tree. The basic tree "
@@ -93,12 +83,9 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     data.add_argument("--parser", metavar="MODEL", help="a g2gt parser model: its predicted trees of the training "
                       "data become input trees (see --parser-prob)")
     data.add_argument("--resume", action="store_true", help="continue from OUT/last.pt (same budget, same settings)")
-    add_dataclass_options(p.add_argument_group("model"), EnhancedConfig, MODEL_OPTIONS, defaults=MODEL_CLI_DEFAULTS,
-                          help=MODEL_HELP, flags=MODEL_FLAGS)
-    add_signature_options(p.add_argument_group("task"), train_enhanced, TASK_OPTIONS, help=TASK_HELP)
-    add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, TRAIN_OPTIONS,
-                          defaults=TRAIN_CLI_DEFAULTS, choices={"amp": AMP_MODES})
-    add_common_options(p, batch_tokens=TRAIN_BATCH_TOKENS)
+    add_training_groups(p, EnhancedConfig, MODEL_OPTIONS, train_enhanced, TASK_OPTIONS, TRAIN_OPTIONS,
+                        model_help=MODEL_HELP, task_help=TASK_HELP, batch_tokens=TRAIN_BATCH_TOKENS,
+                        model_defaults=MODEL_CLI_DEFAULTS, train_defaults=TRAIN_CLI_DEFAULTS)
     p.set_defaults(func=run_train)
 
 
@@ -107,7 +94,6 @@ def run_train(args: argparse.Namespace) -> int:
     from ..ud.enhance import train_enhanced
     from ..ud.enhance.task import parser_trees
     from ..ud.io.conllu import read_conllu
-    from ..core.config import TrainConfig
 
     train_path = data_file_arg(args.train, EWT_TRAIN, "--train")
     dev_path = data_file_arg(args.dev, EWT_DEV, "--dev")
@@ -122,11 +108,7 @@ def run_train(args: argparse.Namespace) -> int:
     if args.parser is not None:
         trees = parser_trees(args.parser, train, device, progress=progress_enabled(args))
         print(f"parsed the training data with {args.parser} ({time.time() - t0:.0f} s)", file=sys.stderr)
-    tc = TrainConfig(**option_values(args, TRAIN_OPTIONS), metric="elas", metric_mode="max", device=device,
-                     progress=progress_enabled(args))
-    from ..ud.runs import record_command
-
-    record_command(args.out, command_line(args), args.resume)  # for the model card (g2gt train pipeline)
+    tc = start_run(args, TRAIN_OPTIONS, device, "elas")
     enhancer, history = train_enhanced(
         train, dev, args.out, option_values(args, MODEL_OPTIONS), tc, max_tokens=args.batch_tokens,
         parser_trees=trees, resume=args.resume, **option_values(args, TASK_OPTIONS))

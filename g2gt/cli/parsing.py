@@ -16,29 +16,20 @@ from pathlib import Path
 from ..ud.models import DEFAULT_MODEL
 from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_dataclass_options, add_signature_options, add_workers_option, apply_runtime,
-    check_folder_path, check_input_path, check_output_path, command_line, data_file_arg, field_default, non_negative_int,
-    option_values, progress_enabled,
+    UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path, check_input_path,
+    check_output_path, data_file_arg, field_default, non_negative_int, option_values, progress_enabled,
 )
+from .training import ENCODER_HELP, add_training_groups, start_run
 
 # ---------------------------------------------------------------------------- options and CLI defaults
 MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "attention_dropout", "max_distance",
                  "value_labels", "graph_channel", "arc_dim", "label_dim", "char_dim", "char_filters", "head_dropout")
-MODEL_FLAGS = {"num_layers": "--layers", "num_heads": "--heads"}
-MODEL_HELP = {
-    "d_model": "model width",
-    "num_layers": "encoder layers",
-    "num_heads": "attention heads",
-    "ffn_dim": "feed-forward width",
-    "dropout": "dropout in the encoder",
+MODEL_HELP = ENCODER_HELP | {
     "attention_dropout": "dropout on attention probabilities",
-    "max_distance": "clip distance of the relative-position labels",
     "value_labels": "label embeddings in attention values too (else keys only)",
     "graph_channel": "the dependency-graph channel (--no-graph-channel: relative positions only, no refinement)",
     "arc_dim": "width of the biaffine arc scorer",
-    "label_dim": "width of the biaffine label scorer",
     "char_dim": "character embedding width",
-    "char_filters": "character CNN filters",
     "head_dropout": "dropout before the arc / label / tag scorers",
 }
 # `g2gt train parser` trains the README's parser (d_model 256, 4 layers, 8 heads, FFN 512), smaller than
@@ -92,7 +83,6 @@ def register_train(subparsers) -> None:
 # ---------------------------------------------------------------------------- train parser
 def _configure_train(p: argparse.ArgumentParser) -> None:
     from ..ud.parse import ParserConfig, train_parser
-    from ..core.config import AMP_MODES, TrainConfig
 
     p.description = (
         "Train an RNGTr-style graph-to-graph Transformer dependency parser from scratch.\n"
@@ -122,31 +112,25 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
                            "a checkpoint) whose architecture, vocabulary and matching weights start this run (new "
                            "labels appended; optimizer and schedule fresh; model options that differ from their "
                            "defaults override the source's)")
-    add_dataclass_options(p.add_argument_group("model"), ParserConfig, MODEL_OPTIONS, defaults=MODEL_CLI_DEFAULTS,
-                          help=MODEL_HELP, flags=MODEL_FLAGS)
-    add_signature_options(p.add_argument_group("task"), train_parser, TASK_OPTIONS, help=TASK_HELP,
-                          choices={"refine_train": ("self", "corrupt", "none")})
+    add_training_groups(p, ParserConfig, MODEL_OPTIONS, train_parser, TASK_OPTIONS, TRAIN_OPTIONS,
+                        model_help=MODEL_HELP, task_help=TASK_HELP, batch_tokens=TRAIN_BATCH_TOKENS,
+                        model_defaults=MODEL_CLI_DEFAULTS, train_defaults=TRAIN_CLI_DEFAULTS,
+                        task_choices={"refine_train": ("self", "corrupt", "none")},
+                        train_choices={"schedule": ("inverse_sqrt", "cosine", "constant")})
     # old spelling of --no-lowercase
     p.add_argument("--cased", dest="lowercase", action="store_false", default=argparse.SUPPRESS,
                    help=argparse.SUPPRESS)
-    add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, TRAIN_OPTIONS,
-                          defaults=TRAIN_CLI_DEFAULTS, choices={"amp": AMP_MODES,
-                                                                "schedule": ("inverse_sqrt", "cosine", "constant")})
-    add_common_options(p, batch_tokens=TRAIN_BATCH_TOKENS)
     p.set_defaults(func=run_train)
 
 
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
     from ..ud.parse import ParserConfig, train_parser
-    from ..core.config import TrainConfig
 
     train = _read_sets(args.train, EWT_TRAIN, "--train")
     dev = _read_sets(args.dev, EWT_DEV, "--dev")
     check_folder_path(args.out, "--out")
     t0 = time.time()
-    tc = TrainConfig(**option_values(args, TRAIN_OPTIONS), metric="las", metric_mode="max", device=device,
-                     progress=progress_enabled(args), init_from=args.init_from)
     model = option_values(args, MODEL_OPTIONS)
     if args.init_from:  # the source's architecture, except for options set to something other than their default
         model = {k: v for k, v in model.items() if v != MODEL_CLI_DEFAULTS.get(k, field_default(ParserConfig, k))}
@@ -155,9 +139,7 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"--init-from {args.init_from}: its architecture"
               + (f" with {', '.join(f'{k}={v}' for k, v in model.items())}" if model else "")
               + " and vocabulary" + (f" ({', '.join(unused)} not used)" if unused else ""), file=sys.stderr)
-    from ..ud.runs import record_command
-
-    record_command(args.out, command_line(args), args.resume)  # for the model card (g2gt train pipeline)
+    tc = start_run(args, TRAIN_OPTIONS, device, "las", init_from=args.init_from)
     _, history = train_parser(train, dev, args.out, model, tc,
                               max_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
     best = max(_all_evaluations(Path(args.out) / "log.jsonl") or history, key=lambda h: h.get("las", 0), default={})
