@@ -4,7 +4,8 @@
 Segmenter options come from :class:`g2gt.ud.tokenize.SegmenterConfig` / :class:`SegmentDataConfig`,
 optimisation options from :class:`g2gt.core.config.TrainConfig` with the recipe's defaults
 (:func:`g2gt.ud.tokenize.train.default_train_config`), the language-dependent settings from
-:func:`g2gt.ud.tokenize.train_segmenter`'s keyword arguments (auto by default). The pipeline recipe is
+:func:`g2gt.ud.tokenize.train_segmenter`'s keyword arguments (auto by default); the option groups and the run's
+start (TrainConfig, recorded command) are :mod:`g2gt.cli.training`'s, as for the parser. The pipeline recipe is
 :mod:`g2gt.ud.recipe`; packages are written by :mod:`g2gt.ud.models.package`.
 """
 
@@ -18,9 +19,10 @@ from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_dataclass_options, add_signature_options, apply_runtime, check_folder_path,
-    check_input_path, command_line, data_file_arg, option_values, positive_int, progress_enabled,
+    UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path, data_file_arg, option_values,
+    positive_int, progress_enabled,
 )
+from .training import add_training_groups, start_run
 
 SEG_MODEL_SKIP = ("vocab_size", "spaces_in_tokens", "space_words")
 SEG_TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
@@ -69,7 +71,6 @@ def _pipeline_command(args: argparse.Namespace) -> str:
 
 # ---------------------------------------------------------------------------- train segmenter
 def _configure_segmenter(p: argparse.ArgumentParser) -> None:
-    from ..core.config import AMP_MODES, TrainConfig
     from ..ud.tokenize import SegmentDataConfig, SegmenterConfig, train_segmenter
     from ..ud.tokenize.train import EXPANDER_STEPS, default_train_config
 
@@ -95,21 +96,25 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
     data.add_argument("--relearn-lexicon", metavar="CHECKPOINT", default=None,
                       help="do not train: copy this segmenter checkpoint (or training folder) to --out with its "
                            "multiword-token lexicon learned anew from --train, weights untouched")
-    fields = [f for f in SegmenterConfig.__dataclass_fields__ if f not in SEG_MODEL_SKIP]
-    add_dataclass_options(p.add_argument_group("model"), SegmenterConfig, fields)
-    add_dataclass_options(p.add_argument_group("training text"), SegmentDataConfig)
-    add_signature_options(p.add_argument_group("language"), train_segmenter, SEG_TASK_OPTIONS, help=SEG_TASK_HELP,
-                          defaults={"english_rules": None})
-    p.add_argument_group("language").add_argument(
-        "--expander-steps", type=int, default=EXPANDER_STEPS, metavar="N",
-        help=f"the expander's updates, in at most half of --max-minutes: the minutes they take come out of it "
-             f"(default: {EXPANDER_STEPS})")
-    base = default_train_config()
-    defaults = {name: getattr(base, name) for name in SEG_TRAIN_OPTIONS} | SEG_TRAIN_CLI_DEFAULTS
-    add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, SEG_TRAIN_OPTIONS,
-                          defaults=defaults, choices={"amp": AMP_MODES})
-    add_common_options(p, uses=("device", "threads", "progress", "debug"))
+    def expander_steps(language) -> None:
+        language.add_argument(
+            "--expander-steps", type=int, default=EXPANDER_STEPS, metavar="N",
+            help=f"the expander's updates, in at most half of --max-minutes: the minutes they take come out of it "
+                 f"(default: {EXPANDER_STEPS})")
+
+    add_training_groups(
+        p, SegmenterConfig, _seg_model_options(), train_segmenter, SEG_TASK_OPTIONS, SEG_TRAIN_OPTIONS,
+        task_help=SEG_TASK_HELP, batch_tokens=None, model_flags={}, more_configs={"training text": SegmentDataConfig},
+        task_title="language", task_defaults={"english_rules": None}, more_task_options=expander_steps,
+        recipe=default_train_config, train_defaults=SEG_TRAIN_CLI_DEFAULTS)
     p.set_defaults(func=run_segmenter)
+
+
+def _seg_model_options() -> list[str]:
+    """The :class:`SegmenterConfig` fields that are options (the others are set from the training data)."""
+    from ..ud.tokenize import SegmenterConfig
+
+    return [f for f in SegmenterConfig.__dataclass_fields__ if f not in SEG_MODEL_SKIP]
 
 
 def is_english_treebank(path: str | Path) -> bool:
@@ -130,15 +135,11 @@ def run_segmenter(args: argparse.Namespace) -> int:
     dev_path = data_file_arg(args.dev, EWT_DEV, "--dev")
     check_folder_path(args.out, "--out")
     device = apply_runtime(args)
-    tc = default_train_config(**option_values(args, SEG_TRAIN_OPTIONS), device=device, progress=progress_enabled(args))
-    fields = [f for f in SegmenterConfig.__dataclass_fields__ if f not in SEG_MODEL_SKIP]
     english = args.english_rules if args.english_rules is not None else is_english_treebank(train_path)
     t0 = time.time()
-    from ..ud.runs import record_command
-
-    record_command(args.out, command_line(args), args.resume)  # for the model card (g2gt train pipeline)
+    tc = start_run(args, SEG_TRAIN_OPTIONS, device, "score", recipe=default_train_config)
     seg = train_segmenter(read_conllu(train_path), read_conllu(dev_path), args.out,
-                          SegmenterConfig(**option_values(args, fields)), tc, args.resume,
+                          SegmenterConfig(**option_values(args, _seg_model_options())), tc, args.resume,
                           SegmentDataConfig(**option_values(args, SegmentDataConfig.__dataclass_fields__)),
                           english_rules=english, spaces_in_tokens=args.spaces_in_tokens, expander=args.expander,
                           expander_train_config=expander_budget(tc, args.expander_steps))
