@@ -91,3 +91,39 @@ def test_keep_freed_memory_applies_on_glibc_and_can_be_turned_off(monkeypatch):
         assert applied  # mallopt accepted both settings
     x = torch.randn(1024, 1024)  # allocating and freeing large tensors still works afterwards
     assert float((x + x).sub_(2 * x).abs().max()) == 0.0
+
+
+def test_extension_baton_is_the_lock_file_torch_load_waits_on(tmp_path, monkeypatch):
+    """torch's ``cpp_extension.load`` waits while ``extension_baton(d)`` exists and goes on once it is gone
+    (a waiter then takes the library as built by the lock's holder: here there is none, so it fails to load it;
+    without ninja or a compiler on PATH nothing is compiled either way)."""
+    import threading
+
+    from torch.utils.cpp_extension import load
+
+    baton = _compat.extension_baton(tmp_path)
+    if baton is None:
+        pytest.skip(f"torch {torch.__version__} has no FileBaton")
+    assert baton.parent == tmp_path
+    src = tmp_path / "probe.cpp"
+    src.write_text("int g2gt_probe() { return 1; }\n")
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no ninja, no compiler
+    baton.touch()
+    outcome: list[BaseException | None] = []
+
+    def build() -> None:
+        try:
+            load(name="g2gt_baton_probe", sources=[str(src)], build_directory=str(tmp_path), is_python_module=False)
+            outcome.append(None)
+        except BaseException as err:  # reported below
+            outcome.append(err)
+
+    worker = threading.Thread(target=build, daemon=True)
+    worker.start()
+    worker.join(2.0)
+    assert worker.is_alive() and not outcome, f"load did not wait on {baton}: {outcome}"
+    baton.unlink()
+    worker.join(60.0)
+    assert not worker.is_alive(), "load still waits after the lock file was removed"
+    assert len(outcome) == 1 and not (tmp_path / "g2gt_baton_probe.so").exists(), outcome

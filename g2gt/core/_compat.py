@@ -19,6 +19,9 @@ Probes:
 * :func:`int8_linear_quantizer` -- ``torch.ao.quantization.quantize_dynamic`` (deprecated by torch in
   favour of torchao, still shipped): ``nn.Linear`` -> int8 weights with activations quantized on the fly,
   the CPU inference mode ``dtype="int8"`` of :meth:`g2gt.ud.parse.Parser.load`.
+* :func:`extension_baton` -- where ``torch.utils.cpp_extension.load`` keeps the lock file it waits on
+  (``torch.utils.file_baton.FileBaton`` at ``<build_directory>/lock``), so that the label-kernel loader
+  (``g2gt.nn.cpp_build``) can clear one left by a killed build.
 """
 
 from __future__ import annotations
@@ -29,13 +32,14 @@ import functools
 import os
 import sys
 import warnings
+from pathlib import Path
 from typing import Callable
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["amx_tile_supported", "cpu_bf16_supported", "cpu_flash_attention", "int8_linear_quantizer",
-           "keep_freed_memory"]
+__all__ = ["amx_tile_supported", "cpu_bf16_supported", "cpu_flash_attention", "extension_baton",
+           "int8_linear_quantizer", "keep_freed_memory"]
 
 FlashFn = Callable[[Tensor, Tensor, Tensor, Tensor, float], "tuple[Tensor, Tensor]"]
 
@@ -188,3 +192,26 @@ def keep_freed_memory() -> bool:
         return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))
     except (OSError, AttributeError):  # not glibc (musl has no mallopt): keep the default allocator
         return False
+
+
+_BATON_NAME = "lock"  # torch.utils.cpp_extension._jit_compile: FileBaton(os.path.join(build_directory, 'lock'))
+
+
+def extension_baton(build_directory: str | os.PathLike) -> Path | None:
+    """The lock file that ``torch.utils.cpp_extension.load(..., build_directory=d)`` creates in ``d`` while
+    it builds, and that every other ``load`` of ``d`` waits on, with no time limit, while it exists:
+    ``d / "lock"`` (a ``torch.utils.file_baton.FileBaton``; torch 1.x to 2.13 at least).
+
+    A build killed before it removes the file (SIGKILL, a timeout) leaves it behind, and later loads wait
+    forever. Only a caller that knows no build of ``d`` is running (it holds its own lock on ``d``) may delete
+    it. Returns None where ``torch.utils.file_baton.FileBaton`` is gone (a torch that changed its locking:
+    callers then rely on their own lock and time limit). ``tests/test_compat.py`` checks that ``load``
+    still waits on this very file.
+    """
+    try:
+        from torch.utils.file_baton import FileBaton
+    except ImportError:
+        return None
+    if not callable(getattr(FileBaton, "wait", None)):
+        return None
+    return Path(build_directory) / _BATON_NAME

@@ -1,17 +1,20 @@
 """The compiled CPU label-attention kernels (``csrc/label_attention.cpp``), built on first use.
 
-:func:`cpp_kernels` compiles the C++ source once per machine with ``torch.utils.cpp_extension.load`` into
-torch's extension cache (``$TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions``) and registers the ops
-``torch.ops.g2gt_label_attention.forward / backward``; later processes load the cached library (a second
-or so). torch is not needed to install g2gt, only to build this at run time. The build is named after a hash
-of the source, the torch version and this CPU's instruction-set flags (it is compiled with
-``-march=native``), so a cache shared by different machines never loads a library built for another CPU.
+:func:`cpp_kernels` compiles the C++ source once per machine (:func:`g2gt.nn.cpp_build.load_op_library`:
+``torch.utils.cpp_extension.load`` into ``$TORCH_EXTENSIONS_DIR/g2gt/<name>`` or
+``~/.cache/torch_extensions/g2gt/<name>``) and registers the ops ``torch.ops.g2gt_label_attention.forward /
+backward``; later processes load the cached library (a second or so). torch is not needed to install g2gt,
+only to build this at run time. The build is named after a hash of the sources, the torch and Python versions
+and this CPU's instruction-set flags (it is compiled with ``-march=native``), so a cache shared by different
+machines never loads a library built for another CPU.
 
-Without a working compiler (or ``ninja``) the build fails once, :func:`cpp_kernels` returns None with a
-one-line warning, and :class:`~g2gt.nn.label_kernels.LabelAttentionFunction` runs its blocked torch path
-(same maths, slower). ``G2GT_LABEL_KERNEL=torch`` selects the torch path without trying to compile;
-``G2GT_LABEL_BLOCK_ROWS=r`` sets the query rows per block (default 256, fewer for very long key rows; the
-tests use small blocks to cross block boundaries).
+When it cannot be had, :func:`cpp_kernels` returns None after a one-line ``RuntimeWarning`` (once per
+process) and :class:`~g2gt.nn.label_kernels.LabelAttentionFunction` runs its blocked torch path (same maths,
+slower): no compiler or ``ninja``, a failed compile, or a build that does not finish within
+``$G2GT_LABEL_BUILD_TIMEOUT`` seconds (default 300; another process's build counts too). A lock left by a
+killed build is never waited on (see :mod:`g2gt.nn.cpp_build`). ``G2GT_LABEL_KERNEL=torch`` selects the torch
+path without trying to compile; ``G2GT_LABEL_BLOCK_ROWS=r`` sets the query rows per block (default 256, fewer
+for very long key rows; the tests use small blocks to cross block boundaries).
 
 See the C++ file for the maths; :func:`forward` / :func:`backward` here only normalise the inputs
 (contiguity, dtypes, broadcast strides) the kernels expect.
@@ -23,6 +26,7 @@ import functools
 import hashlib
 import os
 import platform
+import sys
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -30,7 +34,9 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["cpp_kernels", "forward", "backward", "kernel_choice"]
+from .cpp_build import BuildTimeout, build_root, load_op_library
+
+__all__ = ["cpp_kernels", "forward", "backward", "kernel_choice", "build", "build_directory"]
 
 SOURCE = Path(__file__).with_name("csrc") / "label_attention.cpp"
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno"]
@@ -55,33 +61,42 @@ def _cpu_flags() -> str:
 
 
 def _build_name(source: Path) -> str:
-    """The extension's name: a hash of the sources (``source`` and the headers beside it), torch, flags, CPU."""
+    """The extension's name: a hash of the sources (``source`` and the headers beside it), torch, Python
+    (the library links ``libtorch_python``), flags, CPU."""
     h = hashlib.sha256()
     sources = [f.read_bytes() for f in sorted(source.parent.iterdir()) if f == source or f.suffix == ".h"]
-    for part in (*sources, torch.__version__.encode(), " ".join(CFLAGS).encode(), _cpu_flags().encode()):
+    python = f"{sys.implementation.name}{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
+    for part in (*sources, torch.__version__.encode(), python.encode(), " ".join(CFLAGS).encode(),
+                 _cpu_flags().encode()):
         h.update(part)
     return f"g2gt_label_attention_{h.hexdigest()[:12]}"
 
 
+def build_directory(source: Path = SOURCE) -> Path:
+    """Where :func:`build` compiles ``source`` (see :func:`g2gt.nn.cpp_build.build_root`)."""
+    return build_root() / _build_name(source)
+
+
 def build(source: Path = SOURCE) -> object | None:
-    """Compile ``source`` (cached by torch between processes) and return ``torch.ops.g2gt_label_attention``, or
-    None with a one-line ``RuntimeWarning`` when it is missing or does not build."""
+    """Compile ``source`` (once per machine, see :mod:`g2gt.nn.cpp_build`) and return
+    ``torch.ops.g2gt_label_attention``, or None with a one-line ``RuntimeWarning`` when it is missing, does
+    not build, or does not finish within ``$G2GT_LABEL_BUILD_TIMEOUT`` seconds."""
+    fallback = "GraphAttention uses its slower torch label path (set G2GT_LABEL_KERNEL=torch to skip the build)"
     if not source.exists():
-        warnings.warn(f"g2gt: {source} is missing; GraphAttention uses its slower torch label path",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(f"g2gt: {source} is missing; {fallback}", RuntimeWarning, stacklevel=3)
         return None
     try:
-        from torch.utils.cpp_extension import load
-
-        load(name=_build_name(source), sources=[str(source)], extra_cflags=CFLAGS, extra_ldflags=["-fopenmp"],
-             is_python_module=False, verbose=False)
+        load_op_library(_build_name(source), [str(source)], extra_cflags=CFLAGS, extra_ldflags=["-fopenmp"])
         return torch.ops.g2gt_label_attention
+    except BuildTimeout as err:
+        warnings.warn(f"g2gt: the C++ label-attention kernel is not ready ({err}); GraphAttention uses its slower "
+                      "torch label path in this process (G2GT_LABEL_BUILD_TIMEOUT=<seconds> waits longer, "
+                      "G2GT_LABEL_KERNEL=torch skips the build)", RuntimeWarning, stacklevel=3)
     except Exception as err:  # no compiler / ninja, or a toolchain problem: the torch path still works
         why = " ".join(str(err).split())[:160]
         warnings.warn(f"g2gt: could not build the C++ label-attention kernel ({type(err).__name__}: {why}); "
-                      "GraphAttention uses its slower torch label path (set G2GT_LABEL_KERNEL=torch to skip "
-                      "the build)", RuntimeWarning, stacklevel=3)
-        return None
+                      f"{fallback}", RuntimeWarning, stacklevel=3)
+    return None
 
 
 _load = functools.lru_cache(maxsize=None)(build)
