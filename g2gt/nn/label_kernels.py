@@ -143,8 +143,11 @@ class LabelAttentionFunction(torch.autograd.Function):
     (``per = scatter_l P``). A query with no visible key returns zeros and passes no gradient.
 
     On CPU the work runs in the compiled kernel of :mod:`g2gt.nn.label_cpp`; elsewhere (or without a
-    compiler) in the torch blocks of :mod:`g2gt.nn.label_blocked`. float16 / bfloat16 inputs (autocast)
-    are computed in float32 and the output is returned in q's dtype.
+    compiler, or with ``G2GT_LABEL_KERNEL=torch``) in the torch blocks of :mod:`g2gt.nn.label_blocked`.
+    There is no size threshold between the two: measured down to ``n = 8`` (the MWT expander's shapes, one
+    thread, forward + backward) the compiled kernel was the faster at every size (README, "GraphAttention:
+    speed and memory"). float16 / bfloat16 inputs (autocast) are computed in float32 and the output is
+    returned in q's dtype.
     """
 
     @staticmethod
