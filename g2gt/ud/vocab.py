@@ -1,8 +1,9 @@
 """What the UD vocabularies share: counting a treebank's words, characters, UPOS and relations, the word and
 character lists with their reserved ids, and form -> id lookups.
 
-Torch-free. :class:`g2gt.ud.parse.vocab.ParserVocab` and :class:`g2gt.ud.enhance.data.EnhancedVocab` are
-built from :func:`count_words`; both save their lists as plain dicts, so this module is no part of any
+Torch-free to import (only :meth:`FormIds.char_rows` makes tensors). :class:`g2gt.ud.parse.vocab.ParserVocab`
+and :class:`g2gt.ud.enhance.data.EnhancedVocab` are built from :func:`count_words` and batch their characters
+with :meth:`FormIds.char_rows`; both save their lists as plain dicts, so this module is no part of any
 checkpoint format.
 
 Ids 0 / 1 / 2 of a word or character list are ``<pad>`` / ``<unk>`` / ``<root>``; a form of ``m >
@@ -14,7 +15,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 __all__ = ["PAD", "UNK", "ROOT", "WordCounts", "count_words", "index_of", "FormIds"]
 
@@ -79,3 +83,15 @@ class FormIds:
         if len(form) > m:
             form = form[: m - m // 3] + form[-(m // 3):]
         return [self.char_index.get(c, 1) for c in form] or [1]
+
+    def char_rows(self, sentences: Sequence[Sequence[str]], length: int) -> tuple[Tensor, Tensor]:
+        """The character input of a batch: its distinct forms (word types) get ids ``0..U-1`` in order of first
+        appearance; ``word_types [B, length]`` (long) holds each node's type id (padding: 0) and ``char_ids
+        [U, m]`` (long) each type's :meth:`char_ids` (``<root>``: ``[2]``) right-padded with 0 to the longest
+        ``m``. ``sentences``: each sentence's node forms, ``<root>`` first, at most ``length`` of them."""
+        from ..core.batch import pad_sequences
+
+        types: dict[str, int] = {}
+        rows = [[types.setdefault(f, len(types)) for f in forms] for forms in sentences]
+        chars = [[2] if f == ROOT else self.char_ids(f) for f in types]  # dicts keep insertion order = type id
+        return pad_sequences(rows, 0, length), pad_sequences(chars, 0)

@@ -303,10 +303,7 @@ def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: Enhance
         t = trees[k] if trees is not None else None
         heads.append(t[0] if t is not None else ex.heads)
         rels.append(t[1] if t is not None else ex.rels)
-    types: dict[str, int] = {}
-    rows = [[types.setdefault(f, len(types)) for f in ex.forms] for ex in examples]
-    chars = [[2] if f == ROOT else vocab.char_ids(f) for f in types]
-    m = max(map(len, chars))
+    word_types, char_ids = vocab.char_rows([ex.forms for ex in examples], n)
     gold_edges = torch.zeros(B, n, n, dtype=torch.bool)
     gold_labels = torch.full((B, n, n), -100, dtype=torch.long)
     for b, ex in enumerate(examples):
@@ -318,7 +315,6 @@ def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: Enhance
     for b, ex in enumerate(examples):
         padding_mask[b, : len(ex.words)] = False
     return EnhancedBatch(
-        pad_sequences([ex.words for ex in examples], 0, n),
-        torch.tensor([c + [0] * (m - len(c)) for c in chars], dtype=torch.long).view(len(chars), m),
-        pad_sequences(rows, 0, n), pad_sequences([ex.upos for ex in examples], 0, n),
+        pad_sequences([ex.words for ex in examples], 0, n), char_ids, word_types,
+        pad_sequences([ex.upos for ex in examples], 0, n),
         pad_sequences(heads, 0, n), pad_sequences(rels, 0, n), padding_mask, gold_edges, gold_labels, list(index))

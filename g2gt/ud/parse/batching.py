@@ -113,16 +113,7 @@ def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: ParserV
         for ex in examples
     ]
     gb = collate(graphs)
-    types: dict[str, int] = {}
-    n = gb.tokens.shape[1]
-    rows = []
-    for ex in examples:
-        row = [types.setdefault(f, len(types)) for f in ex.forms]
-        rows.append(row + [0] * (n - len(row)))
-    wt = torch.tensor(rows, dtype=torch.long).view(len(examples), n)
-    chars = [[2] if f == ROOT else vocab.char_ids(f) for f in types]  # dicts keep insertion order = type id
-    m = max(map(len, chars))
-    char_ids = torch.tensor([c + [0] * (m - len(c)) for c in chars], dtype=torch.long).view(len(chars), m)
+    wt, char_ids = vocab.char_rows([ex.forms for ex in examples], gb.tokens.shape[1])
     tb = [ex.treebank for ex in examples]
     treebank = torch.tensor(tb, dtype=torch.long) if any(tb) else None
     return ParseBatch(gb, char_ids, wt, list(index), corrupt_seed, treebank)
