@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 # Names re-exported lazily (PEP 562): ``import g2gt`` stays cheap (no torch) so the ``g2gt`` command's
 # --help and --version answer at once; the first use of a name imports its module. This table is the one
-# list: ``_EXPORTS`` and ``__all__`` come from it, and tests/test_exports.py checks the TYPE_CHECKING imports
+# list: ``_EXPORTS`` and ``__all__`` come from it, and tests/core/test_exports.py checks the TYPE_CHECKING imports
 # below (which type checkers need written out) against it.
 _MODULES = {
     "ud.pipeline": ("Pipeline",),

@@ -1,5 +1,5 @@
 """Test support: a tiny sequence-reversal task over chain graphs, and a script that
-trains it under ``torchrun`` (used by ``tests/test_train.py`` to compare DDP with
+trains it under ``torchrun`` (used by ``tests/core/test_train.py`` to compare DDP with
 gradient accumulation).
 
 Run as::

@@ -2,7 +2,7 @@
 
 Each probe is a small function with a safe fallback, so a torch upgrade that renames or
 changes a private API degrades to a slower public path here (with one warning) instead of
-breaking the library somewhere else. ``tests/test_compat.py`` has one test per probe.
+breaking the library somewhere else. ``tests/core/test_compat.py`` has one test per probe.
 
 Probes:
 
@@ -205,7 +205,7 @@ def extension_baton(build_directory: str | os.PathLike) -> Path | None:
     A build killed before it removes the file (SIGKILL, a timeout) leaves it behind, and later loads wait
     forever. Only a caller that knows no build of ``d`` is running (it holds its own lock on ``d``) may delete
     it. Returns None where ``torch.utils.file_baton.FileBaton`` is gone (a torch that changed its locking:
-    callers then rely on their own lock and time limit). ``tests/test_compat.py`` checks that ``load``
+    callers then rely on their own lock and time limit). ``tests/core/test_compat.py`` checks that ``load``
     still waits on this very file.
     """
     try:

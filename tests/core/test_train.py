@@ -29,8 +29,8 @@ from g2gt.core.train import (
     set_threads,
 )
 from helpers_ddp import ReverseTask, make_sequences, tiny_model
+from fixture_paths import ROOT, TESTS
 
-HERE = Path(__file__).resolve().parent
 
 
 def _task(**kw) -> ReverseTask:
@@ -234,7 +234,7 @@ def test_second_run_on_a_busy_folder_stops_naming_the_holder(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys; from g2gt.core.checkpoint import TrainingFolderLock as L; "
          f"l = L({str(out)!r}).acquire(); print('locked', flush=True); sys.stdin.read(); l.release()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
         assert holder.stdout.readline().strip() == "locked"
         t0 = time.time()
@@ -319,10 +319,10 @@ def _run_ddp(tmp_path: Path, nproc: int, steps: int, timeout: float = 240) -> di
     with socket.socket() as s:  # a free port (torchrun's --master_port=0 hangs with the static rendezvous)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(HERE.parent))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
            "--master_addr=127.0.0.1", f"--master_port={port}",
-           str(HERE / "helpers_ddp.py"), str(out), "--steps", str(steps)]
+           str(TESTS / "helpers_ddp.py"), str(out), "--steps", str(steps)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return torch.load(out, weights_only=True)

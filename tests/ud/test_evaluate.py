@@ -12,8 +12,9 @@ from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV as SAMPLE
 from g2gt.ud.evaluate import EvaluationError, evaluate, validate_file
 from g2gt.ud.io import CoNLLUError, read_conllu
+from fixture_paths import FIXTURES
 
-FIX = Path(__file__).resolve().parent / "fixtures"
+FIX = FIXTURES
 GOLD, PRED = FIX / "eval_gold.conllu", FIX / "eval_pred.conllu"
 # e2 tokenised differently: "loudly!" is one token (same characters as the gold file)
 OTHER_TOKENS = (PRED.read_text(encoding="utf-8").split("\n\n")[0] + "\n\n"

@@ -12,6 +12,7 @@ import pytest
 from g2gt.data import EWT_SAMPLE_DEV
 from g2gt.ud.corpus import output_name, plan_files
 from g2gt.ud.pool import JobError, ProcessPool, WorkerLost
+from fixture_paths import FIXTURES_MT
 
 
 # ---------------------------------------------------------------------------- the pool, without a model
@@ -231,7 +232,6 @@ def test_cli_output_dir_reports_a_bad_file_and_exits_1(sample, tmp_path, capsys)
 
 def test_translate_workers_give_the_lines_of_one_process(tmp_path):
     """translations_parallel: one job per chunk, empty lines kept, the lines of task.translate in one process."""
-    from pathlib import Path
 
     import torch
 
@@ -240,7 +240,7 @@ def test_translate_workers_give_the_lines_of_one_process(tmp_path):
     from g2gt.seq2seq import Seq2SeqSettings, Seq2SeqTask, load_seq2seq, read_parallel
     from g2gt.seq2seq.subword import SubwordTokenizer
 
-    fix = Path(__file__).parent / "fixtures_mt"
+    fix = FIXTURES_MT
     src, tgt = read_parallel(fix / "train.en", fix / "train.de")
     torch.manual_seed(0)
     tok = SubwordTokenizer.train(src + tgt, vocab_size=300)

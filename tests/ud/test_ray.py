@@ -1,7 +1,7 @@
 """Ray Data (g2gt.ud.ray_data) against a real local Ray cluster started here: 2 CPUs, a small object store.
 
 Skipped when the optional extra is not installed (pip install "g2gt[ray]"; CI installs it). The SIGKILL test
-is marked slow (pytest -m slow); the local workers' SIGKILL test (tests/test_parallel.py) runs by default."""
+is marked slow (pytest -m slow); the local workers' SIGKILL test (tests/ud/test_parallel.py) runs by default."""
 
 from __future__ import annotations
 

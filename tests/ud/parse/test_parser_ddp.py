@@ -6,7 +6,7 @@ training modes (``self``: the second pass reads pass 1's predictions, which need
 deterministic model — dropout 0; ``corrupt``: the corruption seed follows the
 batch's global position). The file doubles as the torchrun script::
 
-    python -m torch.distributed.run --nproc_per_node=2 tests/test_parser_ddp.py OUT_DIR --steps 3
+    python -m torch.distributed.run --nproc_per_node=2 tests/ud/parse/test_parser_ddp.py OUT_DIR --steps 3
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import torch
+from fixture_paths import ROOT
 
-HERE = Path(__file__).resolve().parent
 MODES = ("self", "corrupt")
 TINY = dict(d_model=16, num_heads=2, num_layers=1, ffn_dim=32, arc_dim=16, label_dim=8, char_dim=8,
             char_filters=16, dropout=0.0, attention_dropout=0.0, head_dropout=0.0)
@@ -76,7 +76,7 @@ def test_parser_ddp_two_processes_equal_accumulation(tmp_path):
     ddp_dir, one_dir = tmp_path / "ddp", tmp_path / "one"
     ddp_dir.mkdir()
     one_dir.mkdir()
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(HERE.parent))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
            f"--master_port={_free_port()}", str(Path(__file__).resolve()), str(ddp_dir), "--steps", str(steps)]
     t0 = time.time()

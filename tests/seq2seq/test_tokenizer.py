@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from g2gt.seq2seq.subword import SPECIAL_TOKENS, SubwordTokenizer
+from fixture_paths import FIXTURES_MT
 
-FIX = Path(__file__).parent / "fixtures_mt"
+FIX = FIXTURES_MT
 
 
 @pytest.fixture(scope="module")

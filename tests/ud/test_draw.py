@@ -11,8 +11,9 @@ from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV
 from g2gt.ud.draw import draw_conllu, render_svg, tree_svg
 from g2gt.ud.io import read_conllu, sentence_from_words
+from fixture_paths import FIXTURES
 
-FIX = Path(__file__).resolve().parent / "fixtures"
+FIX = FIXTURES
 SAMPLE = EWT_SAMPLE_DEV
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -22,9 +22,9 @@ from g2gt.ud.io import (
 )
 from g2gt.data import SAMPLES_DIR
 from g2gt.ud.io.conllu import to_conllu_string
+from fixture_paths import FIXTURES
 
-ROOT = Path(__file__).resolve().parents[1]
-FIX = Path(__file__).resolve().parent / "fixtures"
+FIX = FIXTURES
 SAMPLES = sorted(SAMPLES_DIR.glob("*.sample.conllu"))
 FULL_DIR = Path(os.environ.get("G2GT_DATA", "/nonexistent")) / "ud-en-ewt"
 

@@ -3,10 +3,10 @@ nothing altered, one-line errors, output never half written, parsing in chunks, 
 their own and attention in query chunks.
 
 Repros tested elsewhere (not repeated here): same-file ``-o`` and ``translate -i f -o f``, directories, non-gzip
-``.gz``, truncated / empty checkpoints and ``g2gt bench`` (tests/test_cli_common.py); ``--in-place``
-(tests/test_cli_parsing.py); the training-folder lock and kill during a checkpoint write (tests/test_train.py);
-duplicate comment keys, BOM, empty files and non-UTF-8 input in the reader (tests/test_conllu.py); fuzzing of
-the reader and writer (tests/test_conllu_fuzz.py).
+``.gz``, truncated / empty checkpoints and ``g2gt bench`` (tests/cli/test_cli_common.py); ``--in-place``
+(tests/cli/test_cli_parsing.py); the training-folder lock and kill during a checkpoint write (tests/core/test_train.py);
+duplicate comment keys, BOM, empty files and non-UTF-8 input in the reader (tests/ud/io/test_conllu.py); fuzzing of
+the reader and writer (tests/ud/io/test_conllu_fuzz.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 import torch
 from hypothesis import given
 from test_cli_parsing import TINY_ARGS, model_dir  # noqa: F401 - the tiny trained parser (module-scoped fixture)
-from test_conllu_fuzz import _settings, conllu_file
+from conllu_strategies import fuzz_settings, conllu_file
 
 import g2gt.cli.parsing as parsing_cmd
 from g2gt.cli.main import main
@@ -198,7 +198,7 @@ def test_long_sentence_parse_is_the_same_with_query_chunks(model_dir, monkeypatc
 
 
 # ---------------------------------------------------------------------------- fuzz through g2gt parse
-@_settings(25)
+@fuzz_settings(25)
 @given(conllu_file())
 def test_random_valid_conllu_through_parse_changes_only_head_and_deprel(model_dir, tmp_path_factory, case):  # noqa: F811
     data, comments, forms = case

@@ -17,8 +17,9 @@ import g2gt
 from g2gt.cli.main import build_parser, main, user_error_message
 from g2gt.cli.common import UsageError, add_dataclass_options
 from g2gt.data import EWT_SAMPLE_DEV
+from fixture_paths import FIXTURES
 
-FIX = Path(__file__).resolve().parent / "fixtures"
+FIX = FIXTURES
 ROOT = Path(g2gt.__file__).resolve().parent.parent
 
 # one invocation per command with its required arguments (files need not exist: only parsing is checked)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,8 +16,9 @@ from g2gt.seq2seq import (
 from g2gt.seq2seq.subword import SubwordTokenizer
 from g2gt.core.train import TrainConfig, Trainer
 from g2gt.seq2seq import Seq2SeqRun, Seq2SeqTrainConfig, mt_scores, read_training_data, train_seq2seq
+from fixture_paths import FIXTURES_MT, ROOT
 
-FIX = Path(__file__).parent / "fixtures_mt"
+FIX = FIXTURES_MT
 SRC, TGT = FIX / "train.en", FIX / "train.de"
 TINY = dict(d_model=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, ffn_dim=128, dropout=0.0,
             decoder_max_distance=8)
@@ -368,7 +368,7 @@ def test_recipe_defaults_are_the_measured_recipe_and_the_benchmarks():
     assert Seq2SeqTrainConfig(select="bleu").train_config().metric_mode == "max"
     with pytest.raises(ValueError, match="select must be one of"):
         Seq2SeqTrainConfig(select="chrf").train_config()
-    spec = importlib.util.spec_from_file_location("bench_seq2seq", Path(__file__).parents[1] / "benchmarks" / "seq2seq.py")
+    spec = importlib.util.spec_from_file_location("bench_seq2seq", ROOT / "benchmarks" / "seq2seq.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     args = bench.build_arg_parser().parse_args([])
