@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import torch
-from fixture_paths import ROOT
+from fixture_paths import ROOT, TESTS
 
 MODES = ("self", "corrupt")
 TINY = dict(d_model=16, num_heads=2, num_layers=1, ffn_dim=32, arc_dim=16, label_dim=8, char_dim=8,
@@ -76,7 +76,7 @@ def test_parser_ddp_two_processes_equal_accumulation(tmp_path):
     ddp_dir, one_dir = tmp_path / "ddp", tmp_path / "one"
     ddp_dir.mkdir()
     one_dir.mkdir()
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(ROOT), str(TESTS)]))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
            f"--master_port={_free_port()}", str(Path(__file__).resolve()), str(ddp_dir), "--steps", str(steps)]
     t0 = time.time()
