@@ -169,10 +169,26 @@ def add_workers_option(parser: argparse.ArgumentParser) -> None:
 
 def command_line(args: argparse.Namespace) -> str:
     """The command that gave ``args`` as typed (``g2gt train parser --out runs/p ...``), for a training folder's
-    record of the commands that trained it (:func:`g2gt.ud.runs.record_command`)."""
+    record of the commands that trained it (:func:`g2gt.ud.runs.record_command`); paths under ``$G2GT_DATA``
+    are written as ``$G2GT_DATA/...`` (see :func:`shell_words`)."""
+    return shell_words(["g2gt", *getattr(args, "_argv", [])])
+
+
+def shell_words(words: list[str]) -> str:
+    """``words`` as one shell command line, each quoted as needed, except that a word starting with the value of
+    ``$G2GT_DATA`` starts with ``$G2GT_DATA`` instead: a recorded command then names the data the same way on
+    every machine (``--train $G2GT_DATA/ud/UD_French-Sequoia/...``), and the shell expands it when rerun."""
+    import os
     import shlex
 
-    return shlex.join(["g2gt", *getattr(args, "_argv", [])])
+    root = os.environ.get("G2GT_DATA", "").rstrip("/")
+    out = []
+    for w in words:
+        if root and (w == root or w.startswith(root + "/")):
+            out.append("$G2GT_DATA" + (shlex.quote(w[len(root):]) if len(w) > len(root) else ""))
+        else:
+            out.append(shlex.quote(w))
+    return " ".join(out)
 
 
 def progress_enabled(args: argparse.Namespace) -> bool:

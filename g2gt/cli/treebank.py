@@ -12,7 +12,6 @@ start (TrainConfig, recorded command) are :mod:`g2gt.cli.training`'s, as for the
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
     UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path, data_file_arg, option_values,
-    positive_int, progress_enabled,
+    positive_int, progress_enabled, shell_words,
 )
 from .training import add_training_groups, start_run
 
@@ -66,7 +65,7 @@ def _pipeline_command(args: argparse.Namespace) -> str:
         if value is not None:
             words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     words += [flag for flag, on in (("--resume", args.resume), ("--no-enhancer", not args.enhancer)) if on]
-    return " ".join(shlex.quote(w) for w in words)
+    return shell_words(words)
 
 
 # ---------------------------------------------------------------------------- train segmenter

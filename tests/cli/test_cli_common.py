@@ -380,3 +380,15 @@ def test_json_is_unchanged_by_common_options(capsys):
     a = json.loads(capsys.readouterr().out)
     assert main(["evaluate", gold, pred, "--json", *COMMON]) == 0
     assert json.loads(capsys.readouterr().out) == a
+
+
+def test_recorded_commands_name_data_through_g2gt_data(monkeypatch, tmp_path):
+    from g2gt.cli.common import shell_words
+
+    monkeypatch.setenv("G2GT_DATA", str(tmp_path / "data") + "/")
+    line = shell_words(["g2gt", "train", "parser", "--train", str(tmp_path / "data" / "ud" / "a b.conllu"),
+                        "--out", "runs/x y", str(tmp_path / "database")])
+    assert line == ("g2gt train parser --train $G2GT_DATA'/ud/a b.conllu' --out 'runs/x y' "
+                    + str(tmp_path / "database"))
+    monkeypatch.delenv("G2GT_DATA")
+    assert shell_words(["g2gt", "--out", "a b"]) == "g2gt --out 'a b'"
