@@ -7,6 +7,7 @@ graphs, parses are dependency graphs, and PyG users get a MessagePassing layer.
 
 from ._lazy import lazy_exports
 from . import _aliases
+from .ud.models import DEFAULT_MODEL
 from typing import TYPE_CHECKING
 
 # Names re-exported lazily (PEP 562): ``import g2gt`` stays cheap (no torch) so the ``g2gt`` command's
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only ("X as X
     from .ud.pipeline import Pipeline as Pipeline
 
 
-def load(model: str = "en_ewt", device: str = "cpu", dtype: str | None = "auto", tokenizer: str = "auto"):
+def load(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = "auto", tokenizer: str = "auto"):
     """The ready-to-use pipeline: ``nlp = g2gt.load(); nlp("Some text.")`` -> parsed sentences.
 
     ``model``: a shipped or installed model's name (default ``"en_ewt"``: tokenizer, sentence splitter,

@@ -18,6 +18,7 @@ from .common import (
     check_output_path, data_file_arg, option_values, progress_enabled,
 )
 from .training import ENCODER_HELP, add_training_groups, start_run
+from ..ud.models import DEFAULT_MODEL
 
 MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "max_distance", "edge_dim", "label_dim",
                  "path_rank", "char_filters", "head_dropout", "label_weight")
@@ -169,13 +170,13 @@ def run_enhance(args: argparse.Namespace) -> int:
         from ..ud.parallel import enhance_parallel
 
         with open_output(args.output) as f:
-            for text in enhance_parallel(args.model or "en_ewt", sents, args.workers, device,
+            for text in enhance_parallel(args.model or DEFAULT_MODEL, sents, args.workers, device,
                                          args.batch_tokens or 3000, progress_enabled(args)):
                 f.write(text)
         out = None
     else:
         try:
-            enhancer = Enhancer.load(args.model or "en_ewt", device)
+            enhancer = Enhancer.load(args.model or DEFAULT_MODEL, device)
         except FileNotFoundError as e:
             raise UsageError(f"--model {e}") from None
         out = enhancer.enhance(sents, max_tokens=args.batch_tokens or 3000, progress=progress_enabled(args))

@@ -7,6 +7,7 @@ import json
 import sys
 
 from .common import UsageError, add_common_options, check_input_path, check_output_path, positive_int
+from ..ud.models import DEFAULT_MODEL
 
 
 def register(subparsers) -> None:
@@ -72,7 +73,7 @@ def _configure_draw(p: argparse.ArgumentParser) -> None:
                 "  g2gt draw --text 'The cat sat on the mat.' -o tree.svg     # parsed by the shipped en_ewt model")
     p.add_argument("input", nargs="?", metavar="INPUT.conllu", help="CoNLL-U file (or give --text)")
     p.add_argument("--text", help="raw text to parse with --model and draw (instead of INPUT)")
-    p.add_argument("--model", default="en_ewt", metavar="NAME|DIR",
+    p.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR",
                    help="the model that parses --text (default: en_ewt, shipped)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--sentence", type=positive_int, metavar="N", help="1-based sentence number (default: 1)")

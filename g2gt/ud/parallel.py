@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .corpus import FilesReport, plan_files
 from .pool import ProcessPool
+from .models import DEFAULT_MODEL
 
 __all__ = ["Recipe", "EnhanceRecipe", "ParallelPipeline", "enhance_parallel", "job_plan", "map_batch_runs",
            "worker_setup", "parse_options", "PARSE_CHUNK"]
@@ -73,7 +74,7 @@ class Recipe:
     command does in its own process. Calling it (in the worker) loads the pipeline and returns the job
     handler."""
 
-    model: str = "en_ewt"
+    model: str = DEFAULT_MODEL
     device: str = "cpu"
     dtype: str | None = "auto"
     tokenizer: str = "auto"
@@ -135,7 +136,7 @@ class EnhanceRecipe:
     """A worker of ``g2gt enhance --workers N``: :meth:`g2gt.ud.enhance.Enhancer.load` ``(model, device)`` once,
     then ``("enhance", sentences, {"max_tokens": n}) -> their CoNLL-U text``."""
 
-    model: str = "en_ewt"
+    model: str = DEFAULT_MODEL
     device: str = "cpu"
     keep_freed_memory: bool = True
 
@@ -259,7 +260,7 @@ class ParallelPipeline:
     algorithm, use_input_graph, max_tokens, treebank ...: :func:`parse_options`) as ``**options``.
     """
 
-    def __init__(self, model: str = "en_ewt", workers: int = 2, *, device: str = "cpu", dtype: str | None = "auto",
+    def __init__(self, model: str = DEFAULT_MODEL, workers: int = 2, *, device: str = "cpu", dtype: str | None = "auto",
                  tokenizer: str = "auto", chunk: int = PARSE_CHUNK, progress: bool = False, threads: int = 1,
                  start_method: str | None = None, max_tries: int = 3, keep_freed_memory: bool = True) -> None:
         self.recipe = Recipe(str(model), str(device), dtype, tokenizer, keep_freed_memory)

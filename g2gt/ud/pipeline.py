@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .io import Sentence
+from .models import DEFAULT_MODEL
 
 __all__ = ["Pipeline", "RuleTokenizer", "TOKENIZERS"]
 
@@ -81,7 +82,7 @@ class Pipeline:
 
     # ------------------------------------------------------------------ loading and saving
     @classmethod
-    def load(cls, name_or_path: str | os.PathLike = "en_ewt", device: str = "cpu", dtype: Any = "auto",
+    def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str = "cpu", dtype: Any = "auto",
              tokenizer: str = "auto") -> "Pipeline":
         """A shipped or installed model by name (``g2gt models`` lists them), a model folder (from
         :meth:`save`), or a parser's training folder / checkpoint (then the rule tokenizer and no enhancer).

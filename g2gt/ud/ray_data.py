@@ -33,6 +33,7 @@ from typing import Any, Iterable, Iterator
 
 from .corpus import FilesReport, plan_files
 from .parallel import PARSE_CHUNK, Recipe, check_options, read_input
+from .models import DEFAULT_MODEL
 
 __all__ = ["PipelineActor", "parse_dataset", "parse_files", "init_ray", "ROWS_PER_RUN"]
 
@@ -93,7 +94,7 @@ def _value(column, i: int) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def parse_dataset(ds, model: str = "en_ewt", *, actors: int = 2, device: str = "cpu", dtype: str | None = "auto",
+def parse_dataset(ds, model: str = DEFAULT_MODEL, *, actors: int = 2, device: str = "cpu", dtype: str | None = "auto",
                   tokenizer: str = "auto", chunk: int = PARSE_CHUNK, threads: int = 1, **options: Any):
     """``ds`` (a ``ray.data.Dataset`` with a ``text`` or a ``conllu`` column, any others kept) mapped through
     ``actors`` :class:`PipelineActor` actors; returns the lazy Dataset with ``parsed`` / ``error`` /
@@ -153,7 +154,7 @@ def _file_rows(src: str, dst: str, kind: str, chunk: int, check_trees: bool) -> 
 
 
 def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: str = "conllu", resume: bool = False,
-                actors: int | None = None, model: str = "en_ewt", device: str = "cpu", dtype: str | None = "auto",
+                actors: int | None = None, model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = "auto",
                 tokenizer: str = "auto", chunk: int = PARSE_CHUNK, num_cpus: int | None = None,
                 object_store_memory: int | None = None, rows_per_run: int = ROWS_PER_RUN,
                 log=sys.stderr, **options: Any) -> FilesReport:

@@ -24,6 +24,7 @@ from .data import EnhancedVocab, check_input_tree, deps_sort_key, make_batch, ma
 from .decode import choose_labels, decode_edges
 from .labels import MARKED_RELATIONS, PLACEHOLDER, TreeView, fill_template, sentence_markers
 from .model import EnhancedConfig, EnhancedModel
+from ..models import DEFAULT_MODEL
 
 __all__ = ["Enhancer", "copy_basic", "basic_edges"]
 
@@ -102,7 +103,7 @@ class Enhancer:
     kind = "enhanced"
 
     @classmethod
-    def load(cls, path: str | Path = "en_ewt", device: str | torch.device = "cpu",
+    def load(cls, path: str | Path = DEFAULT_MODEL, device: str | torch.device = "cpu",
              dtype: torch.dtype | str | None = "auto") -> "Enhancer":
         """Load the enhance stage of a shipped model by name (``"en_ewt"``), a model folder's ``enhancer.pt``, or
         ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhanced`` (or that file),

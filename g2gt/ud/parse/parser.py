@@ -35,6 +35,7 @@ from .config import ParserConfig
 from .decode import ParseResult, decode_sentences
 from .model import ParserModel
 from .vocab import ParserVocab
+from ..models import DEFAULT_MODEL
 
 __all__ = ["Parser", "rule_segmenter", "fast_inference_dtype", "inference_dtype", "KEEPABLE_COLUMNS"]
 
@@ -104,7 +105,7 @@ class Parser:
                          "choice (drop the treebank setting)")
 
     @classmethod
-    def load(cls, path: str | Path = "en_ewt", device: str | torch.device = "cpu",
+    def load(cls, path: str | Path = DEFAULT_MODEL, device: str | torch.device = "cpu",
              dtype: torch.dtype | str | None = "auto", treebank: str | None = None) -> "Parser":
         """Load the parse stage of a shipped model by name (default ``"en_ewt"``, see :mod:`g2gt.ud.models`), of
         a model folder (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint

@@ -26,6 +26,7 @@ from .model import SegmenterModel
 from .mwt import MWTLexicon
 from .output import build_sentences
 from .spans import Spans
+from ..models import DEFAULT_MODEL
 
 __all__ = ["Segmenter", "CHECKPOINT_KIND"]
 
@@ -58,7 +59,7 @@ class Segmenter:
     kind = CHECKPOINT_KIND
 
     @classmethod
-    def load(cls, path: str | os.PathLike = "en_ewt", device: str | torch.device = "cpu",
+    def load(cls, path: str | os.PathLike = DEFAULT_MODEL, device: str | torch.device = "cpu",
              dtype: torch.dtype | str | None = "auto", **kwargs) -> Segmenter:
         """Load the tokenize stage of a shipped model by name (``"en_ewt"``), a model folder's
         ``segmenter.pt``, a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file
