@@ -73,7 +73,7 @@ class Batcher:
         self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
                          for i in range(workers)]
         self.stats = {"jobs": 0, "batches": 0, "cancelled": 0, "failed": 0, "running": 0, "max_batch_jobs": 0,
-                      "idle_calls": 0}
+                      "idle_calls": 0, "company_waits": 0}  # company_waits: batches that waited for more jobs
         self._started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -137,6 +137,7 @@ class Batcher:
         with self._cond:
             free = time.monotonic()
             target = max(1, last + sum(1 for j in self._queue if j.arrived < answered))
+            waited = False
             while True:
                 while not self._queue:
                     if self._closing:
@@ -153,6 +154,9 @@ class Batcher:
                 same = [j for j in self._queue if j.key == key]
                 if len(same) >= target or sum(j.size for j in same) >= self.max_size:
                     break
+                if not waited:
+                    waited = True
+                    self.stats["company_waits"] += 1
                 self._cond.wait(wait)
             batch, size = [], 0
             for job in list(self._queue):
