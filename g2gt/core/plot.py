@@ -10,8 +10,7 @@ from torch import Tensor
 __all__ = ["plot_attention"]
 
 
-def plot_attention(tokens: Sequence[str], weights: Mapping[int, Tensor], path: str | os.PathLike,
-                   max_cols: int | None = None) -> None:
+def plot_attention(tokens: Sequence[str], weights: Mapping[int, Tensor], path: str | os.PathLike) -> None:
     """Save a grid of heatmaps: one row per layer, one column per head.
 
     Args:
