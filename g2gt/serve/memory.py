@@ -1,9 +1,9 @@
 """Giving freed heap memory back to the operating system while the server is idle.
 
 The ``g2gt`` command asks glibc to keep freed memory for reuse (:func:`g2gt.core._compat.keep_freed_memory`:
-faster batches), so a long-running server's RSS stays at the high-water mark of its largest batches (about
-+110 MB over 10,000 EWT requests, all of it free memory: nothing leaks). :func:`release_free_memory` is
-glibc's ``malloc_trim(0)``: every arena's free pages go back to the system (~30 ms). The batcher calls it
+faster batches), so a long-running server's RSS stays at the high-water mark of its largest batches (free
+memory, not a leak: README, "Serving", has the measurement). :func:`release_free_memory` is glibc's
+``malloc_trim(0)``: every arena's free pages go back to the system. The batcher calls it
 once after each busy period, when no request came for a while, so it never costs a request time.
 """
 

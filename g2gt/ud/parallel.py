@@ -55,8 +55,8 @@ _MAIN_PROCESS_OPTIONS = ("progress",)
 def worker_setup(keep_freed: bool = True) -> None:
     """What every worker process (local or Ray actor) does before loading a model: no oneDNN primitive cache
     (``ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`` unless the environment sets it: the cache keeps a compiled kernel
-    per input shape, and a corpus brings ever new batch shapes; measured on EWT dev: 40-60 MB less peak RSS
-    per worker, RSS flat instead of growing, the same CPU time) and, with ``keep_freed``,
+    per input shape, and a corpus brings ever new batch shapes: README, "Corpus scale", gives what it saves)
+    and, with ``keep_freed``,
     :func:`g2gt.core._compat.keep_freed_memory` as the ``g2gt`` command does."""
     import os
 

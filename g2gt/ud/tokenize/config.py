@@ -10,9 +10,8 @@ Each is a :class:`g2gt.core.config.DictConfig`: ``to_dict`` (tuples as lists, JS
 The defaults are the recipe of ``g2gt train segmenter``: a 3-layer, d_model 64, 2-head chain-graph
 encoder over characters (about 0.11 M parameters, keys-only chain labels), on windows of 96 non-space
 characters read with 12 characters of context on each side. It is sized for speed: the whole raw text ->
-CoNLL-U pipeline must stay above 2,000 words/s on one CPU thread, so the segmenter aims well above 20,000
-(measured on one thread, per model pass over EWT dev: d_model 128 / 4 heads / value labels / 256-character
-windows ~3,500 words/s; d_model 64 / 4 heads / 128 ~22,000; 2 heads ~28,000; 2 heads / 96 ~33,000).
+CoNLL-U pipeline must stay above 2,000 words/s on one CPU thread, so the segmenter aims at ten times that
+(the sizes tried and their speeds are in the README, "Train a pipeline for any treebank").
 """
 
 from __future__ import annotations
