@@ -178,16 +178,15 @@ def shell_words(words: list[str]) -> str:
     """``words`` as one shell command line, each quoted as needed, except that a word starting with the value of
     ``$G2GT_DATA`` starts with ``$G2GT_DATA`` instead: a recorded command then names the data the same way on
     every machine (``--train $G2GT_DATA/ud/UD_French-Sequoia/...``), and the shell expands it when rerun."""
-    import os
     import shlex
 
-    root = os.environ.get("G2GT_DATA", "").rstrip("/")
+    from ..core.files import data_path_name
+
     out = []
     for w in words:
-        if root and (w == root or w.startswith(root + "/")):
-            out.append("$G2GT_DATA" + (shlex.quote(w[len(root):]) if len(w) > len(root) else ""))
-        else:
-            out.append(shlex.quote(w))
+        named = data_path_name(w)
+        rest = named[len("$G2GT_DATA"):]
+        out.append("$G2GT_DATA" + (shlex.quote(rest) if rest else "") if named != w else shlex.quote(w))
     return " ".join(out)
 
 

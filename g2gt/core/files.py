@@ -32,6 +32,7 @@ import zlib
 from typing import IO, Any, Iterator, Union
 
 __all__ = [
+    "data_path_name",
     "InputError",
     "OutputError",
     "Source",
@@ -454,3 +455,13 @@ def iter_lines(source: Source, name: str | None = None) -> Iterator[str]:
     """
     inp = open_input(source, name, kind="text")
     return (line[:-1] if line.endswith("\r") else line for line in inp.lines())
+
+
+def data_path_name(path: str | os.PathLike[str]) -> str:
+    """``path`` as a record should name it: under ``$G2GT_DATA`` as ``$G2GT_DATA/...`` (the same on every
+    machine, and the shell expands it when a recorded command is rerun), any other path as it is."""
+    text = os.fspath(path)
+    root = os.environ.get("G2GT_DATA", "").rstrip("/")
+    if root and (text == root or text.startswith(root + "/")):
+        return "$G2GT_DATA" + text[len(root):]
+    return text

@@ -23,6 +23,8 @@ import platform
 import random
 from pathlib import Path
 
+from ..core.files import data_path_name
+
 __all__ = ["raw_text", "score_model", "mwt_accuracy", "treebank_facts", "machine_facts"]
 
 
@@ -104,7 +106,7 @@ def treebank_facts(files, train, dev) -> dict:
     return {"license": license_line or "see the treebank's LICENSE.txt",
             "training_data": f"{files.train.name} ({len(train):,} sentences, {n_words:,} words); "
                              f"{files.dev.name} ({len(dev):,} sentences) for model selection only",
-            "treebank": {"train": str(files.train), "dev": str(files.dev), "train_sentences": len(train),
+            "treebank": {"train": data_path_name(files.train), "dev": data_path_name(files.dev), "train_sentences": len(train),
                          "dev_sentences": len(dev), "train_words": n_words, "columns_filled": columns}}
 
 
