@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only ("X as X
 def load(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = "auto", tokenizer: str = "auto"):
     """The ready-to-use pipeline: ``nlp = g2gt.load(); nlp("Some text.")`` -> parsed sentences.
 
-    ``model``: a shipped or installed model's name (default ``"en_ewt"``: tokenizer, sentence splitter,
+    ``model``: a shipped or installed model's name (default ``"en_combined"``: tokenizer, sentence splitter,
     tagger, lemmatizer, parser and enhanced-UD graphs for English, trained on UD English EWT; ``g2gt models``
     lists them), a model folder, or a parser's training folder or checkpoint. ``dtype``: every stage's
     inference precision, by default the fastest one for ``device`` with the same accuracy. ``tokenizer``:

@@ -132,7 +132,7 @@ def _configure_enhance(p: argparse.ArgumentParser) -> None:
         "basic tree. " + EMPTY_NODES + " --copy-basic needs no model: it copies the basic tree into DEPS "
         "(with case-marked relations filled), the baseline.")
     p.epilog = ("examples:\n"
-                "  g2gt enhance parsed.conllu -o enhanced.conllu          # the shipped en_ewt model\n"
+                "  g2gt enhance parsed.conllu -o enhanced.conllu          # the shipped en_combined model\n"
                 "  g2gt enhance --model runs/enhanced parsed.conllu -o enhanced.conllu\n"
                 "  g2gt parse --model runs/parser dev.conllu | g2gt enhance --model runs/enhanced - > out.conllu\n"
                 "  g2gt enhance --copy-basic parsed.conllu -o baseline.conllu\n"
@@ -141,7 +141,7 @@ def _configure_enhance(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="output CoNLL-U, '-' = stdout (default)")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", metavar="NAME|DIR", help="a shipped model's name, a model folder (enhancer.pt), a folder "
-                     "written by 'g2gt train enhanced' (best.pt) or a checkpoint (default: en_ewt, shipped)")
+                     "written by 'g2gt train enhanced' (best.pt) or a checkpoint (default: en_combined, shipped)")
     src.add_argument("--copy-basic", action="store_true",
                      help="no model: DEPS = the basic tree with case-marked relations filled (baseline)")
     p.add_argument("--in-place", action="store_true", help="allow -o to be the input file (replaced at the end)")

@@ -108,7 +108,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     data.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs)")
     data.add_argument("--resume", action="store_true", help="continue from OUT/last.pt (same budget, same settings)")
     data.add_argument("--init-from", metavar="MODEL", default=None,
-                      help="warm start: a trained parser (a shipped name such as en_ewt, a model or training folder, "
+                      help="warm start: a trained parser (a shipped name such as en_combined, a model or training folder, "
                            "a checkpoint) whose architecture, vocabulary and matching weights start this run (new "
                            "labels appended; optimizer and schedule fresh; model options that differ from their "
                            "defaults override the source's)")
@@ -168,7 +168,7 @@ def _all_evaluations(log: Path) -> list[dict]:
 def _configure_parse(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Parse text or sentences and write CoNLL-U. With no --model, the English model shipped in the\n"
-        "package (en_ewt: tokenizer, sentence splitter, tagger, lemmatizer, parser, enhanced UD) is used.\n"
+        "package (en_combined: tokenizer, sentence splitter, tagger, lemmatizer, parser, enhanced UD) is used.\n"
         "HEAD, DEPREL and UPOS (and XPOS, UFeats and LEMMA when the model has those heads) are predicted;\n"
         "DEPS is predicted with --enhanced, else written _ (with the empty nodes) unless --keep deps;\n"
         "every other column, comment and multiword token is kept. Each input sentence yields exactly one\n"
@@ -176,7 +176,7 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
         "output file appears only when parsing succeeded (written to a temporary file, then renamed).")
     p.epilog = (
         "examples:\n"
-        "  g2gt parse --text 'He sat. Then he left.'                  # the shipped en_ewt model\n"
+        "  g2gt parse --text 'He sat. Then he left.'                  # the shipped en_combined model\n"
         "  g2gt parse --raw story.txt -o story.conllu --enhanced      # a raw-text document, DEPS too\n"
         "  echo 'The cat sat.' | g2gt parse --raw -\n"
         "  g2gt parse dev.conllu -o pred.conllu --keep lemma,feats   # keep the input's LEMMA and FEATS\n"
@@ -335,7 +335,7 @@ def run_parse(args: argparse.Namespace) -> int:
             raise UsageError(f"--treebank: {e}") from None
     if args.enhanced and nlp.enhancer is None:
         raise UsageError(f"--enhanced: the model {args.model} has no enhanced-UD part (enhancer.pt); use a "
-                         "model folder that has one (e.g. the shipped en_ewt) or 'g2gt enhance --model M'")
+                         "model folder that has one (e.g. the shipped en_combined) or 'g2gt enhance --model M'")
     sentences = nlp.text_sentences(source) if isinstance(source, str) else source
     kw = _parse_kwargs(args)
     stats = {"sentences": 0, "words": 0}

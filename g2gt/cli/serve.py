@@ -9,8 +9,8 @@ import sys
 from .common import UsageError, add_common_options, apply_runtime, non_negative_int, positive_int
 
 EXAMPLES = (
-    "  g2gt serve                                   # en_ewt on http://127.0.0.1:8000 (web page at /)\n"
-    "  g2gt serve --model en_ewt --model mine=runs/export --port 8080 --threads 2\n"
+    "  g2gt serve                                   # en_combined on http://127.0.0.1:8000 (web page at /)\n"
+    "  g2gt serve --model en_combined --model mine=runs/export --port 8080 --threads 2\n"
     "  curl -s http://127.0.0.1:8000/process -d tokenizer= -d tagger= -d parser= --data-urlencode 'data=Hi there.'\n"
 )
 
@@ -28,7 +28,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.epilog = "examples:\n" + EXAMPLES
     p.add_argument("--model", action="append", metavar="NAME|DIR|NAME=DIR",
                    help="a shipped model, a model folder, or NAME=DIR to serve it as NAME; repeat for several "
-                        "(the first is the default; default: en_ewt)")
+                        "(the first is the default; default: en_combined)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=non_negative_int, default=8000, help="TCP port (default: 8000; 0 = any free port)")
     p.add_argument("--workers", type=positive_int, default=1,

@@ -70,11 +70,11 @@ def _configure_draw(p: argparse.ArgumentParser) -> None:
     p.description = ("Write an SVG picture of one dependency tree: words left to right with UPOS beneath, an arc "
                      "from each head to its dependent labelled with the relation, and a root arrow.")
     p.epilog = ("examples:\n  g2gt draw pred.conllu --sentence 3 -o tree.svg\n"
-                "  g2gt draw --text 'The cat sat on the mat.' -o tree.svg     # parsed by the shipped en_ewt model")
+                "  g2gt draw --text 'The cat sat on the mat.' -o tree.svg     # parsed by the shipped en_combined model")
     p.add_argument("input", nargs="?", metavar="INPUT.conllu", help="CoNLL-U file (or give --text)")
     p.add_argument("--text", help="raw text to parse with --model and draw (instead of INPUT)")
     p.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR",
-                   help="the model that parses --text (default: en_ewt, shipped)")
+                   help="the model that parses --text (default: en_combined, shipped)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--sentence", type=positive_int, metavar="N", help="1-based sentence number (default: 1)")
     group.add_argument("--sent-id", metavar="ID", help="pick the sentence by its '# sent_id'")

@@ -2,7 +2,7 @@
 
     from g2gt.ud.parallel import ParallelPipeline
 
-    with ParallelPipeline("en_ewt", workers=4) as nlp:            # 4 processes, one thread each
+    with ParallelPipeline("en_combined", workers=4) as nlp:            # 4 processes, one thread each
         stats = nlp.parse_file("story.txt", "story.conllu", kind="raw")
         for block in nlp.parse_sentences(iter_conllu("in.conllu")):  # CoNLL-U text, one sentence each
             ...
@@ -120,7 +120,7 @@ class JobHandler:
         if kind == "parse":  # sentences in length-sorted order -> their CoNLL-U text, same order
             if options.get("enhanced") and self.nlp.enhancer is None:
                 raise ValueError(f"enhanced=True: the model {self.nlp.source} has no enhanced-UD stage "
-                                 "(enhancer.pt); use a model folder that has one, e.g. the shipped en_ewt")
+                                 "(enhancer.pt); use a model folder that has one, e.g. the shipped en_combined")
             return [s.serialize() for s in self.nlp(data, progress=False, **options)]
         if kind == "segment":  # one paragraph block -> sentences s1, s2 ... (renumbered by the main process)
             return self.nlp.tokenize.segment(data, sent_id_prefix="s", first_id=1)

@@ -1,6 +1,6 @@
 """The UD pipeline: ordered, named stages from raw text to every CoNLL-U column (``g2gt.load()`` returns one).
 
-    nlp = g2gt.load("en_ewt")                       # = Pipeline.load("en_ewt")
+    nlp = g2gt.load("en_combined")                       # = Pipeline.load("en_combined")
     nlp("He sat. Then he left.")                    # raw text -> list[Sentence]
     nlp([["The", "cat", "sat", "."]])               # tokenized sentences, or Sentence objects
     nlp.save("my_model")                            # a model folder: one file per stage + model.json
@@ -227,7 +227,7 @@ class Pipeline:
                 raise ValueError("enhanced=True predicts DEPS; it cannot also keep the input's DEPS (keep='deps')")
             if self.enhancer is None:
                 raise ValueError(f"this model ({self.source or 'in memory'}) has no enhanced-UD stage; load a model "
-                                 "folder with enhancer.pt (e.g. the shipped 'en_ewt') or set pipeline.enhancer")
+                                 "folder with enhancer.pt (e.g. the shipped 'en_combined') or set pipeline.enhancer")
         sentences = self.to_sentences(x)
         if self.parse_stage is None:  # trees from elsewhere (another parser, gold) go to the enhancer as they are
             out = sentences

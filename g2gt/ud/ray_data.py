@@ -7,7 +7,7 @@ Needs the optional extra ``pip install "g2gt[ray]"``.
 
     ray.init()                                           # or ray.init(address="auto") on a cluster
     ds = ray.data.from_items([{"text": "He sat. Then he left."}, {"conllu": open("in.conllu").read()}])
-    for row in parse_dataset(ds, "en_ewt", actors=4, enhanced=True).iter_rows():
+    for row in parse_dataset(ds, "en_combined", actors=4, enhanced=True).iter_rows():
         print(row["parsed"])                             # CoNLL-U; row["error"] is "" or FILE:LINE: ...
 
 :func:`parse_dataset` runs ``Dataset.map_batches`` with the callable class :class:`PipelineActor` on an

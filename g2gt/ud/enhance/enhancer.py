@@ -105,7 +105,7 @@ class Enhancer:
     @classmethod
     def load(cls, path: str | Path = DEFAULT_MODEL, device: str | torch.device = "cpu",
              dtype: torch.dtype | str | None = "auto") -> "Enhancer":
-        """Load the enhance stage of a shipped model by name (``"en_ewt"``), a model folder's ``enhancer.pt``, or
+        """Load the enhance stage of a shipped model by name (``"en_combined"``), a model folder's ``enhancer.pt``, or
         ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhanced`` (or that file),
         with ``weights_only=True`` and ``strict=True``. ``dtype``: see :func:`g2gt.ud.stage.inference_dtype`
         (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""

@@ -11,7 +11,7 @@ A model folder holds the parts a pipeline needs, each a checkpoint that loads wi
 * ``model.json``   -- its card: what it was trained on, with which commands, and its measured scores.
 
 Folders written by :func:`g2gt.ud.models.export.export_model` (``g2gt export-model``) have this layout too, so
-``Parser.load`` takes a model's name (``"en_ewt"``), such a folder, a training folder or a checkpoint file.
+``Parser.load`` takes a model's name (``"en_combined"``), such a folder, a training folder or a checkpoint file.
 A shipped model wins over an installed package of the same name. Old names stay loadable through
 :data:`MODEL_ALIASES` (``"en_ewt"`` loads the English model that replaced it). This module imports no torch.
 """
@@ -27,7 +27,7 @@ __all__ = ["DEFAULT_MODEL", "MODEL_ALIASES", "ENTRY_POINT_GROUP", "PACKAGED_DIR"
            "installed_models", "shipped_models", "is_model_folder", "find_model", "model_card", "part_checkpoint",
            "write_card"]
 
-DEFAULT_MODEL = "en_ewt"
+DEFAULT_MODEL = "en_combined"
 #: old name -> the shipped model that replaced it (kept so that code and scripts naming the old one still run)
 MODEL_ALIASES = {"en_ewt": "en_combined"}
 PACKAGED_DIR = Path(__file__).resolve().parent

@@ -9,8 +9,8 @@ casts them back, so only the rounding of each weight to float16 changes). The ca
 each stage given as a training folder, the commands that trained it (:func:`stage_commands`), unless the
 card already names them.
 
->>> export_model("g2gt/ud/models/en_ewt", parser="runs/en_ewt", segmenter="runs/segmenter",
-...              enhancer="runs/enhanced", card={"name": "en_ewt"})             # doctest: +SKIP
+>>> export_model("g2gt/ud/models/en_combined", parser="runs/en_combined", segmenter="runs/segmenter",
+...              enhancer="runs/enhanced", card={"name": "en_combined"})             # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The parse stage: tagger, lemmatizer and parser in one model. ``Parser.load("en_ewt")(sentences)``.
+"""The parse stage: tagger, lemmatizer and parser in one model. ``Parser.load("en_combined")(sentences)``.
 
 A stage of :class:`g2gt.ud.pipeline.Pipeline` (protocol in :mod:`g2gt.ud.stage`): :meth:`Parser.parse` takes
 tokenized sentences or :class:`g2gt.ud.io.Sentence` objects (raw text only through the rule tokenizer: for
@@ -107,7 +107,7 @@ class Parser:
     @classmethod
     def load(cls, path: str | Path = DEFAULT_MODEL, device: str | torch.device = "cpu",
              dtype: torch.dtype | str | None = "auto", treebank: str | None = None) -> "Parser":
-        """Load the parse stage of a shipped model by name (default ``"en_ewt"``, see :mod:`g2gt.ud.models`), of
+        """Load the parse stage of a shipped model by name (default ``"en_combined"``, see :mod:`g2gt.ud.models`), of
         a model folder (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint
         file, with ``weights_only=True`` and ``strict=True``.
 

@@ -2,7 +2,7 @@
 
 It is not a resume: the optimizer, schedule and data order start fresh; only weights are carried over.
 
-* The source is anything :meth:`g2gt.ud.parse.Parser.load` reads (a shipped name such as ``en_ewt``, a model
+* The source is anything :meth:`g2gt.ud.parse.Parser.load` reads (a shipped name such as ``en_combined``, a model
   folder, a training folder or a checkpoint file); :func:`load_source`.
 * The vocabulary is the source's, so the word and character tables match row for row: words of the new data
   the source never saw stay ``<unk>`` for the word table and are read by the character CNN. Labels (UPOS,
@@ -50,7 +50,7 @@ SHAPE_FIELDS = ("num_words", "num_chars", "d_model", "num_heads", "num_layers", 
 class WarmSource:
     """A trained parser's weights, configuration and vocabulary, and where they came from."""
 
-    given: str  # what the user named (``en_ewt``, a folder, a file)
+    given: str  # what the user named (``en_combined``, a folder, a file)
     file: Path
     state: dict
     config: ParserConfig

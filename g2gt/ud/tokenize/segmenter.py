@@ -61,7 +61,7 @@ class Segmenter:
     @classmethod
     def load(cls, path: str | os.PathLike = DEFAULT_MODEL, device: str | torch.device = "cpu",
              dtype: torch.dtype | str | None = "auto", **kwargs) -> Segmenter:
-        """Load the tokenize stage of a shipped model by name (``"en_ewt"``), a model folder's
+        """Load the tokenize stage of a shipped model by name (``"en_combined"``), a model folder's
         ``segmenter.pt``, a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file
         (``weights_only=True``, ``strict=True``). ``dtype``: see :func:`g2gt.ud.stage.inference_dtype`
         (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""

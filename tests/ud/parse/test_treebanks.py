@@ -142,9 +142,12 @@ def test_old_checkpoints_load_strict_with_identical_outputs(tmp_path):
                            torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, dtype=torch.long))
 
 
-def test_shipped_model_has_no_treebank_vectors():
-    ck = torch.load(Parser.load("en_ewt", dtype="float32").file, weights_only=True)
-    assert "treebanks" not in ck["model_config"]
+def test_shipped_model_has_treebank_vectors_and_follows_ewt_by_default():
+    parser = Parser.load("en_combined", dtype="float32")
+    ck = torch.load(parser.file, weights_only=True)
+    assert ck["model_config"]["treebanks"] == ["en_ewt", "en_gum"]
+    assert parser.treebank == "en_ewt"
+    assert Parser.load("en_combined", dtype="float32", treebank="en_gum").treebank == "en_gum"
 
 
 # ----------------------------------------------------------------------------- several training files (CLI)
