@@ -9,7 +9,7 @@ import json
 from .common import UsageError, add_common_options, check_folder_path
 
 EXPORT_EXAMPLE = ("  g2gt export-model --parser runs/en_combined --segmenter runs/segmenter --enhancer runs/enhanced \\\n"
-                  "      --card card.json -o g2gt/ud/models/en_combined")
+                  "      --card card.json -o g2gt/models/en_combined")
 
 
 def register(subparsers) -> None:
@@ -19,7 +19,7 @@ def register(subparsers) -> None:
 
 
 def _configure_models(p: argparse.ArgumentParser) -> None:
-    p.description = ("List the models shipped inside the package (g2gt/ud/models/NAME: no download needed) and "
+    p.description = ("List the models shipped inside the package (g2gt/models/NAME: no download needed) and "
                      "the model packages installed in this environment (pip install models/NAME; see "
                      "'g2gt package'), with their parts and measured scores. Use one with 'g2gt parse --model "
                      "NAME' or g2gt.load(NAME); the default is en_combined.")

@@ -1,4 +1,4 @@
-"""Models by name: shipped inside the package (``g2gt/ud/models/NAME/``, package data, no download) or
+"""Models by name: shipped inside the package (``g2gt/models/NAME/``, package data, no download) or
 installed as their own Python packages (``pip install models/NAME``, see :mod:`g2gt.ud.models.package`),
 found through the entry-point group ``g2gt.models``.
 
@@ -30,7 +30,8 @@ __all__ = ["DEFAULT_MODEL", "MODEL_ALIASES", "ENTRY_POINT_GROUP", "PACKAGED_DIR"
 DEFAULT_MODEL = "en_combined"
 #: old name -> the shipped model that replaced it (kept so that code and scripts naming the old one still run)
 MODEL_ALIASES = {"en_ewt": "en_combined"}
-PACKAGED_DIR = Path(__file__).resolve().parent
+#: where shipped models live: package data in g2gt/models/NAME/ (the registry code is this module)
+PACKAGED_DIR = Path(__file__).resolve().parents[2] / "models"
 PART_FILES = {"parser": "parser.pt", "segmenter": "segmenter.pt", "enhancer": "enhancer.pt"}
 #: the entry-point group of model packages: ``name = "module:function"``, the function returns the model folder
 ENTRY_POINT_GROUP = "g2gt.models"

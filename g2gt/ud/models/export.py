@@ -9,7 +9,7 @@ casts them back, so only the rounding of each weight to float16 changes). The ca
 each stage given as a training folder, the commands that trained it (:func:`stage_commands`), unless the
 card already names them.
 
->>> export_model("g2gt/ud/models/en_combined", parser="runs/en_combined", segmenter="runs/segmenter",
+>>> export_model("g2gt/models/en_combined", parser="runs/en_combined", segmenter="runs/segmenter",
 ...              enhancer="runs/enhanced", card={"name": "en_combined"})             # doctest: +SKIP
 """
 
