@@ -185,8 +185,11 @@ def shell_words(words: list[str]) -> str:
     out = []
     for w in words:
         named = data_path_name(w)
-        rest = named[len("$G2GT_DATA"):]
-        out.append("$G2GT_DATA" + (shlex.quote(rest) if rest else "") if named != w else shlex.quote(w))
+        if named == w:
+            out.append(shlex.quote(w))
+            continue
+        rest = named[len("$G2GT_DATA"):]  # only the rest is quoted, so that the shell expands the variable
+        out.append("$G2GT_DATA" + (shlex.quote(rest) if rest else ""))
     return " ".join(out)
 
 
