@@ -64,6 +64,8 @@ def _pipeline_command(args: argparse.Namespace) -> str:
                         ("--device", None if args.device == "auto" else args.device)):
         if value is not None:
             words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    for stage, model in args.source or []:
+        words += ["--source", f"{stage}={model}"]
     words += [flag for flag, on in (("--resume", args.resume), ("--no-enhancer", not args.enhancer)) if on]
     return shell_words(words)
 
@@ -147,6 +149,17 @@ def run_segmenter(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- train pipeline
+def _stage_source(text: str) -> tuple[str, str]:
+    """``STAGE=MODEL`` of ``--source``, the stage checked."""
+    from ..ud.recipe import STAGE_SHARES
+
+    stage, sep, model = text.partition("=")
+    if not sep or stage not in STAGE_SHARES or not model:
+        raise argparse.ArgumentTypeError(f"expected STAGE=MODEL with STAGE one of {', '.join(STAGE_SHARES)} and "
+                                         f"MODEL a model's name or folder, got {text!r}")
+    return stage, model
+
+
 def _configure_pipeline(p: argparse.ArgumentParser) -> None:
     from ..ud.recipe import DEFAULT_MINUTES, STAGE_SHARES
 
@@ -167,6 +180,9 @@ def _configure_pipeline(p: argparse.ArgumentParser) -> None:
         "  g2gt train pipeline --treebank UD_French-Sequoia --out runs/fr_sequoia --max-minutes 60 --threads 1\n"
         "  g2gt train pipeline --train tr-train.conllu --dev tr-dev.conllu --name tr_imst --out runs/tr\n"
         "  g2gt train pipeline --treebank UD_French-Sequoia --out runs/fr_sequoia --resume\n"
+        "  g2gt train parser --init-from fr_sequoia --train UD_French-Sequoia/fr_sequoia-ud-train.conllu \\\n"
+        "      --dev UD_French-Sequoia/fr_sequoia-ud-dev.conllu --out runs/fr2/parser   # a longer parser, then:\n"
+        "  g2gt train pipeline --treebank UD_French-Sequoia --out runs/fr2 --resume --source segmenter=fr_sequoia\n"
         "  g2gt package runs/fr_sequoia/model --name fr_sequoia -o models/fr_sequoia\n"
         "--treebank DIR: a folder as UD releases ship it, with *-ud-train.conllu[.gz] and *-ud-dev.conllu[.gz].")
     data = p.add_argument_group("data")
@@ -178,6 +194,10 @@ def _configure_pipeline(p: argparse.ArgumentParser) -> None:
     data.add_argument("--name", help="model name (default: from the file names, e.g. fr_sequoia)")
     data.add_argument("--lang", help="language code (default: from the file names, e.g. fr)")
     data.add_argument("--resume", action="store_true", help="continue unfinished stages, reuse finished ones")
+    data.add_argument("--source", action="append", type=_stage_source, metavar="STAGE=MODEL",
+                      help="take a stage (segmenter, parser, enhancer) as it is from a trained model (a model's "
+                      "name, a model or training folder) instead of training it, e.g. --source "
+                      "segmenter=fr_sequoia to retrain only the parser; repeatable")
     budget = p.add_argument_group("budget")
     budget.add_argument("--max-minutes", type=float, default=DEFAULT_MINUTES, metavar="X",
                         help=f"training minutes of all stages together (default: {DEFAULT_MINUTES:g})")
@@ -216,7 +236,8 @@ def run_pipeline(args: argparse.Namespace) -> int:
     card = train_pipeline(files, args.out, name=args.name, lang=args.lang, max_minutes=args.max_minutes,
                           stage_minutes=minutes, resume=args.resume, device=device, progress=progress_enabled(args),
                           batch_tokens=args.batch_tokens, enhancer=args.enhancer, evaluate=args.evaluate,
-                          command=_pipeline_command(args), threads=args.threads, max_steps=args.max_steps)
+                          command=_pipeline_command(args), threads=args.threads, max_steps=args.max_steps,
+                          sources=dict(args.source or []))
     print(f"model folder: {Path(args.out) / 'model'} ({card.get('name')}); card: model.json", file=sys.stderr)
     return 0
 

@@ -24,6 +24,12 @@ with less than :data:`EXPANDER_MIN_MINUTES`) gets only the expander trained
 (:func:`g2gt.ud.tokenize.train.add_expander`); an expander whose segmenter never started is reused.
 ``max_steps`` caps every stage's updates (quick trials and tests).
 
+``sources`` (``--source STAGE=MODEL``, as spaCy's ``source`` for a pipeline component) takes a stage as it is
+from a trained model (a shipped or installed name, a model folder or a training folder) instead of training
+it: e.g. a model's segmenter kept while its parser is retrained. The budget is split among the stages that
+train; the card lists the commands that made the sourced stage (:func:`g2gt.ud.models.export.source_commands`)
+and its training facts from the source's card.
+
 Each stage folder keeps the commands that trained it (``commands.jsonl``, :func:`g2gt.ud.runs.record_command`:
 this pipeline's command for the stages it trains, ``g2gt train parser ...`` for a stage trained on its own),
 so the card's ``commands`` has each stage's own commands and the pipeline's
@@ -175,13 +181,13 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
                    max_minutes: float = DEFAULT_MINUTES, stage_minutes: dict[str, float] | None = None,
                    resume: bool = False, device: str = "cpu", progress: bool = False, batch_tokens: int | None = None,
                    enhancer: bool = True, evaluate: bool = True, command: str | None = None,
-                   threads: int = 0, max_steps: int | None = None) -> dict:
+                   threads: int = 0, max_steps: int | None = None, sources: dict[str, str] | None = None) -> dict:
     """Train every stage ``files`` supports into ``out/<stage>``, write ``out/model`` and score it on dev
-    (module docstring). ``command``: what the card and the stage folders record as the pipeline's command.
-    Returns the model card as written to ``out/model/model.json``."""
+    (module docstring). ``command``: what the card and the stage folders record as the pipeline's command;
+    ``sources``: ``{stage: model}``, stages taken as they are from trained models. Returns the model card as written to ``out/model/model.json``."""
     from ..core.config import TrainConfig
     from .io.conllu import read_conllu
-    from .models.export import export_model, stage_commands
+    from .models.export import export_model, source_commands, stage_commands
     from .runs import record_command
 
     t_start = time.time()
@@ -191,35 +197,44 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     train = read_conllu(files.train, require_heads=True)
     dev = read_conllu(files.dev, require_heads=True)
     stages = ["segmenter", "parser"] + (["enhancer"] if enhancer and _has_deps(train) and _has_deps(dev) else [])
-    minutes = split_budget(max_minutes, stages, stage_minutes)
-    plan = ", ".join(f"{s} {minutes[s]:.1f} min" for s in stages)
+    sources = {s: str(m) for s, m in (sources or {}).items()}
+    for s in sources:
+        if s not in stages:
+            raise ValueError(f"--source {s}={sources[s]}: {s} is not a stage of this run (stages: {', '.join(stages)})")
+    trained = [s for s in stages if s not in sources]
+    minutes = split_budget(max_minutes, trained, stage_minutes) if trained else {}
+    plan = ", ".join(f"{s} from {sources[s]}" if s in sources else f"{s} {minutes[s]:.1f} min" for s in stages)
     _say(f"{name}: {len(train)} training and {len(dev)} dev sentences; stages: {plan}")
     runtime = dict(device=device, progress=progress)
     limit = {"max_steps": max_steps} if max_steps else {}
     command = command or f"train_pipeline({files.train.name!r}, {str(out)!r})"
-    info: dict[str, dict] = {}
+    info: dict[str, dict] = {s: _source_info(s, m) for s, m in sources.items()}
+    for s, m in sources.items():
+        _say(f"{s}: taken as it is from {m} ({info[s]['step']} updates)")
 
     # ---- 1. tokenizer, sentence splitter, multiword tokens
-    _say(f"[1/{len(stages)}] segmenter -> {out / 'segmenter'}")
-    info["segmenter"] = _segmenter_stage(train, dev, out / "segmenter", minutes["segmenter"], resume,
-                                         lang == "en", command, limit, runtime)
+    if "segmenter" not in sources:
+        _say(f"[1/{len(stages)}] segmenter -> {out / 'segmenter'}")
+        info["segmenter"] = _segmenter_stage(train, dev, out / "segmenter", minutes["segmenter"], resume,
+                                             lang == "en", command, limit, runtime)
 
     # ---- 2. tagger, lemmatizer, parser
     from .parse import train_parser
 
     folder = out / "parser"
-    par_tc = TrainConfig(**PARSER_RECIPE["train"], max_minutes=minutes["parser"], metric="las", metric_mode="max",
-                         **limit, **runtime)
-    _say(f"[2/{len(stages)}] parser -> {folder}")
-    tc, resumed, reused = _stage_config(folder, resume, lambda: par_tc, **runtime)
-    if not reused:
-        record_command(folder, command, resumed)
-        train_parser(train, dev, folder, dict(PARSER_RECIPE["model"]), tc,
-                     max_tokens=batch_tokens or PARSER_RECIPE["batch_tokens"], resume=resumed)
-    info["parser"] = _stage_info(folder, reused)
+    if "parser" not in sources:
+        par_tc = TrainConfig(**PARSER_RECIPE["train"], max_minutes=minutes["parser"], metric="las",
+                             metric_mode="max", **limit, **runtime)
+        _say(f"[2/{len(stages)}] parser -> {folder}")
+        tc, resumed, reused = _stage_config(folder, resume, lambda: par_tc, **runtime)
+        if not reused:
+            record_command(folder, command, resumed)
+            train_parser(train, dev, folder, dict(PARSER_RECIPE["model"]), tc,
+                         max_tokens=batch_tokens or PARSER_RECIPE["batch_tokens"], resume=resumed)
+        info["parser"] = _stage_info(folder, reused)
 
     # ---- 3. enhanced UD
-    if "enhancer" in stages:
+    if "enhancer" in stages and "enhancer" not in sources:
         from .enhance import train_enhanced
 
         folder = out / "enhancer"
@@ -236,8 +251,13 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     # ---- the model folder and its card
     from .recipe_eval import machine_facts, score_model, treebank_facts
 
-    commands = stage_commands({s: out / s for s in stages})
-    for s in stages:
+    info = {s: info[s] for s in stages}
+
+    commands = stage_commands({s: out / s for s in trained})
+    for s in sources:
+        commands[s] = "\n".join([f"# taken from {sources[s]} (--source {s}=...); it was made by:",
+                                  *source_commands(sources[s], s)])
+    for s in trained:
         if s not in commands:
             _say(f"{s}: {out / s} records no command (a run from before g2gt kept them), so the card cannot list "
                  f"it; add it with g2gt.ud.runs.record_command({str(out / s)!r}, COMMAND, resume=False)")
@@ -253,8 +273,8 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
         "stages": info,
     }
     model_dir = out / "model"
-    export_model(model_dir, out / "parser", out / "segmenter", out / "enhancer" if "enhancer" in stages else None,
-                 card)
+    part = {s: _source_part(sources[s], s) if s in sources else out / s for s in stages}
+    export_model(model_dir, part["parser"], part["segmenter"], part.get("enhancer"), card)
     t_trained = time.time()
     if evaluate:
         _say(f"scoring {model_dir} on {files.dev.name} (raw text and gold tokenisation)")
@@ -303,19 +323,47 @@ def _stage_info(folder: Path, reused: bool) -> dict:
     from .runs import run_state
 
     state = run_state(folder)
-    best = load_checkpoint(resolve_checkpoint(folder))
+    out = {"folder": str(folder), "step": state.step, "minutes": state.minutes, "budget": state.budget,
+           "max_minutes": state.max_minutes, "reused": reused,
+           **_checkpoint_facts(load_checkpoint(resolve_checkpoint(folder)))}
+    if out.get("expander_parameters"):
+        out["expander_max_minutes"] = run_state(folder / "expander").max_minutes
+    return out
+
+
+def _source_part(model: str, stage: str) -> Path:
+    """The checkpoint of ``stage`` in a sourced model (a model folder's part file, a training folder's best)."""
+    from .models import part_checkpoint
+
+    return part_checkpoint(model, stage)
+
+
+def _source_info(stage: str, model: str) -> dict:
+    """Facts of a stage taken from a trained model (``sources``): those of its training folder, else its
+    checkpoint's and its card's (updates, minutes and budget as the source's card gives them)."""
+    from ..core.checkpoint import load_checkpoint
+    from .models import find_model, is_model_folder, model_card
+
+    where = find_model(model)
+    if where.is_dir() and not is_model_folder(where):
+        return {**_stage_info(where, True), "source": model}
+    ck = load_checkpoint(_source_part(model, stage))
+    card = model_card(where) if where.is_dir() else {}
+    return {"folder": None, "source": model, "step": (card.get("steps") or {}).get(stage, ck.get("step", 0)),
+            "minutes": (card.get("training_minutes") or {}).get(stage, 0.0), "budget": f"from {model}",
+            "max_minutes": (card.get("budget_minutes") or {}).get(stage, 0.0), "reused": True,
+            **_checkpoint_facts(ck)}
+
+
+def _checkpoint_facts(best: dict) -> dict:
+    """Best dev value, its step, parameters, and for a segmenter its tokenisation facts."""
     params = sum(v.numel() for v in best["model"].values())
     task = best.get("task") or {}
-    out = {"folder": str(folder), "step": state.step, "minutes": state.minutes, "budget": state.budget,
-           "max_minutes": state.max_minutes,
-           "reused": reused, "best_dev_internal": best.get("best"), "best_step": best.get("step"),
-           "parameters": params}
+    out = {"best_dev_internal": best.get("best"), "best_step": best.get("step"), "parameters": params}
     if task.get("kind") == "segmenter":
         from .tokenize.config import SegmenterConfig
 
         exp = task.get("mwt_expander")
-        if exp:
-            out["expander_max_minutes"] = run_state(folder / "expander").max_minutes
         out.update(spaces_in_tokens=SegmenterConfig.from_dict(best["model_config"]).spaces_in_tokens,
                    mwt_rules=task.get("mwt_rules", "en"), mwt_lexicon=len(task.get("mwt", {})),
                    expander_parameters=sum(v.numel() for v in exp["state"].values()) if exp else 0)
