@@ -36,7 +36,8 @@ so the card's ``commands`` has each stage's own commands and the pipeline's
 (:func:`g2gt.ud.models.export.stage_commands`).
 
 Then ``out/model`` is written (:func:`g2gt.ud.models.export.export_model`: one file per stage, float16
-weights, ``model.json``) and scored on the dev set with the official CoNLL 2018 scorer from raw text and
+weights, ``model.json``; a stage's ``best.pt``, or its ``averaged.pt`` when its run averaged its last
+snapshots, ``--average-last``) and scored on the dev set with the official CoNLL 2018 scorer from raw text and
 from the gold tokenisation (:mod:`g2gt.ud.recipe_eval`); the card gets the scores, the multiword-token
 accuracy, whether ``# text`` was rebuilt exactly, the UD validator's verdict, the commands, the wall time
 and the CPU. The training settings of each stage are the defaults of its own command (``g2gt train
@@ -273,7 +274,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
         "stages": info,
     }
     model_dir = out / "model"
-    part = {s: _source_part(sources[s], s) if s in sources else out / s for s in stages}
+    part = {s: _source_part(sources[s], s) if s in sources else _trained_part(out / s) for s in stages}
     export_model(model_dir, part["parser"], part["segmenter"], part.get("enhancer"), card)
     t_trained = time.time()
     if evaluate:
@@ -323,12 +324,22 @@ def _stage_info(folder: Path, reused: bool) -> dict:
     from .runs import run_state
 
     state = run_state(folder)
+    file = _trained_part(folder)
+    ck = load_checkpoint(resolve_checkpoint(file))
     out = {"folder": str(folder), "step": state.step, "minutes": state.minutes, "budget": state.budget,
-           "max_minutes": state.max_minutes, "reused": reused,
-           **_checkpoint_facts(load_checkpoint(resolve_checkpoint(folder)))}
+           "max_minutes": state.max_minutes, "reused": reused, **_checkpoint_facts(ck)}
+    if "averaged" in ck:
+        out.update(file=file.name, averaged_steps=list(ck["averaged"].get("steps", [])))
     if out.get("expander_parameters"):
         out["expander_max_minutes"] = run_state(folder / "expander").max_minutes
     return out
+
+
+def _trained_part(folder: Path) -> Path:
+    """What a stage's training folder contributes to the model: ``averaged.pt`` when the run averaged its last
+    snapshots (``--average-last``: the user asked for the average), else the folder (its ``best.pt``)."""
+    averaged = folder / "averaged.pt"
+    return averaged if averaged.is_file() else folder
 
 
 def _source_part(model: str, stage: str) -> Path:

@@ -39,13 +39,17 @@ def test_source_stage_is_taken_as_it_is(first_run, capsys):
     # a longer parser warm-started from the first model, then the pipeline around it with run1's segmenter
     assert main(["train", "parser", "--init-from", str(run1 / "model"), "--train", str(tb / "en_tiny-ud-train.conllu"),
                  "--dev", str(tb / "en_tiny-ud-dev.conllu"), "--out", str(run2 / "parser"), "--max-steps", "2",
-                 "--threads", "1", "--no-progress"]) == 0
+                 "--average-last", "2", "--save-every", "1", "--threads", "1", "--no-progress"]) == 0
     assert main(["train", "pipeline", "--treebank", str(tb), "--out", str(run2), "--resume", "--no-enhancer",
                  "--source", f"segmenter={run1 / 'model'}", "--threads", "1", "--no-progress"]) == 0
     assert not (run2 / "segmenter").exists()  # nothing trained for it
     old, new = _weights(run1 / "model" / "segmenter.pt"), _weights(run2 / "model" / "segmenter.pt")
     assert old.keys() == new.keys() and all(torch.equal(old[k], new[k]) for k in old)
+    # the parser that runs is the average the run asked for (stored as float16), not best.pt
+    avg, shipped = _weights(run2 / "parser" / "averaged.pt"), _weights(run2 / "model" / "parser.pt")
+    assert all(torch.equal(v.half() if v.is_floating_point() else v, shipped[k]) for k, v in avg.items())
     card = json.loads((run2 / "model" / "model.json").read_text())
+    assert card["stages"]["parser"]["file"] == "averaged.pt" and len(card["stages"]["parser"]["averaged_steps"]) == 2
     first = json.loads((run1 / "model" / "model.json").read_text())
     seg = card["stages"]["segmenter"]
     assert seg["source"] == str(run1 / "model") and seg["reused"]
