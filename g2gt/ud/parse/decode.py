@@ -151,7 +151,11 @@ def _set_tags(sp: SentenceParse, top: dict[str, list[list[int]]], forms: list[st
         sp.feats = [vocab.feats[c[0]] for c in top["feats"]]
     if "lemma" in top:
         lemmas = []
-        for form, cands in zip(forms, top["lemma"]):
+        for form, upos, cands in zip(forms, sp.upos, top["lemma"]):
+            seen = vocab.lexicon_lemma(form, upos)
+            if seen is not None:  # a (form, UPOS) pair training always lemmatised the same way
+                lemmas.append(seen)
+                continue
             rule = next((vocab.lemma_rules[k] for k in cands if k and rule_applies(form, vocab.lemma_rules[k])), None)
             lemmas.append(form.lower() if rule is None else apply_rule(form, rule))
         sp.lemmas = lemmas

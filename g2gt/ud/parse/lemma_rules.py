@@ -13,6 +13,10 @@ A rule turns a word form ``f`` into its lemma ``l`` in two parts, ``"<case>|<str
 ``rule_for("was", "be") == "l|3|be"``. A pair that no rule expresses (rare) becomes the
 verbatim rule ``"=" + lemma``. :func:`apply_rule` inverts :func:`rule_for`:
 ``apply_rule(f, rule_for(f, l)) == l`` for every pair.
+
+Lowercasing is Python's, except that the dotted capital ``İ`` (U+0130, Turkish and Azerbaijani), which
+Python lowercases to two characters (``i`` + combining dot), becomes ``i``: ``İzini -> iz`` is then the
+common rule ``"l|3|"`` instead of a rule of its own.
 """
 
 from __future__ import annotations
@@ -20,8 +24,14 @@ from __future__ import annotations
 __all__ = ["rule_for", "apply_rule", "rule_applies"]
 
 
-def _core(form: str, lemma_lower: str) -> tuple[int, str]:
+def _lower(form: str) -> str:
+    """``form.lower()``, with the ``i`` + combining dot that ``İ`` lowercases to made a plain ``i``."""
     low = form.lower()
+    return low.replace("i\u0307", "i") if "\u0130" in form else low
+
+
+def _core(form: str, lemma_lower: str) -> tuple[int, str]:
+    low = _lower(form)
     p = 0
     m = min(len(low), len(lemma_lower))
     while p < m and low[p] == lemma_lower[p]:
@@ -30,12 +40,13 @@ def _core(form: str, lemma_lower: str) -> tuple[int, str]:
 
 
 def _cased(form: str, strip: int, append: str, case: str) -> str:
-    if len(form.lower()) != len(form):  # casing changed the length (e.g. 'İ'): no form-cased prefix
-        base = form.lower()[: len(form.lower()) - strip] + append
+    low = _lower(form)
+    if len(low) != len(form):  # lowercasing changed the length: no form-cased prefix
+        base = low[: len(low) - strip] + append
         return base if case == "l" else _recase(base, case)
     if case == "k":
         return form[: len(form) - strip] + append
-    base = form.lower()[: len(form) - strip] + append
+    base = low[: len(form) - strip] + append
     return base if case == "l" else _recase(base, case)
 
 
@@ -51,7 +62,7 @@ def rule_for(form: str, lemma: str) -> str:
     """The edit rule that turns ``form`` into ``lemma`` (see the module docstring)."""
     if lemma in ("", "_") and form != "_":
         return "=_"
-    strip, append = _core(form, lemma.lower())
+    strip, append = _core(form, _lower(lemma))
     for case in ("l", "k", "t", "u"):
         if _cased(form, strip, append, case) == lemma:
             return f"{case}|{strip}|{append}"
@@ -68,7 +79,7 @@ def rule_applies(form: str, rule: str) -> bool:
         strip = int(parts[1])
     except (IndexError, ValueError):
         return False
-    n = len(form.lower())
+    n = len(_lower(form))
     return strip < n or (strip == n and parts[2] != "")
 
 
@@ -78,6 +89,6 @@ def apply_rule(form: str, rule: str) -> str:
         return rule[1:]
     parts = rule.split("|", 2)
     if len(parts) != 3 or not rule_applies(form, rule):
-        return form.lower()
+        return _lower(form)
     case, strip, append = parts[0], int(parts[1]), parts[2]
     return _cased(form, strip, append, case)

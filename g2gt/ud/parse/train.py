@@ -37,7 +37,9 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
     :class:`TrainConfig` (default: lr 1e-3, model selection on dev LAS); its ``init_from`` names a trained
     parser to warm-start from (:mod:`g2gt.ud.parse.warm`: its architecture, ``config`` overriding, its
     vocabulary with new labels appended, its matching weights; optimizer and schedule fresh). ``tags``: also
-    train XPOS, UFeats and lemma (edit-rule) heads where the training data has those columns.
+    train XPOS, UFeats and lemma (edit-rule) heads where the training data has those columns; with a lemma head
+    the vocabulary also keeps the training data's unambiguous (form, UPOS) -> lemma pairs
+    (:func:`~g2gt.ud.parse.vocab.unambiguous_lemmas`, looked up before the edit scripts at parse time).
     ``average_last``: keep the weights of the last ``K`` saves (``TrainConfig.keep_last``; a save at every
     evaluation, or every ``save_every`` updates) and write their average to ``out_dir/averaged.pt`` at the end,
     with its dev scores in ``config.json``. The other
@@ -52,7 +54,7 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
     from .model import ParserModel
     from .parser import Parser
     from .task import ParsingTask
-    from .vocab import ParserVocab
+    from .vocab import ParserVocab, unambiguous_lemmas
 
     tc = with_averaging(train_config or TrainConfig(lr=1e-3, metric="las", metric_mode="max"), average_last)
     train_sets, dev_sets = as_named_sets(train), as_named_sets(dev)
@@ -86,6 +88,8 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
     else:
         vocab = ParserVocab.build(all_train, min_freq=min_freq, lowercase=lowercase, tags=tags)
         cfg = vocab.config(**(config or {}), treebanks=treebank_list(names, (), treebank_embedding))
+    if vocab.lemma_rules:  # from this run's training data, whichever way the vocabulary came (also on resume)
+        vocab.lemma_lexicon = unambiguous_lemmas(all_train)
     torch.manual_seed(tc.seed)
     model = ParserModel(cfg)
     if source is not None:

@@ -14,7 +14,7 @@ from ..vocab import PAD, ROOT, UNK, FormIds, count_words, index_of
 from .config import ParserConfig
 from .lemma_rules import rule_for
 
-__all__ = ["ParserVocab", "sentence_feats", "PAD", "UNK", "ROOT"]
+__all__ = ["ParserVocab", "sentence_feats", "unambiguous_lemmas", "PAD", "UNK", "ROOT"]
 
 
 @dataclass
@@ -27,6 +27,9 @@ class ParserVocab(FormIds):
     ``xpos`` / ``feats`` / ``lemma_rules`` are empty when the model has no such head;
     ``feats`` holds whole FEATS strings (``"_"`` included), ``lemma_rules`` edit scripts
     (:mod:`g2gt.ud.parse.lemma_rules`) with ``lemma_rules[0] = "<unk>"`` (a rare rule).
+    ``lemma_lexicon`` (``{"FORM\\tUPOS": LEMMA}``, :func:`unambiguous_lemmas` of the training data) gives the
+    lemma of a (form, predicted UPOS) pair the training data always lemmatised the same way; the lemma head's
+    edit scripts lemmatise every other word.
     """
 
     words: list[str]
@@ -38,6 +41,7 @@ class ParserVocab(FormIds):
     xpos: list[str] = field(default_factory=list)
     feats: list[str] = field(default_factory=list)
     lemma_rules: list[str] = field(default_factory=list)
+    lemma_lexicon: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.word_index, self.char_index = index_of(self.words), index_of(self.chars)
@@ -97,7 +101,8 @@ class ParserVocab(FormIds):
             if extra:
                 added[name] = extra
         vocab = ParserVocab(list(self.words), list(self.chars), lists["upos"], lists["rels"], self.lowercase,
-                            self.max_word_chars, lists["xpos"], lists["feats"], list(self.lemma_rules))
+                            self.max_word_chars, lists["xpos"], lists["feats"], list(self.lemma_rules),
+                            dict(self.lemma_lexicon))
         return vocab, added
 
     def config(self, **overrides) -> ParserConfig:
@@ -115,13 +120,36 @@ class ParserVocab(FormIds):
     def to_dict(self) -> dict:
         return {"words": list(self.words), "chars": list(self.chars), "upos": list(self.upos),
                 "rels": list(self.rels), "lowercase": self.lowercase, "max_word_chars": self.max_word_chars,
-                "xpos": list(self.xpos), "feats": list(self.feats), "lemma_rules": list(self.lemma_rules)}
+                "xpos": list(self.xpos), "feats": list(self.feats), "lemma_rules": list(self.lemma_rules),
+                **({"lemma_lexicon": dict(self.lemma_lexicon)} if self.lemma_lexicon else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> "ParserVocab":
         return cls(list(d["words"]), list(d["chars"]), list(d["upos"]), list(d["rels"]),
                    bool(d.get("lowercase", True)), int(d.get("max_word_chars", 24)), list(d.get("xpos", [])),
-                   list(d.get("feats", [])), list(d.get("lemma_rules", [])))
+                   list(d.get("feats", [])), list(d.get("lemma_rules", [])), dict(d.get("lemma_lexicon", {})))
+
+    def lexicon_lemma(self, form: str, upos: str) -> str | None:
+        """The lemma the training data always gave ``form`` with ``upos`` (None when it did not, or never saw
+        the pair)."""
+        return self.lemma_lexicon.get(f"{form}\t{upos}")
+
+
+def unambiguous_lemmas(sentences: Sequence) -> dict[str, str]:
+    """``{"FORM\\tUPOS": LEMMA}`` for each (form, UPOS) pair of ``sentences`` (objects with ``forms``, ``upos``,
+    ``lemmas``) that has one lemma every time it occurs (pairs with two lemmas, or without one, are left out:
+    there the lemma depends on context, which the lemma head sees). Stanza's lemmatizer looks up seen (word,
+    POS) pairs the same way before its character model; kept only where unambiguous, because a majority vote
+    copies a treebank's inconsistencies (on EWT + GUM it would lose lemmas the head gets right)."""
+    seen: dict[str, str | None] = {}
+    for s in sentences:
+        for form, upos, lemma in zip(s.forms, s.upos, s.lemmas):
+            if lemma in (None, "_") or upos is None:
+                continue
+            key = f"{form}\t{upos}"
+            if seen.setdefault(key, lemma) != lemma:
+                seen[key] = None
+    return {k: v for k, v in seen.items() if v is not None}
 
 
 def sentence_feats(sent) -> list[str]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.io import check_tree, read_conllu, sentence_from_words
 from g2gt.ud.parse import Parser, ParserConfig, ParserModel, ParserVocab, ParsingTask, attachment_scores
+from g2gt.ud.parse.vocab import unambiguous_lemmas
 
 TINY = dict(d_model=16, num_heads=2, num_layers=1, ffn_dim=32, arc_dim=16, label_dim=8, char_dim=8,
             char_filters=16, dropout=0.0, head_dropout=0.0)
@@ -68,6 +71,9 @@ def test_checkpoint_format_is_frozen(parts, tmp_path):
     assert list(model.state_dict()) == STATE_DICT_KEYS
     assert list(model.config.to_dict()) == MODEL_CONFIG_KEYS
     assert list(task.checkpoint_extra()) == TASK_KEYS and list(vocab.to_dict()) == VOCAB_KEYS
+    with_lexicon = dataclasses.replace(vocab, lemma_lexicon={"cats\tNOUN": "cat"})  # optional key, at the end
+    assert list(with_lexicon.to_dict()) == VOCAB_KEYS + ["lemma_lexicon"]
+    assert ParserVocab.from_dict(with_lexicon.to_dict()).lemma_lexicon == {"cats\tNOUN": "cat"}
 
 
 def test_checkpoint_reloads_strict_with_the_same_parses(parts, sents, tmp_path):
@@ -153,6 +159,28 @@ def test_lemma_is_the_best_rule_that_applies_to_the_form():
     vocab.lemma_rules[1:] = ["l|9|", "l|7|", "l|8|"]  # no rule applies: the lowercased form
     (res,) = Parser(model, vocab).predict([sentence_from_words(["Cats"])])
     assert res.lemmas == ["cats"]
+
+
+def test_lexicon_lemma_comes_before_the_rules():
+    """A (form, predicted UPOS) pair of the lexicon takes its lemma; the same form with another UPOS, or
+    another casing, is lemmatised by the rules."""
+    vocab = ParserVocab(["<pad>", "<unk>", "<root>"], ["<pad>", "<unk>", "<root>"], ["X"], ["dep", "root"],
+                        lemma_rules=["<unk>", "l|1|"], lemma_lexicon={"Cats\tX": "kitty", "dogs\tNOUN": "hound"})
+    model = ParserModel(vocab.config(**TINY))
+    (res,) = Parser(model, vocab).predict([sentence_from_words(["Cats", "dogs", "cats"])])
+    assert res.upos == ["X", "X", "X"]
+    assert res.lemmas == ["kitty", "dog", "cat"]
+
+
+def test_unambiguous_lemmas():
+    a = sentence_from_words(["Cats", "saw", "saw", "it"])
+    for w, upos, lemma in zip(a.words, ["NOUN", "VERB", "NOUN", "PRON"], ["cat", "see", "saw", "_"]):
+        w["upos"], w["lemma"] = upos, lemma
+    b = sentence_from_words(["saw", "Cats"])
+    for w, upos, lemma in zip(b.words, ["VERB", "NOUN"], ["saw", "cat"]):
+        w["upos"], w["lemma"] = upos, lemma
+    # "saw"/VERB has two lemmas (context decides), "it" none: left out; "saw"/NOUN and "Cats"/NOUN stay
+    assert unambiguous_lemmas([a, b]) == {"Cats\tNOUN": "cat", "saw\tNOUN": "saw"}
 
 
 def test_bfloat16_weights_decode_to_trees(parts, sents, tmp_path):

@@ -45,3 +45,10 @@ def test_round_trip_on_any_text(form, lemma):
     rule = rule_for(form, lemma)
     if lemma != "_":
         assert apply_rule(form, rule) == lemma
+
+
+@pytest.mark.parametrize("form, lemma, rule", [("İzini", "iz", "l|3|"), ("izini", "iz", "l|3|"),
+                                               ("İstanbul'da", "İstanbul", "k|3|"), ("İÇERİ", "içeri", "l|0|")])
+def test_dotted_capital_i_lowercases_to_plain_i(form, lemma, rule):
+    """Turkish İ: the rule is the one of the lowercase word (Python's lower() would give i + combining dot)."""
+    assert rule_for(form, lemma) == rule and apply_rule(form, rule) == lemma
