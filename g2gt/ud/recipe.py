@@ -219,35 +219,24 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
         info["segmenter"] = _segmenter_stage(train, dev, out / "segmenter", minutes["segmenter"], resume,
                                              lang == "en", command, limit, runtime)
 
-    # ---- 2. tagger, lemmatizer, parser
+    # ---- 2. tagger, lemmatizer, parser; 3. enhanced UD (when the treebank has DEPS)
+    from .enhance import train_enhanced
     from .parse import train_parser
 
-    folder = out / "parser"
-    if "parser" not in sources:
-        par_tc = TrainConfig(**PARSER_RECIPE["train"], max_minutes=minutes["parser"], metric="las",
-                             metric_mode="max", **limit, **runtime)
-        _say(f"[2/{len(stages)}] parser -> {folder}")
-        tc, resumed, reused = _stage_config(folder, resume, lambda: par_tc, **runtime)
+    for k, (stage, recipe, metric, fit) in enumerate((("parser", PARSER_RECIPE, "las", train_parser),
+                                                      ("enhancer", ENHANCER_RECIPE, "elas", train_enhanced)), 2):
+        if stage not in trained:
+            continue
+        folder = out / stage
+        fresh = TrainConfig(**recipe["train"], max_minutes=minutes[stage], metric=metric, metric_mode="max",
+                            **limit, **runtime)
+        _say(f"[{k}/{len(stages)}] {stage} -> {folder}")
+        tc, resumed, reused = _stage_config(folder, resume, lambda fresh=fresh: fresh, **runtime)
         if not reused:
             record_command(folder, command, resumed)
-            train_parser(train, dev, folder, dict(PARSER_RECIPE["model"]), tc,
-                         max_tokens=batch_tokens or PARSER_RECIPE["batch_tokens"], resume=resumed)
-        info["parser"] = _stage_info(folder, reused)
-
-    # ---- 3. enhanced UD
-    if "enhancer" in stages and "enhancer" not in sources:
-        from .enhance import train_enhanced
-
-        folder = out / "enhancer"
-        enh_tc = TrainConfig(**ENHANCER_RECIPE["train"], max_minutes=minutes["enhancer"], metric="elas",
-                             metric_mode="max", **limit, **runtime)
-        _say(f"[3/{len(stages)}] enhancer -> {folder}")
-        tc, resumed, reused = _stage_config(folder, resume, lambda: enh_tc, **runtime)
-        if not reused:
-            record_command(folder, command, resumed)
-            train_enhanced(train, dev, folder, dict(ENHANCER_RECIPE["model"]), tc,
-                           max_tokens=batch_tokens or ENHANCER_RECIPE["batch_tokens"], resume=resumed)
-        info["enhancer"] = _stage_info(folder, reused)
+            fit(train, dev, folder, dict(recipe["model"]), tc, max_tokens=batch_tokens or recipe["batch_tokens"],
+                resume=resumed)
+        info[stage] = _stage_info(folder, reused)
 
     # ---- the model folder and its card
     from .recipe_eval import machine_facts, score_model, treebank_facts
