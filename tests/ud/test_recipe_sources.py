@@ -13,6 +13,7 @@ from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.io import read_conllu, write_conllu
 from g2gt.ud.models.export import source_commands
+from g2gt.ud.parse.vocab import unambiguous_lemmas
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +46,9 @@ def test_source_stage_is_taken_as_it_is(first_run, capsys):
     assert not (run2 / "segmenter").exists()  # nothing trained for it
     old, new = _weights(run1 / "model" / "segmenter.pt"), _weights(run2 / "model" / "segmenter.pt")
     assert old.keys() == new.keys() and all(torch.equal(old[k], new[k]) for k in old)
+    # a warm start keeps the lemma lexicon of its own training data (here the same file: the same lexicon)
+    lexicon = torch.load(run2 / "parser" / "best.pt", weights_only=True)["task"]["vocab"]["lemma_lexicon"]
+    assert lexicon == unambiguous_lemmas(read_conllu(tb / "en_tiny-ud-train.conllu")) and len(lexicon) > 50
     # the parser that runs is the average the run asked for (stored as float16), not best.pt
     avg, shipped = _weights(run2 / "parser" / "averaged.pt"), _weights(run2 / "model" / "parser.pt")
     assert all(torch.equal(v.half() if v.is_floating_point() else v, shipped[k]) for k, v in avg.items())
