@@ -13,9 +13,11 @@ Language-dependent choices are settings, decided from the training data unless g
 
 * ``english_rules``: the English clitic rules for unseen multiword tokens (``g2gt train segmenter`` turns
   them on for training files named ``en_*``); off, unseen tokens are left to the expander or kept whole;
-* ``spaces_in_tokens``: a single space may be inside a token; auto: on when at least 1 % of the training
-  tokens hold a space (Vietnamese VTB: 22 %; French Sequoia: 0.08 %, off). The model then also reads a
-  dictionary feature built from the training tokens with spaces (:mod:`g2gt.ud.tokenize.words`);
+* ``spaces_in_tokens``: a single space may be inside a token; auto: on when at least
+  :data:`SPACES_AUTO_COUNT` training tokens, or 1 % of them in a smaller treebank, hold a space (Vietnamese
+  VTB: 4,535 words, 22 %; French Sequoia: 41 numbers such as ``13 819``, 0.08 %; English EWT and GUM, Greek
+  GDT, Turkish IMST, Uyghur UDT: none, off). The model then also reads a dictionary feature built from the
+  training tokens with spaces (:mod:`g2gt.ud.tokenize.words`);
 * ``expander``: the learned multiword-token expander (:mod:`g2gt.ud.tokenize.expander`); auto: trained when
   the training data has at least ``EXPANDER_MIN_TYPES`` different multiword tokens (Turkish IMST: 795;
   French Sequoia, 7, and Greek GDT, 7, are covered by the lexicon). It is trained first, in
@@ -40,11 +42,14 @@ from .config import ExpanderConfig, SegmentDataConfig, SegmenterConfig
 from .mwt import MWTLexicon
 
 __all__ = ["train_segmenter", "default_train_config", "learn_lexicon", "relearn_lexicon", "expander_budget",
-           "expander_minutes", "add_expander", "lacks_expander", "SPACES_AUTO_SHARE", "EXPANDER_MIN_TYPES",
+           "expander_minutes", "add_expander", "lacks_expander", "SPACES_AUTO_SHARE", "SPACES_AUTO_COUNT",
+           "EXPANDER_MIN_TYPES",
            "EXPANDER_STEPS"]
 
-#: ``spaces_in_tokens`` is turned on when at least this share of training tokens hold a space
+#: ``spaces_in_tokens`` is turned on when at least ``SPACES_AUTO_COUNT`` training tokens, or this share of
+#: them (whichever is fewer), hold a space
 SPACES_AUTO_SHARE = 0.01
+SPACES_AUTO_COUNT = 20
 #: the expander is trained when the training data has at least this many different multiword tokens
 EXPANDER_MIN_TYPES = 50
 #: the expander's updates (:func:`expander_budget`)
@@ -123,7 +128,8 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
         lexicon = learn_lexicon(train_docs, "en" if english_rules else "none")
         if spaces_in_tokens is None:
             tokens = [t for d in train_docs for s in d.sentences for t in s]
-            spaces_in_tokens = sum(" " in t.form for t in tokens) >= SPACES_AUTO_SHARE * max(len(tokens), 1)
+            spaced = sum(" " in t.form for t in tokens)
+            spaces_in_tokens = spaced > 0 and spaced >= min(SPACES_AUTO_COUNT, SPACES_AUTO_SHARE * len(tokens))
         words = space_words_of(t.form for d in train_docs for s in d.sentences for t in s) if spaces_in_tokens else []
         cfg = dataclasses.replace(config or SegmenterConfig(), vocab_size=len(vocab),
                                   spaces_in_tokens=spaces_in_tokens, space_words=tuple(words))

@@ -21,7 +21,7 @@ from g2gt.ud.tokenize.expander_train import expander_train_config, train_expande
 from g2gt.ud.tokenize.mwt import MWTLexicon
 from g2gt.ud.tokenize.output import build_sentences
 from g2gt.ud.tokenize.spans import decode_spans, joinable_spaces
-from g2gt.ud.tokenize.train import default_train_config
+from g2gt.ud.tokenize.train import SPACES_AUTO_COUNT, SPACES_AUTO_SHARE, default_train_config
 from g2gt.ud.tokenize.words import WORD_SPACE, WordMatcher, mark_word_spaces, space_words_of
 
 TINY_EXP = ExpanderConfig(d_model=32, num_heads=2, num_layers=1, ffn_dim=64, dropout=0.0, label_smoothing=0.0,
@@ -201,3 +201,19 @@ def test_spaces_in_tokens_is_chosen_from_the_data(tmp_path):
     en = read_conllu(EWT_SAMPLE_TRAIN)[:40]
     seg = train_segmenter(en, en[:4], tmp_path / "en", SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=4))
     assert not seg.model.config.spaces_in_tokens and not seg.model.config.space_words
+
+
+@pytest.mark.parametrize("spaced, on", [(SPACES_AUTO_COUNT, True), (SPACES_AUTO_COUNT - 1, False)])
+def test_a_few_spaced_tokens_in_a_large_treebank_turn_spaces_on(tmp_path, spaced, on):
+    """French Sequoia's numbers (`13 819`): SPACES_AUTO_COUNT tokens with a space turn spaces_in_tokens on even
+    when they are under 1 % of the tokens; one fewer does not."""
+    en = read_conllu(EWT_SAMPLE_TRAIN)[:200]
+    numbers = [sentence_from_tokens([("Il", ["Il"], True), ("paie", ["paie"], True), (f"{k} 000", [f"{k} 000"], False),
+                                     (".", ["."], True)]) for k in range(spaced)]
+    train = en + numbers
+    tokens = sum(len(s.words) for s in train)
+    assert spaced < SPACES_AUTO_SHARE * tokens  # under 1 %
+    tc = default_train_config(max_steps=1, eval_every=0, progress=False, device="cpu")
+    seg = train_segmenter(train, en[:4], tmp_path / "fr", SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=4))
+    assert seg.model.config.spaces_in_tokens is on
+    assert ("0 000" in seg.model.config.space_words) is on
