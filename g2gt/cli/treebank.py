@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path, data_file_arg, option_values,
-    positive_int, progress_enabled, shell_words,
+    UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path, command_line, data_file_arg,
+    option_values, positive_int, progress_enabled, shell_words,
 )
 from .training import add_training_groups, start_run
 
@@ -87,16 +87,19 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
         "      --out runs/fr_sequoia/segmenter --max-minutes 10 --threads 1\n"
         "  g2gt train segmenter --out runs/segmenter --resume        # continue an interrupted run\n"
         "  g2gt train segmenter --train train.conllu --relearn-lexicon runs/segmenter --out relexed.pt\n"
+        "  g2gt train segmenter --train tr_imst-ud-train.conllu.gz --relearn-lexicon tr_imst --out runs/tr/segmenter2\n"
         "Defaults for --train / --dev: $G2GT_DATA/" + EWT_TRAIN + " and $G2GT_DATA/" + EWT_DEV + ".")
     data = p.add_argument_group("data")
     data.add_argument("--train", metavar="FILE", help="training CoNLL-U (plain or .gz; default: UD EWT train)")
     data.add_argument("--dev", metavar="FILE", help="development CoNLL-U for model selection (default: UD EWT dev)")
     data.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs); with "
-                      "--relearn-lexicon the checkpoint file to write")
+                      "--relearn-lexicon the checkpoint file (*.pt) or the folder to write (OUT/best.pt, and "
+                      "OUT/commands.jsonl: the commands that made the source, then this one)")
     data.add_argument("--resume", action="store_true", help="continue from OUT/last.pt (same budget, same settings)")
     data.add_argument("--relearn-lexicon", metavar="CHECKPOINT", default=None,
-                      help="do not train: copy this segmenter checkpoint (or training folder) to --out with its "
-                           "multiword-token lexicon learned anew from --train, weights untouched")
+                      help="do not train: copy this segmenter (a checkpoint, a training or model folder, a model's "
+                           "name) to --out with its multiword-token lexicon learned anew from --train, weights "
+                           "untouched")
     def expander_steps(language) -> None:
         language.add_argument(
             "--expander-steps", type=int, default=EXPANDER_STEPS, metavar="N",
@@ -109,6 +112,27 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
         task_title="language", task_defaults={"english_rules": None}, more_task_options=expander_steps,
         recipe=default_train_config, train_defaults=SEG_TRAIN_CLI_DEFAULTS)
     p.set_defaults(func=run_segmenter)
+
+
+def _relearn(args: argparse.Namespace, train) -> int:
+    """``--relearn-lexicon``: into a checkpoint file, or a folder that also records the commands that made it."""
+    from ..ud.models.export import source_commands
+    from ..ud.runs import record_command
+    from ..ud.stage import stage_checkpoint
+    from ..ud.tokenize.train import relearn_lexicon
+
+    source = stage_checkpoint(args.relearn_lexicon, "segmenter")
+    out = Path(args.out)
+    if out.suffix != ".pt":
+        check_folder_path(args.out, "--out")
+        out.mkdir(parents=True, exist_ok=True)
+        commands = [*source_commands(args.relearn_lexicon, "segmenter"), command_line(args)]
+        for k, command in enumerate(commands):
+            record_command(out, command, resume=k > 0)
+        out = out / "best.pt"
+    lex = relearn_lexicon(source, train, out)
+    print(f"{out}: {len(lex)} multiword-token splits, {len(lex.always)} always split", file=sys.stderr)
+    return 0
 
 
 def _seg_model_options() -> list[str]:
@@ -126,13 +150,11 @@ def is_english_treebank(path: str | Path) -> bool:
 def run_segmenter(args: argparse.Namespace) -> int:
     from ..ud.io.conllu import read_conllu
     from ..ud.tokenize import SegmentDataConfig, SegmenterConfig, train_segmenter
-    from ..ud.tokenize.train import default_train_config, expander_budget, relearn_lexicon
+    from ..ud.tokenize.train import default_train_config, expander_budget
 
     train_path = data_file_arg(args.train, EWT_TRAIN, "--train")
     if args.relearn_lexicon is not None:
-        lex = relearn_lexicon(args.relearn_lexicon, read_conllu(train_path), args.out)
-        print(f"{args.out}: {len(lex)} multiword-token splits, {len(lex.always)} always split", file=sys.stderr)
-        return 0
+        return _relearn(args, read_conllu(train_path))
     dev_path = data_file_arg(args.dev, EWT_DEV, "--dev")
     check_folder_path(args.out, "--out")
     device = apply_runtime(args)

@@ -315,7 +315,8 @@ def _stage_info(folder: Path, reused: bool) -> dict:
     state = run_state(folder)
     file = _trained_part(folder)
     ck = load_checkpoint(resolve_checkpoint(file))
-    out = {"folder": str(folder), "step": state.step, "minutes": state.minutes, "budget": state.budget,
+    out = {"folder": str(folder), "step": state.step if state.exists else ck.get("step", 0),
+           "minutes": state.minutes, "budget": state.budget,
            "max_minutes": state.max_minutes, "reused": reused, **_checkpoint_facts(ck)}
     if "averaged" in ck:
         out.update(file=file.name, averaged_steps=list(ck["averaged"].get("steps", [])))

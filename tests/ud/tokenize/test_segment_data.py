@@ -146,15 +146,16 @@ def test_mwt_lexicon_always_splits_only_surfaces_that_mostly_were_mwts():
              + [("lets", ["let", "s"])] * 2 + [("lets", ["lets"])] + [("dunno", ["du", "n", "no"])]
              + [("well", ["well"])] * 5)
     lex = MWTLexicon.learn(pairs)
-    assert lex.always == {"im"}  # lets: 2 of 3 < 3/4; dunno: seen once; its: mostly one word
+    assert lex.always == {"im", "dunno"}  # lets: 2 of 3 < 3/4; its: mostly one word; dunno: once, split
     assert lex.words("Im", False) == ["I", "m"] and lex.words("IM", True) == ["I", "M"]
     assert lex.words("its", False) == ["its"] and lex.words("its", True) == ["it", "s"]
-    assert lex.words("lets", False) == ["lets"] and lex.words("dunno", False) == ["dunno"]
+    assert lex.words("lets", False) == ["lets"] and lex.words("dunno", False) == ["du", "n", "no"]
     assert lex.words("havent", False) == ["have", "nt"] and lex.words("Dont", False) == ["Do", "nt"]
     assert lex.words("well", False) == ["well"] and lex.words("want", False) == ["want"]
     again = MWTLexicon.from_dict(lex.to_dict(), sorted(lex.always))
     assert again.table == lex.table and again.always == lex.always
-    assert MWTLexicon.learn(pairs, min_share=0.6).always == {"im", "lets"}
+    assert MWTLexicon.learn(pairs, min_share=0.6).always == {"im", "lets", "dunno"}
+    assert MWTLexicon.learn(pairs, min_count=2).always == {"im"}  # dunno was seen once
 
 
 @pytest.mark.parametrize("surface, words", [

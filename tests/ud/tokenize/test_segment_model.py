@@ -18,6 +18,7 @@ from g2gt.ud.tokenize import (
 )
 from g2gt.ud.tokenize.data import STYLES
 from g2gt.cli.main import main as g2gt_main
+from g2gt.ud.runs import run_commands
 from g2gt.ud.tokenize.train import default_train_config, relearn_lexicon
 
 TINY = dict(d_model=32, num_layers=2, num_heads=2, ffn_dim=64, window=48, context=8)
@@ -172,6 +173,17 @@ def test_relearn_lexicon_upgrades_an_old_checkpoint_and_keeps_the_weights(tmp_pa
     assert Segmenter.load(tmp_path / "new.pt").lexicon.always == frozenset(new["task"]["mwt_always"])
     with pytest.raises(ValueError, match="not a segmenter checkpoint"):
         relearn_lexicon(_parser_like(tmp_path), train, tmp_path / "x.pt")
+    # into a folder: best.pt, and the commands that made the source (here none recorded) then this one
+    assert g2gt_main(["train", "segmenter", "--train", str(EWT_SAMPLE_TRAIN), "--relearn-lexicon",
+                      str(tmp_path / "run"), "--out", str(tmp_path / "relexed")]) == 0
+    assert (tmp_path / "relexed" / "best.pt").is_file()
+    commands = run_commands(tmp_path / "relexed")
+    assert len(commands) == 1 and "--relearn-lexicon" in commands[0]
+
+
+def test_lexicon_always_splits_a_surface_seen_once_as_a_multiword_token():
+    lex = MWTLexicon.learn([("vardı", ["var", "dı"]), ("evde", ["evde"]), ("its", ["it", "s"]), ("its", ["its"])])
+    assert lex.always == frozenset({"vardı"})  # "its" was split once of twice: the model decides
 
 
 def _parser_like(tmp_path):
