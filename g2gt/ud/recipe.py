@@ -188,6 +188,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     ``sources``: ``{stage: model}``, stages taken as they are from trained models. Returns the model card as written to ``out/model/model.json``."""
     from ..core.config import TrainConfig
     from .io.conllu import read_conllu
+    from .models import part_checkpoint
     from .models.export import export_model, source_commands, stage_commands
     from .runs import record_command
 
@@ -263,7 +264,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
         "stages": info,
     }
     model_dir = out / "model"
-    part = {s: _source_part(sources[s], s) if s in sources else _trained_part(out / s) for s in stages}
+    part = {s: part_checkpoint(sources[s], s) if s in sources else _trained_part(out / s) for s in stages}
     export_model(model_dir, part["parser"], part["segmenter"], part.get("enhancer"), card)
     t_trained = time.time()
     if evaluate:
@@ -332,23 +333,16 @@ def _trained_part(folder: Path) -> Path:
     return averaged if averaged.is_file() else folder
 
 
-def _source_part(model: str, stage: str) -> Path:
-    """The checkpoint of ``stage`` in a sourced model (a model folder's part file, a training folder's best)."""
-    from .models import part_checkpoint
-
-    return part_checkpoint(model, stage)
-
-
 def _source_info(stage: str, model: str) -> dict:
     """Facts of a stage taken from a trained model (``sources``): those of its training folder, else its
     checkpoint's and its card's (updates, minutes and budget as the source's card gives them)."""
     from ..core.checkpoint import load_checkpoint
-    from .models import find_model, is_model_folder, model_card
+    from .models import find_model, is_model_folder, model_card, part_checkpoint
 
     where = find_model(model)
     if where.is_dir() and not is_model_folder(where):
         return {**_stage_info(where, True), "source": model}
-    ck = load_checkpoint(_source_part(model, stage))
+    ck = load_checkpoint(part_checkpoint(model, stage))
     card = model_card(where) if where.is_dir() else {}
     return {"folder": None, "source": model, "step": (card.get("steps") or {}).get(stage, ck.get("step", 0)),
             "minutes": (card.get("training_minutes") or {}).get(stage, 0.0), "budget": f"from {model}",
