@@ -16,8 +16,10 @@ Linear``, trained with Adam on the train file and evaluated (token accuracy) on
 the dev file after every epoch.
 
 Data: ``--data DIR`` holding ``en_ewt-ud-train.conllu`` and ``en_ewt-ud-dev.conllu``
-(default ``$G2GT_DATA/ud-en-ewt``);
-when they are missing, the shipped samples ``g2gt/data/ud-en-ewt/*.sample.conllu`` are used.
+(default ``$G2GT_DATA/ud-en-ewt``); when they are missing, the shipped samples (1,200 training and 300 dev
+sentences, ``g2gt.data.EWT_SAMPLE_TRAIN`` / ``EWT_SAMPLE_DEV``) are used, and the script says so. The first
+line printed names the files and their sizes; the last line repeats which data the accuracy is on. The
+accuracy on the samples is much lower than on full EWT (about 77 % against about 95 % dev UPOS accuracy).
 
 Run::
 
@@ -162,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     train_path, dev_path = find_data(args.data, args.sample)
     train, dev = read_conllu(train_path), read_conllu(dev_path)
-    print(f"train {train_path} ({len(train)} sentences), dev {dev_path} ({len(dev)} sentences)")
+    data_name = "the shipped EWT samples" if train_path == EWT_SAMPLE_TRAIN else "UD English EWT"
+    print(f"data: {data_name}: train {train_path} ({len(train)} sentences), dev {dev_path} ({len(dev)} sentences)")
+    if train_path == EWT_SAMPLE_TRAIN and not args.sample:
+        print("full EWT not found (--data DIR or $G2GT_DATA/ud-en-ewt): using the shipped samples; "
+              "expect a much lower accuracy than on full EWT", flush=True)
 
     words = Vocab(Counter(w.lower() for s in train for w in s.forms), min_count=2)
     suffixes = Vocab(Counter(w.lower()[-3:] for s in train for w in s.forms), min_count=2)
@@ -196,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         acc = accuracy(model, dev_loader)
         print(f"epoch {epoch}: train loss {total / len(train_loader):.3f}  dev UPOS accuracy {acc:.4f}  "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
-    print(f"final dev UPOS accuracy {acc:.4f} on {sum(d.num_nodes for d in dev_data)} words")
+    print(f"final dev UPOS accuracy {acc:.4f} on {sum(d.num_nodes for d in dev_data)} words of {data_name} dev")
     return 0
 
 

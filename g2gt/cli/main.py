@@ -41,7 +41,7 @@ def build_parser() -> CommandParser:
         "layers on one encoder-decoder core.",
         epilog="Run 'g2gt COMMAND --help' for the options of a command (the common options --device, --threads, "
         "--batch-tokens, --progress/--no-progress and --debug are the same for every command). "
-        "Start with 'g2gt demo'.")
+        "Start with 'g2gt parse --text \"The cat sat on the mat.\"' (the shipped English model, no training).")
     parser.add_argument("--version", action="version", version=f"g2gt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     modules = [importlib.import_module(name) for name in COMMAND_MODULES]

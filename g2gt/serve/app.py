@@ -36,6 +36,7 @@ from .formats import RequestError, locate, read_conllu_text, write_conllu
 from .jsonout import sentence_json
 from .limits import BodyLimit
 from .memory import release_free_memory
+from .openapi_page import openapi_html
 from .schema import ParseRequest, ParseResponse
 from .service import Options, ParseService, Work
 from .udpipe import finish_process, models_json, plan_process, read_params, resolve_model
@@ -132,7 +133,7 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
         yield
         await asyncio.get_running_loop().run_in_executor(None, batcher.close)
 
-    app = FastAPI(title="g2gt serve", version=_version(), lifespan=lifespan,
+    app = FastAPI(title="g2gt serve", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Universal Dependencies parsing over HTTP: UDPipe-compatible /models and /process, "
                               "a JSON API (/v1/parse) and a web page (/).")
     app.state.batcher, app.state.models, app.state.config = batcher, models, config
@@ -161,6 +162,10 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
     @app.get("/", include_in_schema=False)
     async def index() -> HTMLResponse:
         return HTMLResponse(page["index.html"])
+
+    @app.get("/docs", include_in_schema=False)
+    async def api_docs() -> HTMLResponse:  # the OpenAPI schema as plain HTML: no CDN, works offline
+        return HTMLResponse(openapi_html(app.openapi()))
 
     @app.get("/static/{name}", include_in_schema=False)
     async def static(name: str) -> Response:
