@@ -9,10 +9,11 @@
 * ``node_features``: each numeric per-node feature zero-padded to ``[B, n, ...]``
   (other features, e.g. strings, are kept as lists in ``other_features``).
 
-:class:`BucketBatchSampler` groups graphs of similar size so that a batch holds
-at most ``max_tokens`` padded tokens; it is deterministic given ``(seed, epoch)``,
-can skip the batches already consumed (exact resume) and shards batches across
-distributed ranks.
+:func:`token_budget_batches` is the one length-bucketed batcher: it groups items of similar
+size so that a batch holds at most ``batch_tokens`` padded tokens (an over-long item gets a
+batch of its own). Training uses it through :class:`BucketBatchSampler`, which is deterministic
+given ``(seed, epoch)``, can skip the batches already consumed (exact resume) and shards batches
+across distributed ranks; the parser, enhancer and seq2seq inference call it directly.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from typing import Iterator, Sequence
 import torch
 from torch import Tensor
 
+from .deprecation import renamed_kwargs, warn_renamed
 from .graph import ChainChannel, Graph, relative_position_labels
 
-__all__ = ["GraphBatch", "collate", "compact_dtype", "BucketBatchSampler", "pad_sequences"]
+__all__ = ["GraphBatch", "collate", "compact_dtype", "token_budget_batches", "BucketBatchSampler", "pad_sequences"]
 
 
 def compact_dtype(max_label: int) -> torch.dtype:
@@ -206,48 +208,128 @@ def _pad_feature(vals: list, n: int) -> Tensor | None:
     return out
 
 
-class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
-    """Length-bucketed batches holding at most ``max_tokens`` padded tokens.
+def token_budget_batches(
+    lengths: Sequence[int],
+    batch_tokens: int,
+    *,
+    max_items: int | None = None,
+    max_pairs: int | None = None,
+    shuffle: bool = False,
+    seed: int = 0,
+    bucket_size: int = 100,
+) -> list[list[int]]:
+    """Cut the indices ``0 .. len(lengths) - 1`` into length-bucketed batches under a token budget.
 
-    Items are sorted by length inside chunks of ``bucket_size`` batches' worth,
-    packed greedily, then the batch order is shuffled. Deterministic in
-    ``(seed, epoch)``; ``skip`` batches can be dropped for resuming; with
-    ``num_replicas > 1`` each rank takes every ``num_replicas``-th batch (the
-    list is padded by repetition so every rank gets the same count).
+    A batch ``b`` of ``k`` items whose longest has ``m`` tokens costs ``k * m`` padded tokens and
+    ``k * m**2`` padded pairs (attention and arc scores grow with the pairs). Items are taken in length
+    order and packed greedily: an item joins the open batch when, with it, ``k * m <= batch_tokens``,
+    ``k <= max_items`` and ``k * m**2 <= max_pairs`` (``None``: no limit); otherwise it opens the next one.
+    An item longer than ``batch_tokens`` (or with ``m**2 > max_pairs``) gets a batch of its own: nothing
+    is dropped, nothing raises.
+
+    ``shuffle=False``: one stable sort by length; batches come in ascending length order (inference).
+    ``shuffle=True`` (training): the items are shuffled with ``random.Random(seed)``, sorted by length
+    inside chunks of about ``bucket_size`` batches' worth, packed, and the batch order is shuffled with the
+    same generator: deterministic in ``seed``, different in every epoch when the seed includes it.
+
+    Every index appears in exactly one batch.
+    """
+    if batch_tokens < 1:
+        raise ValueError(f"batch_tokens must be a positive number of tokens, got {batch_tokens}")
+    if max_items is not None and max_items < 1:
+        raise ValueError(f"max_items must be at least 1, got {max_items}")
+    lengths = list(lengths)
+    if not shuffle:
+        return _pack(lengths, sorted(range(len(lengths)), key=lengths.__getitem__), batch_tokens,
+                     max_items, max_pairs)
+    rng = random.Random(seed)
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    avg = max(1, sum(lengths) // max(1, len(lengths)))
+    chunk = max(1, bucket_size * max(1, batch_tokens // avg))
+    batches: list[list[int]] = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start : start + chunk], key=lengths.__getitem__)
+        batches += _pack(lengths, part, batch_tokens, max_items, max_pairs)
+    rng.shuffle(batches)
+    return batches
+
+
+def _pack(lengths: list[int], order: list[int], batch_tokens: int, max_items: int | None,
+          max_pairs: int | None) -> list[list[int]]:
+    """Greedy packing of ``order`` (indices, ascending length) under the limits of :func:`token_budget_batches`."""
+    out: list[list[int]] = []
+    cur: list[int] = []
+    longest = 0
+    for i in order:
+        m = max(longest, lengths[i])
+        k = len(cur) + 1
+        fits = (m * k <= batch_tokens and (max_items is None or k <= max_items)
+                and (max_pairs is None or m * m * k <= max_pairs))
+        if cur and not fits:
+            out.append(cur)
+            cur, m = [], lengths[i]
+        cur.append(i)
+        longest = m
+    if cur:
+        out.append(cur)
+    return out
+
+
+class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
+    """Length-bucketed batches holding at most ``batch_tokens`` padded tokens, for training.
+
+    The batches of :func:`token_budget_batches` with ``shuffle=True`` (an over-long item gets a batch of
+    its own). Deterministic in ``(seed, epoch)``; ``skip`` batches can be dropped for resuming; with
+    ``num_replicas > 1`` each rank takes every ``num_replicas``-th batch (the list is padded by repetition
+    so every rank gets the same count).
 
     Args:
         lengths: size of each item (tokens; for seq2seq the max of source/target).
-        max_tokens: budget per batch, counted as ``batch_size * longest``.
-        max_sentences: optional cap on items per batch.
+        batch_tokens: budget per batch, counted as ``batch_size * longest`` (old name ``max_tokens``).
+        max_items: optional cap on items per batch (old name ``max_sentences``).
     """
 
     def __init__(
         self,
         lengths: Sequence[int],
-        max_tokens: int,
+        batch_tokens: int | None = None,
         shuffle: bool = True,
         seed: int = 0,
-        max_sentences: int | None = None,
+        max_items: int | None = None,
         num_replicas: int = 1,
         rank: int = 0,
         bucket_size: int = 100,
+        **old,
     ) -> None:
+        old = renamed_kwargs(old, {"max_tokens": "batch_tokens", "max_sentences": "max_items"},
+                             "BucketBatchSampler")
+        if old.get("batch_tokens") is not None:
+            if batch_tokens is not None:
+                raise TypeError("BucketBatchSampler: got both 'max_tokens' and 'batch_tokens'; pass only 'batch_tokens'")
+            batch_tokens = old.pop("batch_tokens")
+        if "max_items" in old:
+            max_items = old.pop("max_items")
+        if old:
+            raise TypeError(f"BucketBatchSampler got unexpected keyword argument(s) {sorted(old)}")
+        if batch_tokens is None:
+            raise TypeError("BucketBatchSampler needs batch_tokens (the padded-token budget of a batch)")
         self.lengths = list(lengths)
-        self.max_tokens = max_tokens
+        self.batch_tokens = batch_tokens
         self.shuffle = shuffle
         self.seed = seed
-        self.max_sentences = max_sentences
+        self.max_items = max_items
         self.num_replicas = num_replicas
         self.rank = rank
         self.bucket_size = bucket_size
         self.epoch = 0
         self.skip = 0
-        too_long = [i for i, n in enumerate(self.lengths) if n > max_tokens]
-        if too_long:
-            raise ValueError(
-                f"{len(too_long)} item(s) are longer than max_tokens={max_tokens} "
-                f"(e.g. item {too_long[0]} has {self.lengths[too_long[0]]}); raise max_tokens"
-            )
+
+    @property
+    def max_tokens(self) -> int:
+        """Deprecated spelling of :attr:`batch_tokens`."""
+        warn_renamed("max_tokens", "batch_tokens", "BucketBatchSampler")
+        return self.batch_tokens
 
     def set_epoch(self, epoch: int, skip: int = 0) -> None:
         """Select the epoch (reshuffles) and how many of this rank's batches to skip."""
@@ -255,31 +337,9 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
         self.skip = skip
 
     def _all_batches(self) -> list[list[int]]:
-        rng = random.Random(self.seed * 1_000_003 + self.epoch)
-        order = list(range(len(self.lengths)))
-        if self.shuffle:
-            rng.shuffle(order)
-        avg = max(1, sum(self.lengths) // max(1, len(self.lengths)))
-        chunk = max(1, self.bucket_size * max(1, self.max_tokens // avg))
-        batches: list[list[int]] = []
-        for start in range(0, len(order), chunk):
-            part = sorted(order[start : start + chunk], key=lambda i: self.lengths[i])
-            cur: list[int] = []
-            longest = 0
-            for i in part:
-                n = self.lengths[i]
-                fits = max(longest, n) * (len(cur) + 1) <= self.max_tokens
-                if self.max_sentences is not None and len(cur) >= self.max_sentences:
-                    fits = False
-                if cur and not fits:
-                    batches.append(cur)
-                    cur, longest = [], 0
-                cur.append(i)
-                longest = max(longest, n)
-            if cur:
-                batches.append(cur)
-        if self.shuffle:
-            rng.shuffle(batches)
+        batches = token_budget_batches(self.lengths, self.batch_tokens, max_items=self.max_items,
+                                       shuffle=self.shuffle, seed=self.seed * 1_000_003 + self.epoch,
+                                       bucket_size=self.bucket_size)
         if self.num_replicas > 1:
             per = math.ceil(len(batches) / self.num_replicas)
             batches = (batches * self.num_replicas)[: per * self.num_replicas] if batches else batches

@@ -88,7 +88,7 @@ def test_pad_sequences():
 
 def test_dataloader_with_bucket_sampler():
     gs = _graphs([random.Random(i).randint(1, 9) for i in range(40)])
-    sampler = BucketBatchSampler([g.num_nodes for g in gs], max_tokens=20, seed=3)
+    sampler = BucketBatchSampler([g.num_nodes for g in gs], batch_tokens=20, seed=3)
     loader = torch.utils.data.DataLoader(gs, batch_sampler=sampler, collate_fn=collate)
     seen = 0
     for b in loader:
@@ -100,9 +100,9 @@ def test_dataloader_with_bucket_sampler():
 LENGTHS = [random.Random(i).randint(1, 30) for i in range(300)]
 
 
-@pytest.mark.parametrize("max_sentences", [None, 4])
-def test_sampler_covers_every_index_once_within_budget(max_sentences):
-    s = BucketBatchSampler(LENGTHS, max_tokens=64, seed=1, max_sentences=max_sentences, bucket_size=5)
+@pytest.mark.parametrize("max_items", [None, 4])
+def test_sampler_covers_every_index_once_within_budget(max_items):
+    s = BucketBatchSampler(LENGTHS, batch_tokens=64, seed=1, max_items=max_items, bucket_size=5)
     for epoch in range(3):
         s.set_epoch(epoch)
         batches = list(s)
@@ -111,8 +111,8 @@ def test_sampler_covers_every_index_once_within_budget(max_sentences):
         assert sorted(flat) == list(range(len(LENGTHS)))
         for b in batches:
             assert len(b) * max(LENGTHS[i] for i in b) <= 64
-            if max_sentences:
-                assert len(b) <= max_sentences
+            if max_items:
+                assert len(b) <= max_items
 
 
 def test_sampler_deterministic_per_seed_and_epoch():
@@ -160,6 +160,16 @@ def test_sampler_rank_sharding(world):
     assert set(covered) == set(range(len(LENGTHS)))
 
 
-def test_sampler_rejects_too_long_items():
-    with pytest.raises(ValueError, match="longer than max_tokens=10.*item 1 has 11"):
-        BucketBatchSampler([3, 11, 2], max_tokens=10)
+def test_sampler_gives_an_over_long_item_a_batch_of_its_own():
+    s = BucketBatchSampler([3, 11, 2, 4], batch_tokens=10, seed=0)
+    batches = list(s)
+    assert [1] in batches and sorted(i for b in batches for i in b) == [0, 1, 2, 3]
+
+
+def test_sampler_old_keyword_names_warn_and_work():
+    new = BucketBatchSampler(LENGTHS, batch_tokens=64, seed=2, max_items=3)
+    with pytest.warns(DeprecationWarning, match="max_tokens.*batch_tokens"):
+        old = BucketBatchSampler(LENGTHS, max_tokens=64, seed=2, max_sentences=3)
+    assert list(old) == list(new)
+    with pytest.raises(TypeError, match="both"), pytest.warns(DeprecationWarning):
+        BucketBatchSampler(LENGTHS, 64, max_tokens=64)

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import torch
 
+from ...core.batch import token_budget_batches
 from ..io.conllu import CoNLLUError
 from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, save_stage, stage_checkpoint
 from .data import EnhancedVocab, check_input_tree, deps_sort_key, make_batch, make_example, sentence_edges
@@ -135,18 +136,10 @@ class Enhancer:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def _batches(self, lengths: list[int], max_tokens: int) -> list[list[int]]:
-        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-        out, cur, longest = [], [], 0
-        for i in order:
-            if cur and max(longest, lengths[i]) * (len(cur) + 1) > max_tokens:
-                out.append(cur)
-                cur, longest = [], 0
-            cur.append(i)
-            longest = max(longest, lengths[i])
-        if cur:
-            out.append(cur)
-        return out
+    @staticmethod
+    def _batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
+        """Inference batches: :func:`g2gt.core.batch.token_budget_batches` without a cap on node pairs."""
+        return token_budget_batches(lengths, batch_tokens)
 
     def predict(self, sentences: Sequence, max_tokens: int = 3000, progress: bool = False,
                 check: bool = True) -> list[list[Edge]]:

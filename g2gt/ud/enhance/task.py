@@ -103,7 +103,7 @@ class EnhancedTask:
 
     # -- protocol
     def _sampler(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> BucketBatchSampler:
-        s = BucketBatchSampler(self._lengths, max(self.max_tokens, max(self._lengths)), True, self.seed,
+        s = BucketBatchSampler(self._lengths, self.max_tokens, True, self.seed,
                                num_replicas=world_size, rank=rank)
         s.set_epoch(epoch, skip)
         return s

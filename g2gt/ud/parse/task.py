@@ -78,7 +78,7 @@ class ParsingTask:
     def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterator[ParseBatch]:
         # The corruption seed follows the batch's position in the global (all-rank) order,
         # so k ranks corrupt exactly like one process with accum_steps = k.
-        sampler = BucketBatchSampler(self._lengths, max(self.max_tokens, max(self._lengths)), True, self.seed,
+        sampler = BucketBatchSampler(self._lengths, self.max_tokens, True, self.seed,
                                      num_replicas=world_size, rank=rank)
         sampler.set_epoch(epoch, skip)
         base = (self.seed * 7919 + epoch) * 1_000_003
