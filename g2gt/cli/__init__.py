@@ -6,6 +6,7 @@ inside their ``run`` functions, never at module level. Shared pieces are in :mod
 
 COMMAND_MODULES = [
     "g2gt.cli.parsing",   # train parser, parse, demo, attention
+    "g2gt.cli.distill",   # train distill
     "g2gt.cli.seq2seq",   # train seq2seq, translate, evaluate-mt
     "g2gt.cli.ud",        # evaluate, draw
     "g2gt.cli.enhanced",  # train enhanced, enhance

@@ -26,7 +26,8 @@ USER_ERROR, INTERNAL_ERROR, INTERRUPTED, BROKEN_PIPE = 2, 1, 130, 141
 
 def _configure_train(parser: CommandParser, modules: list) -> None:
     parser.description = ("Train a model. Pick the task: 'g2gt train pipeline --treebank DIR' (every stage of a UD "
-                          "treebank in one command), or one stage: segmenter, parser, enhanced; or seq2seq.")
+                          "treebank in one command), or one stage: segmenter, parser, enhanced; or seq2seq; or "
+                          "distill trained parsers into a new one.")
     tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
     for module in modules:
         if hasattr(module, "register_train"):

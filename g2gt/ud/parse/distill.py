@@ -1,0 +1,171 @@
+"""``train_distill``: a student parser trained on the soft distributions of one or more teacher parsers (what
+``g2gt train distill`` runs). The way to make a model smaller and faster, or to fold an ensemble into one model.
+
+* The student is a normal parser (its own size: width, layers, refinement on or off) with the FIRST teacher's
+  vocabularies (words, characters, relations, UPOS / XPOS / UFeats, lemma scripts and lemma lexicon); its
+  checkpoints are parser checkpoints (``g2gt parse --model OUT``, ``g2gt export-model --parser OUT``).
+* It learns the teachers' averaged distributions over arcs, relations, UPOS, XPOS, UFeats and lemma scripts
+  (:mod:`g2gt.ud.parse.distill_task`: the maths, the label mapping between teachers, why the targets are computed
+  on the fly) on the treebank sentences and on unlabeled text of the same language (:func:`read_text`), with the
+  gold loss of the treebank sentences mixed in by ``gold_weight``.
+* Training is the :class:`g2gt.core.train.Trainer`'s (``best.pt`` by dev LAS, ``last.pt``, ``log.jsonl``,
+  ``config.json``, exact ``resume``), through :func:`g2gt.core.run.run_training` like :func:`train_parser`.
+
+Importable without torch (the CLI builds its options from :func:`train_distill`'s signature).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from ...core.checkpoint import holds_training_folder
+from ...core.config import TrainConfig
+from .config import ParserConfig
+
+__all__ = ["train_distill", "read_text", "TEXT_FORMATS"]
+
+#: how a ``--text`` file is read (see :func:`read_text`)
+TEXT_FORMATS = ("auto", "raw", "lines", "tokens", "conllu")
+
+
+def read_text(path: str | Path, text_format: str = "auto", segment=None, max_words: int = 100) -> list:
+    """Unlabeled sentences (:class:`g2gt.ud.io.Sentence`) of a text file (``.gz`` read transparently).
+
+    ``text_format``: ``"raw"`` running text, paragraphs separated by blank lines, split into sentences and
+    tokens by ``segment`` (a callable ``str -> [Sentence]``: the teacher's segmenter, e.g.
+    :meth:`g2gt.ud.pipeline.Pipeline.text_sentences`); ``"lines"`` one sentence per line, tokenized by ``segment``
+    (each line read as a paragraph of its own); ``"tokens"`` one sentence per line, tokens separated by spaces;
+    ``"conllu"`` the words of a CoNLL-U file (its annotation is not used); ``"auto"``: ``conllu`` for
+    ``*.conllu[.gz]``, else ``raw``. Sentences longer than ``max_words`` words are left out (0 = keep all)."""
+    from ..io import sentence_from_words
+    from ..io.conllu import read_conllu
+    from ...core.files import read_text as read_file
+
+    name = str(path)
+    fmt = text_format
+    if fmt == "auto":
+        fmt = "conllu" if name.endswith((".conllu", ".conllu.gz")) else "raw"
+    if fmt not in TEXT_FORMATS:
+        raise ValueError(f"text format must be one of {', '.join(TEXT_FORMATS)}, got {text_format!r}")
+    if fmt == "conllu":
+        sents = read_conllu(path)
+    else:
+        text = read_file(path)
+        if fmt == "tokens":
+            sents = [sentence_from_words(line.split(), sent_id=str(k))
+                     for k, line in enumerate(text.splitlines(), 1) if line.split()]
+        else:
+            if segment is None:
+                raise ValueError(f"{name}: text format {fmt!r} needs a segmenter (or use 'tokens' / 'conllu')")
+            if fmt == "lines":
+                text = "\n\n".join(line.strip() for line in text.splitlines() if line.strip())
+            sents = list(segment(text))
+    return [s for s in sents if len(s) > 0 and (not max_words or len(s) <= max_words)]
+
+
+def _segmenter(teacher: str):
+    """``str -> [Sentence]``: the learned tokenizer of the model ``teacher`` (rules when it has none)."""
+    from ..pipeline import Pipeline
+
+    return Pipeline.load(teacher, dtype="float32").text_sentences
+
+
+@holds_training_folder
+def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_dir: str | Path,
+                  text: Sequence[str | Path] = (), config: dict | None = None,
+                  train_config: TrainConfig | None = None, temperature: float = 1.0, gold_weight: float = 0.0,
+                  refine_train: str = "self", refine_steps: int = 2, teacher_refine_steps: int = -1,
+                  text_format: str = "auto", text_max_words: int = 100, batch_tokens: int = 4000,
+                  word_dropout: float = 0.2, resume: bool = False, average_last: int = 0) -> tuple[Any, list[dict]]:
+    """Distil ``teachers`` (parser names or paths; the first gives the vocabularies and segments raw text) into
+    a new student; return ``(best student Parser, dev history)``.
+
+    ``train`` / ``dev``: treebank sentences (the dev set selects ``best.pt`` by LAS). ``text``: files of
+    unlabeled text (:func:`read_text` with ``text_format`` and ``text_max_words``). ``config``: the student's
+    :class:`ParserConfig` fields (``d_model``, ``num_layers``, ``graph_channel`` ...; sizes come from the first
+    teacher's vocabulary). ``temperature``: ``T`` of every softmax. ``gold_weight``: ``g`` in
+    ``(1 - g) * distillation + g * gold`` on treebank sentences. ``refine_train``: ``"self"`` (the parser's
+    RNGTr refinement training) or ``"none"`` (forced without the graph channel or with ``refine_steps = 0``).
+    ``teacher_refine_steps``: refinement passes of each teacher for its targets (-1 = each teacher's default).
+    The others are :func:`train_parser`'s.
+
+    With ``resume``, the student's vocabulary and configuration are read back from ``last.pt`` and the teachers
+    must be the ones it was trained with (``teachers`` may be empty: the stored ones).
+    """
+    import torch
+
+    from ...core.run import resume_checkpoint, run_training, with_averaging
+    from .distill_task import DistillTask, Teacher
+    from .model import ParserModel
+    from .parser import Parser
+    from .task import ParsingTask
+    from .vocab import ParserVocab
+
+    tc = with_averaging(train_config or TrainConfig(lr=1e-3, metric="las", metric_mode="max"), average_last)
+    ck = resume_checkpoint(out_dir, resume)
+    names = [str(t) for t in teachers]
+    if ck is not None:
+        stored = list((ck.get("task", {}).get("distill") or {}).get("teachers") or [])
+        if not stored:
+            raise ValueError(f"{Path(out_dir) / 'last.pt'}: not a distillation run (no teachers recorded)")
+        if names and names != stored:
+            raise ValueError(f"{Path(out_dir) / 'last.pt'}: the run distils {', '.join(stored)}, not "
+                             f"{', '.join(names)}; resume with the same --teacher options (or none)")
+        names = stored
+        vocab = ParserVocab.from_dict(ck["task"]["vocab"])
+        cfg = ParserConfig.from_dict(ck["model_config"])
+    elif not names:
+        raise ValueError("no teacher given: name at least one trained parser (e.g. --teacher en_combined)")
+    fixed = sorted(set(config or {}) & {"num_words", "num_chars", "num_upos", "num_rels", "num_xpos", "num_feats",
+                                         "num_lemma_rules", "treebanks"})
+    if fixed:
+        raise ValueError(f"{', '.join(fixed)} cannot be set: the student takes its sizes from the first teacher")
+    steps = None if teacher_refine_steps < 0 else teacher_refine_steps
+    first = Teacher.load(names[0], refine_steps=steps)
+    if ck is None:
+        vocab = first.vocab
+        cfg = vocab.config(**(config or {}))
+    lost: dict[str, dict[str, list[str]]] = {}
+    loaded = [first]
+    for name in names[1:]:
+        loaded.append(Teacher.load(name, refine_steps=steps))
+    for t in loaded:
+        dropped = t.map_into(vocab)
+        if dropped:
+            lost[t.name] = dropped
+            print(f"teacher {t.name}: classes the student does not have (their probability is dropped and the "
+                  "rest renormalised): " + "; ".join(f"{h} {', '.join(c[:8])}{' ...' if len(c) > 8 else ''}"
+                                                     for h, c in dropped.items()), file=sys.stderr)
+    refine = refine_train if cfg.graph_channel and refine_steps > 0 else "none"
+    text_sents: list = []
+    per_file = {}
+    if text:
+        needs_segmenter = any(text_format in ("raw", "lines") or (text_format == "auto" and not str(p).endswith(
+            (".conllu", ".conllu.gz"))) for p in text)
+        segment = _segmenter(names[0]) if needs_segmenter else None
+        for p in text:
+            sents = read_text(p, text_format, segment, text_max_words)
+            per_file[str(p)] = {"sentences": len(sents), "words": sum(len(s) for s in sents)}
+            print(f"text: {p} ({len(sents)} sentences)", file=sys.stderr)
+            text_sents += sents
+    sentences = list(train) + text_sents
+    gold = [True] * len(train) + [False] * len(text_sents)
+    torch.manual_seed(tc.seed)
+    model = ParserModel(cfg)
+    eval_task = ParsingTask([], dev, vocab, cfg.max_distance, batch_tokens, refine, refine_steps, 0.0, word_dropout,
+                            tc.seed, graph_channel=cfg.graph_channel)
+    settings = {"teachers": names, "teacher_refine_steps": [t.refine_steps for t in loaded],
+                "temperature": temperature, "gold_weight": gold_weight}
+    task = DistillTask(sentences, gold, loaded, eval_task, temperature, gold_weight, refine, batch_tokens,
+                       word_dropout, tc.seed, info={"teacher_refine_steps": settings["teacher_refine_steps"]})
+    task_info = {"distill": settings, "refine_train": refine, "refine_steps": eval_task.refine_steps,
+                 "batch_tokens": batch_tokens, "word_dropout": word_dropout, "text_format": text_format,
+                 "text_max_words": text_max_words, "average_last": average_last, "dropped_classes": lost}
+    data_info = {"train_sentences": len(train), "text_sentences": len(text_sents), "text_files": per_file,
+                 "dev_sentences": len(dev), "train_words": sum(len(s) for s in sentences),
+                 "vocab_words": len(vocab.words), "rels": len(vocab.rels), "upos": len(vocab.upos)}
+    trainer, history = run_training(model, task, tc, out_dir, cfg.to_dict(), task_info=task_info,
+                                    data_info=data_info, resume=resume, average_last=average_last)
+    return Parser.load(out_dir, trainer.device, dtype="float32"), history
