@@ -18,12 +18,16 @@ for another live process's build, then the compile itself (run in a daemon threa
 :class:`BuildTimeout` is raised and the caller falls back to slower code; a compile still running finishes in
 the background and a later process loads its result. Without ``fcntl`` (Windows) there is no g2gt lock and
 the time limit alone bounds torch's wait.
+
+A process that is about to compile (or to wait for another's compile) says so in one line on stderr
+(``announce``), so that a first run never waits in silence.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -38,7 +42,7 @@ try:
 except ImportError:  # not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["BuildTimeout", "build_root", "build_timeout", "load_op_library", "BuildLock"]
+__all__ = ["BuildTimeout", "build_root", "build_timeout", "load_op_library", "load_built", "BuildLock"]
 
 DEFAULT_TIMEOUT = 300.0
 LOCK_NAME, MARKER_NAME = "g2gt.lock", "built"
@@ -123,7 +127,7 @@ class BuildLock:
             return "another process"
 
 
-def _load_built(directory: Path) -> str | None:
+def load_built(directory: Path) -> str | None:
     """Load the library named by ``directory/built`` and return its path; None when there is none yet."""
     try:
         lib = directory / (directory / MARKER_NAME).read_text().strip()
@@ -141,10 +145,17 @@ def _write_marker(directory: Path, library: str) -> None:
     os.replace(tmp, directory / MARKER_NAME)
 
 
+def _say(message: str | None) -> None:
+    if message:
+        print(message, file=sys.stderr, flush=True)
+
+
 def load_op_library(name: str, sources: Sequence[str], extra_cflags: Sequence[str] = (),
-                    extra_ldflags: Sequence[str] = (), timeout: float | None = None) -> str:
+                    extra_ldflags: Sequence[str] = (), timeout: float | None = None,
+                    announce: str | None = None) -> str:
     """Build (once per ``name``; put a hash of everything the binary depends on into it) and load the op
-    library of ``sources`` into ``torch.ops``; returns the library's path.
+    library of ``sources`` into ``torch.ops``; returns the library's path. ``announce`` is printed (one line,
+    stderr) just before this process compiles, or with ``(another process is building it)`` before it waits.
 
     Raises :class:`BuildTimeout` when another live process has been building ``name`` for ``timeout``
     seconds (default :func:`build_timeout`) or when this process's compile takes longer; otherwise what
@@ -153,14 +164,16 @@ def load_op_library(name: str, sources: Sequence[str], extra_cflags: Sequence[st
     timeout = build_timeout() if timeout is None else timeout
     directory = build_root() / name
     directory.mkdir(parents=True, exist_ok=True)
-    done = _load_built(directory)
+    done = load_built(directory)
     if done is not None:
         return done
     lock = BuildLock(directory / LOCK_NAME)
-    if not lock.acquire(time.monotonic() + timeout):
-        raise BuildTimeout(f"{lock.owner()} holds the build lock {lock.path} (waited {timeout:g} s)")
+    if not lock.acquire(time.monotonic()):  # held by another process: say what we wait for
+        _say(announce and f"{announce} (another process is building it; waiting)")
+        if not lock.acquire(time.monotonic() + timeout):
+            raise BuildTimeout(f"{lock.owner()} holds the build lock {lock.path} (waited {timeout:g} s)")
     try:
-        done = _load_built(directory)  # built by the process we waited for
+        done = load_built(directory)  # built by the process we waited for
         if done is not None:
             lock.release()
             return done
@@ -171,6 +184,7 @@ def load_op_library(name: str, sources: Sequence[str], extra_cflags: Sequence[st
         lock.release()
         raise
     result: dict[str, object] = {}
+    _say(announce)
 
     def compile_and_load() -> None:
         try:

@@ -15,6 +15,14 @@ from g2gt.nn.label_kernels import LabelAttentionFunction, compact_labels
 PATHS = ["cpp", "torch"]
 
 
+@pytest.fixture(autouse=True)
+def _cpp_required(request):
+    """A ``path="cpp"`` case runs the compiled kernel or fails; it skips only where no compiler is present."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("path") == "cpp":
+        request.getfixturevalue("cpp_kernel")
+
+
 def naive(q, k, v, a_k, a_v, labels, offsets, kpm, allowed, add, causal, offset, scale):
     """The definition, materialising everything: ``[B, H, nq, nk]`` scores, per-pair label lookups."""
     B, H, nq, _ = q.shape
@@ -77,8 +85,7 @@ def case(sizes, dtype=torch.float64, B=3, H=2, nq=21, nk=26, dh=8, values=True, 
 
 def run(path, monkeypatch, q, k, v, a_k, a_v, labels, offsets, kpm, allowed, add, causal, offset, sizes):
     monkeypatch.setenv("G2GT_LABEL_KERNEL", path)
-    if path == "cpp" and label_cpp.cpp_kernels() is None:
-        pytest.skip("the C++ label kernel does not build here (the torch path is tested instead)")
+    assert (path == "cpp") == (label_cpp.cpp_kernels() is not None)  # a "cpp" case never runs the torch path
     monkeypatch.setenv("G2GT_LABEL_BLOCK_ROWS", "5")  # several blocks, a short last one, 4-row scatter tails
     monkeypatch.setattr(label_blocked, "BUDGET", 2 * 5 * k.shape[2] * q.shape[0])
     return LabelAttentionFunction.apply(q, k, v, a_k, a_v, compact_labels(labels, sizes), kpm, allowed, add,
@@ -174,7 +181,8 @@ def test_nothing_quadratic_is_saved_for_backward(path, monkeypatch):
     assert m.label_key.grad.abs().max() > 0 and m.label_value.grad.abs().max() > 0
 
 
-def test_kernel_choice_and_build_fallback(tmp_path, monkeypatch):
+def test_kernel_choice_and_build_fallback(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
     monkeypatch.setenv("G2GT_LABEL_KERNEL", "torch")
     assert label_cpp.cpp_kernels() is None
     monkeypatch.setenv("G2GT_LABEL_KERNEL", "fast")
@@ -182,6 +190,8 @@ def test_kernel_choice_and_build_fallback(tmp_path, monkeypatch):
         label_cpp.cpp_kernels()
     with pytest.warns(RuntimeWarning, match="missing; GraphAttention uses its slower torch label path"):
         assert label_cpp.build(tmp_path / "absent.cpp") is None
+    assert "absent.cpp is missing" in label_cpp.build_error()
+    capfd.readouterr()
     broken = tmp_path / "broken.cpp"
     broken.write_text('#include "no_such_header_g2gt.h"\n')
     with warnings.catch_warnings(record=True) as caught:
@@ -190,6 +200,23 @@ def test_kernel_choice_and_build_fallback(tmp_path, monkeypatch):
     notes = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(notes) == 1 and "could not build the C++ label-attention kernel" in notes[0]
     assert "\n" not in notes[0]  # one line
+    assert label_cpp.build_error() == notes[0]
+    said = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("g2gt:")]
+    assert said == [label_cpp.ANNOUNCE]  # the wait is announced once, before the compiler runs
+
+
+def test_cpp_kernel_is_the_path_taken(cpp_kernel, monkeypatch):
+    """Where the kernel builds, GraphAttention's CPU forward and backward run it, never the torch blocks."""
+    calls = []
+    for name, mod, fns in (("cpp", label_cpp, ("forward", "backward")), ("torch", label_blocked, ("forward",))):
+        for fn in fns:
+            inner = getattr(mod, fn)
+            monkeypatch.setattr(mod, fn, lambda *a, _i=inner, _n=f"{name}.{fn}", **kw: calls.append(_n) or _i(*a, **kw))
+    m = GraphAttention(16, 2, [7, 3], value_labels=True)
+    x = torch.randn(2, 9, 16, requires_grad=True)
+    labels = torch.stack([torch.randint(0, 7, (2, 9, 9)), torch.randint(0, 3, (2, 9, 9))], 1)
+    m(x, labels).sum().backward()
+    assert calls == ["cpp.forward", "cpp.backward"]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the FlexAttention label path is the CUDA path")

@@ -63,7 +63,8 @@ def _plant_stale_locks(directory: Path) -> Path:
 
 def _env(ext_dir: Path, path: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("G2GT_LABEL")}
-    env.update(TORCH_EXTENSIONS_DIR=str(ext_dir), PATH=path, OMP_NUM_THREADS="1", PYTHONWARNINGS="always")
+    env.update(TORCH_EXTENSIONS_DIR=str(ext_dir), PATH=path, OMP_NUM_THREADS="1", PYTHONWARNINGS="always",
+               G2GT_LABEL_BUILD="wait")
     return env
 
 
@@ -178,3 +179,64 @@ def test_a_build_killed_half_way_does_not_block_the_next_one(tmp_path):
     assert got["KERNEL"] == "cpp" and got["FINITE"] == "True" and got["NOTES"] == "0", got
     assert (directory / cpp_build.MARKER_NAME).exists() and not baton.exists()
 
+
+
+def _run_with_stderr(env: dict[str, str], timeout: float) -> tuple[dict[str, object], str]:
+    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    value: dict[str, object] = {ln.split(" ", 1)[0]: ln.split(" ", 1)[1] for ln in lines if not ln.startswith("NOTE ")}
+    value["notes"] = [ast.literal_eval(ln.split(" ", 1)[1]) for ln in lines if ln.startswith("NOTE ")]
+    return value, done.stderr
+
+
+def _wait_for(path: Path, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return path.exists()
+
+
+def test_background_build_never_waits_and_a_failure_is_one_line(tmp_path):
+    """Default mode without a compiler: the first run says it builds in the background and uses the torch path
+    at once; the build process records its failure, and the next run says so in one warning line (and does
+    not start another build)."""
+    (tmp_path / "empty-bin").mkdir()
+    env = {**_env(tmp_path / "ext", str(tmp_path / "empty-bin")), "G2GT_LABEL_BUILD": "background"}
+    directory = _build_directory(env)
+    got, err = _run_with_stderr(env, timeout=240)
+    assert got["KERNEL"] == "torch" and got["FINITE"] == "True"
+    assert err.count(label_cpp.ANNOUNCE_BACKGROUND) == 1
+    assert _wait_for(directory / label_cpp.FAILED_NAME, 240), "the background build left no failure record"
+    got, err = _run_with_stderr(env, timeout=240)
+    assert got["KERNEL"] == "torch" and label_cpp.ANNOUNCE_BACKGROUND not in err
+    assert len(got["notes"]) == 1, got["notes"]
+    note = got["notes"][0]
+    assert "could not build the C++ label-attention kernel" in note and "g2gt build-kernel" in note
+    assert "\n" not in note
+
+
+def test_build_ahead_exits_non_zero_with_the_reason(tmp_path):
+    """``g2gt build-kernel`` without a compiler: exit 1, the reason in one line on stderr."""
+    (tmp_path / "empty-bin").mkdir()
+    env = _env(tmp_path / "ext", str(tmp_path / "empty-bin"))
+    done = subprocess.run([sys.executable, "-m", "g2gt.nn.label_cpp"], env=env, capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 1
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("g2gt:")]
+    assert any("could not build the C++ label-attention kernel" in ln for ln in lines), done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("ninja") and (shutil.which("c++") or shutil.which("g++"))),
+                    reason="needs ninja and a C++ compiler")
+def test_background_build_is_used_by_the_next_run(tmp_path):
+    """Default mode with a compiler: the first run uses the torch path while a separate process compiles; once
+    that is done the next run loads the kernel, silently. One compile: about a minute."""
+    env = {**_env(tmp_path / "ext", os.environ["PATH"]), "G2GT_LABEL_BUILD": "background"}
+    directory = _build_directory(env)
+    got, err = _run_with_stderr(env, timeout=240)
+    assert got["KERNEL"] == "torch" and err.count(label_cpp.ANNOUNCE_BACKGROUND) == 1
+    assert _wait_for(directory / cpp_build.MARKER_NAME, 900), (directory / "build.log").read_text()[-2000:]
+    got, err = _run_with_stderr(env, timeout=240)
+    assert got["KERNEL"] == "cpp" and got["NOTES"] == "0" and "g2gt:" not in err, (got, err)
