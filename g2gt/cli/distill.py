@@ -33,8 +33,8 @@ TASK_HELP = {
                             "own default)",
     "text_format": "how --text files are read: raw (running text, split by the first teacher's tokenizer), lines "
                    "(one sentence per line, tokenized by it), tokens (one sentence per line, tokens separated by "
-                   "spaces), conllu (the words of a CoNLL-U file, annotation unused); auto: conllu for *.conllu[.gz], "
-                   "else raw",
+                   "spaces), conllu (the words of a CoNLL-U file, annotation unused); auto: raw. Files named "
+                   "*.conllu[.gz] are always read as CoNLL-U",
     "text_max_words": "leave out --text sentences longer than this (0 = keep all)",
     "word_dropout": "probability of replacing a word of the student's input by <unk> in training",
     "average_last": "keep the weights of the last N saved checkpoints and write their average to OUT/averaged.pt "

@@ -37,18 +37,17 @@ def read_text(path: str | Path, text_format: str = "auto", segment=None, max_wor
     tokens by ``segment`` (a callable ``str -> [Sentence]``: the teacher's segmenter, e.g.
     :meth:`g2gt.ud.pipeline.Pipeline.text_sentences`); ``"lines"`` one sentence per line, tokenized by ``segment``
     (each line read as a paragraph of its own); ``"tokens"`` one sentence per line, tokens separated by spaces;
-    ``"conllu"`` the words of a CoNLL-U file (its annotation is not used); ``"auto"``: ``conllu`` for
-    ``*.conllu[.gz]``, else ``raw``. Sentences longer than ``max_words`` words are left out (0 = keep all)."""
+    ``"conllu"`` the words of a CoNLL-U file (its annotation is not used); ``"auto"``: ``raw``. Files named
+    ``*.conllu[.gz]`` are always read as CoNLL-U, so one format can serve a mix of CoNLL-U and text files.
+    Sentences longer than ``max_words`` words are left out (0 = keep all)."""
     from ..io import sentence_from_words
     from ..io.conllu import read_conllu
     from ...core.files import read_text as read_file
 
     name = str(path)
-    fmt = text_format
-    if fmt == "auto":
-        fmt = "conllu" if name.endswith((".conllu", ".conllu.gz")) else "raw"
-    if fmt not in TEXT_FORMATS:
+    if text_format not in TEXT_FORMATS:
         raise ValueError(f"text format must be one of {', '.join(TEXT_FORMATS)}, got {text_format!r}")
+    fmt = "conllu" if _is_conllu(name) else "raw" if text_format == "auto" else text_format
     if fmt == "conllu":
         sents = read_conllu(path)
     else:
@@ -63,6 +62,10 @@ def read_text(path: str | Path, text_format: str = "auto", segment=None, max_wor
                 text = "\n\n".join(line.strip() for line in text.splitlines() if line.strip())
             sents = list(segment(text))
     return [s for s in sents if len(s) > 0 and (not max_words or len(s) <= max_words)]
+
+
+def _is_conllu(name: str) -> bool:
+    return name.endswith((".conllu", ".conllu.gz"))
 
 
 def _segmenter(teacher: str):
@@ -142,8 +145,7 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     text_sents: list = []
     per_file = {}
     if text:
-        needs_segmenter = any(text_format in ("raw", "lines") or (text_format == "auto" and not str(p).endswith(
-            (".conllu", ".conllu.gz"))) for p in text)
+        needs_segmenter = text_format != "tokens" and not all(_is_conllu(str(p)) for p in text)
         segment = _segmenter(names[0]) if needs_segmenter else None
         for p in text:
             sents = read_text(p, text_format, segment, text_max_words)
