@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from itertools import islice
+from pathlib import Path
 
 from ..data import find_data
 from .common import (
@@ -21,7 +21,6 @@ DATA = "multi30k"
 PAIR = ("en", "de")
 COMMON_FIELDS = ("batch_tokens", "device", "progress")  # Seq2SeqTrainConfig fields set by the common options
 OLD_SPELLINGS = {"ffn_dim": ["--ffn"], "accum_steps": ["--accum"], "length_penalty": ["--lenpen"]}
-TRANSLATE_CHUNK = 2000  # lines read, translated and written at a time
 
 
 def register(subparsers) -> None:
@@ -119,55 +118,46 @@ def run_train(args: argparse.Namespace) -> int:
     config = Seq2SeqTrainConfig(**option_values(args, _train_fields()), batch_tokens=args.batch_tokens,
                                 device=device, progress=progress_enabled(args))
     run = train_seq2seq(src_train, tgt_train, src_dev, tgt_dev, args.out, config, resume=args.resume)
-    if run.history:
-        print(f"last evaluation: {json.dumps(run.history[-1])}", file=sys.stderr)
-    if run.final is not None:
-        print(json.dumps(run.final), file=sys.stderr)
+    best = json.loads((Path(args.out) / "config.json").read_text(encoding="utf-8")).get("best_dev", {})
+    value = best.get(config.select)
+    what = {"dev_loss": "dev loss", "bleu": "greedy dev BLEU"}.get(config.select, config.select)
+    print(f"trained {run.steps} updates; best.pt holds the model of the best {what}"
+          + (f" ({value:.3f})" if isinstance(value, (int, float)) else "") + f": {args.out}", file=sys.stderr)
     return 0
 
 
 # ---------------------------------------------------------------------------- translate
 def _configure_translate(p: argparse.ArgumentParser) -> None:
+    from ..seq2seq.config import TranslateConfig
+
     p.description = (
-        "Translate one sentence per line. Writes exactly one line per input line, in order; an empty (or blank) "
-        "input line gives an empty output line. Graph-to-sequence models read --graphs FILE.conllu instead (one "
+        "Translate one sentence per line with g2gt.seq2seq.Translator. Writes exactly one line per input line, in "
+        "order; an empty (or blank) input line gives an empty output line; a line longer than the model's limit "
+        "is translated in pieces (with a warning). Graph-to-sequence models read --graphs FILE.conllu instead (one "
         "output line per CoNLL-U sentence). The input is read, translated and written in chunks; a named output "
         "file appears only when everything was translated.")
     p.epilog = ("examples:\n"
-                "  g2gt translate --model runs/mt -i test.en -o test.hyp --beam 5\n"
+                "  g2gt translate --model en_de_multi30k -i test.en -o test.hyp\n"
+                "  g2gt translate --model runs/mt -i test.en -o test.hyp --beam 1 --workers 2\n"
                 "  echo 'A dog runs.' | g2gt translate --model runs/mt")
-    p.add_argument("--model", required=True, metavar="DIR", help="training folder (best.pt) or a checkpoint file")
+    p.add_argument("--model", required=True, metavar="NAME|DIR",
+                   help="an installed translation model's name, a model folder, a training folder (best.pt) or a "
+                   "checkpoint file")
     p.add_argument("-i", "--input", default="-", metavar="FILE", help="input file (plain or .gz), '-' = stdin "
                    "(default)")
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="output file, '-' = stdout (default)")
     p.add_argument("--in-place", action="store_true", help="allow -o to be the input file (replaced at the end)")
     p.add_argument("--graphs", default=None, metavar="FILE.conllu", help="parsed source for a graph-to-sequence model")
-    p.add_argument("--beam", type=positive_int, default=5, metavar="K", help="beam size (1 = greedy; default: 5)")
+    beam = field_default(TranslateConfig, "beam")
+    p.add_argument("--beam", type=positive_int, default=beam, metavar="K",
+                   help=f"beam size (1 = greedy; default: {beam})")
     p.add_argument("--length-penalty", "--lenpen", type=float, default=None, metavar="X",
                    help="length penalty: score / length ** X (default: the model's, saved at training)")
-    add_common_options(p)
+    p.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
+                   help="weights' precision: auto = bfloat16 on a GPU that has it, else float32 (default: auto)")
+    add_common_options(p, batch_tokens=field_default(TranslateConfig, "batch_tokens"))
     add_workers_option(p)
     p.set_defaults(func=run_translate)
-
-
-def _chunks(items, size: int):
-    it = iter(items)
-    while chunk := list(islice(it, size)):
-        yield chunk
-
-
-def _translations(task, model, source, graph: bool, kw: dict):
-    """Translated lines of ``source`` (lines, or CoNLL-U sentences in graph mode), chunk by chunk."""
-    for chunk in _chunks(source, TRANSLATE_CHUNK):
-        if graph:
-            yield from task.translate(model, chunk, **kw)
-            continue
-        keep = [i for i, line in enumerate(chunk) if line.strip()]
-        hyps = task.translate(model, [chunk[i] for i in keep], **kw)
-        out = [""] * len(chunk)
-        for i, h in zip(keep, hyps):
-            out[i] = h.replace("\n", " ").replace("\r", " ")
-        yield from out
 
 
 def run_translate(args: argparse.Namespace) -> int:
@@ -175,32 +165,21 @@ def run_translate(args: argparse.Namespace) -> int:
     check_input_path(args.graphs, "--graphs")
     check_output_path(args.output, "-o", inputs=(args.input, args.graphs), in_place=args.in_place)
     device = apply_runtime(args)
-    from ..ud.io import iter_conllu, iter_lines, open_output
-    from ..seq2seq import load_seq2seq
+    from ..seq2seq import Translator
 
-    try:
-        model, task = load_seq2seq(args.model, device)
-    except FileNotFoundError as e:
-        raise UsageError(f"--model {e}; give the training folder of 'g2gt train seq2seq --out DIR' (its best.pt), "
-                         "or a checkpoint file") from None
-    graph = bool(task.settings.graph)
-    if graph and not args.graphs:
-        raise UsageError(f"{args.model} is a graph-to-sequence model: give the parsed source with --graphs FILE.conllu")
-    if not graph and args.graphs:
-        raise UsageError(f"{args.model} is a plain sequence model; --graphs is only for graph-to-sequence models")
-    source = iter_conllu(args.graphs, require_heads=True) if graph else iter_lines(args.input)
-    kw = dict(beam=args.beam, length_penalty=args.length_penalty, progress=progress_enabled(args))
+    options = dict(beam=args.beam, length_penalty=args.length_penalty)
     if args.batch_tokens is not None:
-        kw["max_tokens"] = args.batch_tokens
-    if args.workers > 1:  # the same lines from worker processes, one 2000-line chunk per job
-        from .scale import translations_parallel
-
-        lines = translations_parallel(args.model, device, args.workers, source, graph, kw, TRANSLATE_CHUNK)
-    else:
-        lines = _translations(task, model, source, graph, kw)
-    with open_output(args.output) as f:
-        for line in lines:
-            f.write(line + "\n")
+        options["batch_tokens"] = args.batch_tokens
+    try:
+        translator = Translator.load(args.model, device, args.dtype, **options)
+    except FileNotFoundError as e:
+        raise UsageError(f"--model {e}") from None
+    if translator.graph and not args.graphs:
+        raise UsageError(f"{args.model} is a graph-to-sequence model: give the parsed source with --graphs FILE.conllu")
+    if not translator.graph and args.graphs:
+        raise UsageError(f"{args.model} is a plain sequence model; --graphs is only for graph-to-sequence models")
+    translator.translate_file(args.graphs or args.input, args.output, n_process=max(1, args.workers),
+                              progress=progress_enabled(args))
     return 0
 
 

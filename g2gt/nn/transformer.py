@@ -9,6 +9,8 @@ Decoder layer adds cross-attention to the encoder memory between the two, and
 its self-attention is causal with chain (relative-position) labels
 ``clip(j - i, -k, 0)``. Incremental decoding keeps a :class:`KVCache` per
 attention; decoding step by step gives the same outputs as one full pass.
+:meth:`G2GTransformer.generate` encodes a batch and decodes it greedily or with
+beam search (:mod:`g2gt.nn.search`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from torch import Tensor, nn
 
 from ..core.graph import num_chain_labels, relative_position_labels
 from .attention import GraphAttention, KVCache
+from .search import beam_search, greedy_search
 
 __all__ = [
     "G2GTConfig",
@@ -362,3 +365,35 @@ class G2GTransformer(nn.Module):
         """Teacher-forced logits ``[B, m, V]`` for target inputs ``tgt_tokens [B, m]``."""
         memory = self.encode(src_tokens, src_labels, src_padding_mask)
         return self.decode(tgt_tokens, memory, src_padding_mask, tgt_padding_mask)
+
+    @torch.no_grad()
+    def generate(
+        self, src_tokens: Tensor, src_labels: Tensor | None = None, src_padding_mask: Tensor | None = None, *,
+        max_new_tokens: int, beam: int = 1, length_penalty: float = 1.0,
+    ) -> list[list[int]]:
+        """Encode a batch of sources and decode each one (as nanoGPT's ``generate``, without sampling).
+
+        ``src_tokens [B, n]``, ``src_labels [B, C, n, n]`` (or ``None``), ``src_padding_mask [B, n]`` bool
+        (True = padding) -> per source the generated token ids, without BOS and EOS, at most
+        ``max_new_tokens`` of them. ``beam = 1``: greedy search, ``y_t = argmax_v p(v | y_<t, x)``;
+        ``beam = K > 1``: beam search ranking hypotheses by ``log p(y | x) / |y| ** length_penalty``
+        (:func:`g2gt.nn.search.beam_search`). Decoding starts from ``config.bos_id`` and stops at
+        ``config.eos_id``; it runs in eval mode (no dropout) whatever the model's mode, which is restored.
+        """
+        if self.decoder is None:
+            raise RuntimeError("this G2GTransformer is encoder-only (tgt_vocab_size=0): it cannot generate")
+        if isinstance(beam, bool) or not isinstance(beam, int) or beam < 1:
+            raise ValueError(f"beam must be an integer >= 1 (1 = greedy search), got {beam!r}")
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+        c = self.config
+        was = self.training
+        self.eval()
+        try:
+            memory = self.encode(src_tokens, src_labels, src_padding_mask)
+            if beam == 1:
+                return greedy_search(self, memory, src_padding_mask, max_new_tokens, c.bos_id, c.eos_id)
+            return beam_search(self, memory, src_padding_mask, max_new_tokens, c.bos_id, c.eos_id,
+                               beam_size=beam, length_penalty=length_penalty)
+        finally:
+            self.train(was)

@@ -1,30 +1,37 @@
 """Sequence-to-sequence (and graph-to-sequence) translation on the G2GT core.
 
-* :mod:`.config`: ``Seq2SeqSettings`` (one model's data / decoding settings) and ``Seq2SeqTrainConfig``
-  (the training recipe and its defaults);
+* :mod:`.translator`: ``Translator`` -- load a model by name or path, translate lines, files and streams
+  (``Translator.load(name_or_path, device="auto", dtype="auto")``, ``translator(lines)``, ``pipe``,
+  ``translate_file``, ``save``); :mod:`.package`: translation models by name and as installable packages;
+* :mod:`.config`: ``Seq2SeqSettings`` (one model's data / decoding settings), ``TranslateConfig`` (how a
+  Translator decodes) and ``Seq2SeqTrainConfig`` (the training recipe and its defaults);
 * :mod:`.data`: aligned text files (``read_lines``, ``read_parallel``, ``read_training_data``);
 * :mod:`.task`: the task for the Trainer (``Seq2SeqTask``), decoding, ``load_seq2seq``;
 * :mod:`.metrics`: ``mt_scores``, corpus BLEU / chrF through sacreBLEU's metric objects;
 * :mod:`.recipe`: ``train_seq2seq``, ``final_evaluation``.
 
-Importing this package does not import torch: the names of :mod:`.task` and :mod:`.recipe` load on first use.
+Greedy and beam search live beside the model (:meth:`g2gt.nn.G2GTransformer.generate`, :mod:`g2gt.nn.search`);
+:mod:`.search` re-exports them. Importing this package does not import torch: the names of :mod:`.task`,
+:mod:`.recipe` and :mod:`.translator` load on first use.
 """
 
 from .._lazy import lazy_exports
 from typing import TYPE_CHECKING
 
-from .config import Seq2SeqSettings, Seq2SeqTrainConfig
+from .config import DEFAULT_BEAM, Seq2SeqSettings, Seq2SeqTrainConfig, TranslateConfig
 from .data import MisalignedError, check_aligned, read_lines, read_parallel, read_training_data
-from .metrics import corpus_scores, mt_scores
+from .metrics import mt_scores
+from .package import build_translation_package, find_translator, installed_translators
 
 _LAZY = {
     "SUBWORD_LABEL": "task", "ParallelData": "task", "Seq2SeqBatch": "task", "Seq2SeqTask": "task",
     "load_seq2seq": "task", "subword_dependency_channel": "task",
-    "Seq2SeqRun": "recipe", "final_evaluation": "recipe", "train_seq2seq": "recipe",
+    "Seq2SeqRun": "recipe", "final_evaluation": "recipe", "train_seq2seq": "recipe", "Translator": "translator",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from .recipe import Seq2SeqRun, final_evaluation, train_seq2seq
+    from .translator import Translator
     from .task import (
         SUBWORD_LABEL, ParallelData, Seq2SeqBatch, Seq2SeqTask, load_seq2seq, subword_dependency_channel,
     )
@@ -34,7 +41,9 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [
-    "SUBWORD_LABEL", "MisalignedError", "ParallelData", "Seq2SeqBatch", "Seq2SeqRun", "Seq2SeqSettings",
-    "Seq2SeqTask", "Seq2SeqTrainConfig", "check_aligned", "corpus_scores", "final_evaluation", "load_seq2seq",
-    "mt_scores", "read_lines", "read_parallel", "read_training_data", "subword_dependency_channel", "train_seq2seq",
+    "DEFAULT_BEAM", "SUBWORD_LABEL", "MisalignedError", "ParallelData", "Seq2SeqBatch", "Seq2SeqRun",
+    "Seq2SeqSettings", "Seq2SeqTask", "Seq2SeqTrainConfig", "TranslateConfig", "Translator",
+    "build_translation_package", "check_aligned", "final_evaluation", "find_translator",
+    "installed_translators", "load_seq2seq", "mt_scores", "read_lines", "read_parallel", "read_training_data",
+    "subword_dependency_channel", "train_seq2seq",
 ]

@@ -1,6 +1,8 @@
 """The settings of translation models and of their training, importable without torch.
 
 * :class:`Seq2SeqSettings`: data and decoding settings of one model (saved inside its checkpoint);
+* :class:`TranslateConfig`: how a :class:`g2gt.seq2seq.Translator` (and ``g2gt translate``) decodes: beam
+  size, length penalty, batch sizes, the longest piece of a line translated at once;
 * :class:`Seq2SeqTrainConfig`: the training recipe (:func:`g2gt.seq2seq.train_seq2seq`), whose defaults
   are the ones measured on Multi30k En->De on one CPU thread: d_model 256, 3+3 layers, 4 heads, FFN 1024,
   dropout 0.1, label smoothing 0.1, joint byte-level BPE with 8k merges, relative chain labels clipped at 16,
@@ -15,7 +17,10 @@ from dataclasses import dataclass
 
 from ..core.config import AMP_HELP, DictConfig, TrainConfig, option
 
-__all__ = ["Seq2SeqSettings", "Seq2SeqTrainConfig", "SELECT_MODES"]
+__all__ = ["DEFAULT_BEAM", "Seq2SeqSettings", "Seq2SeqTrainConfig", "SELECT_MODES", "TranslateConfig"]
+
+#: The beam size of translation everywhere: Translator, ``g2gt translate`` and the final dev translation.
+DEFAULT_BEAM = 5
 
 #: The dev metrics that can select ``best.pt`` and whether lower or higher is better.
 SELECT_MODES = {"dev_loss": "min", "bleu": "max"}
@@ -46,6 +51,37 @@ class Seq2SeqSettings(DictConfig):
     max_len_a: float = 1.5
     max_len_b: int = 10
 
+
+
+@dataclass
+class TranslateConfig(DictConfig):
+    """How a :class:`g2gt.seq2seq.Translator` decodes; ``g2gt translate`` reads its option defaults here.
+
+    Sources are decoded shortest first in batches of at most ``batch_size`` sentences and ``batch_tokens``
+    padded source subwords (``B * n_max``; a longer sentence is decoded alone), so a batch's memory is
+    bounded by ``beam * batch_tokens`` decoder states. A line longer than ``max_input_subwords`` (the model's
+    own limit ``max_src_len`` when 0) is split at word boundaries, preferably after a sentence-final
+    punctuation mark, into pieces translated one by one and joined with a space (with a warning).
+    """
+
+    beam: int = option(DEFAULT_BEAM, "beam size (1 = greedy search)", "decoding")
+    length_penalty: float | None = option(None, "length penalty of beam search: score / length ** X (default: "
+                                          "the model's, saved at training)", "decoding")
+    batch_tokens: int = option(4096, "padded source subwords decoded together at most", "decoding")
+    batch_size: int = option(64, "sentences decoded together at most", "decoding")
+    max_input_subwords: int = option(0, "longer lines are split into pieces of at most this many subwords "
+                                     "(0 = the model's limit)", "decoding")
+
+    def check(self) -> "TranslateConfig":
+        """``self`` when every field is in range, else ``ValueError`` naming the field and what it accepts."""
+        for name, least in (("beam", 1), ("batch_tokens", 1), ("batch_size", 1), ("max_input_subwords", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {v!r}")
+        lp = self.length_penalty
+        if lp is not None and (isinstance(lp, bool) or not isinstance(lp, (int, float))):
+            raise ValueError(f"length_penalty must be a number (or None for the model's), got {lp!r}")
+        return self
 
 
 @dataclass
@@ -98,7 +134,7 @@ class Seq2SeqTrainConfig(DictConfig):
                          "fairseq does by default) or bleu (highest greedy BLEU on the first eval_sentences)",
                          "evaluation")
     eval_sentences: int = option(300, "dev sentences translated at each evaluation (0 = all)", "evaluation")
-    final_beam: int = option(5, "beam size of the final translation of the whole dev set (0 = skip)", "evaluation")
+    final_beam: int = option(DEFAULT_BEAM, "beam size of the final translation of the whole dev set (0 = skip)", "evaluation")
     length_penalty: float = option(1.0, "length penalty exponent of beam search", "evaluation")
     # runtime
     device: str = option("auto", "auto, cpu, cuda, cuda:1 ...", "runtime")

@@ -29,6 +29,49 @@ from .task import SUBWORD_LABEL, Seq2SeqTask, load_seq2seq
 __all__ = ["Seq2SeqRun", "final_evaluation", "train_seq2seq"]
 
 
+def _say(line: str) -> None:
+    """One line on stderr, above a progress bar if one is drawn."""
+    from tqdm.auto import tqdm
+
+    tqdm.write(line, file=sys.stderr)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+class _ReportingTrainer(Trainer):
+    """The :class:`Trainer`, also writing each ``log.jsonl`` entry as a line a person reads on stderr: at every
+    evaluation (step, training loss and learning rate, tokens/s, the dev scores, whether it is the new best)
+    and, without a progress bar, every ``train_every`` updates (step, loss, lr, tokens/s)."""
+
+    def __init__(self, *args, train_every: int = 0, **kw) -> None:
+        super().__init__(*args, **kw)
+        self._train_every = train_every
+        self._speeds: list[float] = []
+        self._elapsed = 0.0
+
+    def _log(self, entry: dict) -> None:
+        super()._log(entry)
+        if not self.is_main:
+            return
+        step = entry.get("step", self.step)
+        total = f"/{round(self.total_steps)}" if self.total_steps else ""
+        if entry.get("kind") == "train":
+            self._speeds.append(entry["tokens_per_s"])
+            self._elapsed = entry["elapsed_s"]
+            if self._train_every and step % self._train_every == 0:
+                _say(f"step {step}{total}  loss {entry['loss']:.3f}  lr {entry['lr']:.2e}  "
+                     f"{entry['tokens_per_s']:,.0f} tok/s  {_minutes(entry['elapsed_s'])}")
+        elif entry.get("kind") == "eval":
+            speed = sum(self._speeds) / len(self._speeds) if self._speeds else 0.0
+            self._speeds = []
+            train = f"train loss {entry['train_loss']:.3f}  " if "train_loss" in entry else ""
+            best = "  (best)" if entry.get(self.cfg.metric) == self.best else ""
+            _say(f"step {step}{total}  {train}lr {entry['lr']:.2e}  {speed:,.0f} tok/s  {_minutes(self._elapsed)}"
+                 f"  | dev loss {entry['dev_loss']:.3f}  BLEU {entry['bleu']:.2f}  chrF {entry['chrf']:.2f}{best}")
+
+
 @dataclass
 class Seq2SeqRun:
     """What :func:`train_seq2seq` returns: the best model (``best.pt``) with its task, the evaluation
@@ -119,7 +162,8 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
                   f"{d['train_target_subwords']} target subwords (vocab {d['vocab']}), prepared in "
                   f"{d['prepare_seconds']:.0f}s; model: {info['parameters'] / 1e6:.2f}M parameters, channels "
                   f"{task.channels}", file=sys.stderr)
-        trainer = Trainer(model, task, cfg.train_config(), out)
+        trainer = _ReportingTrainer(model, task, cfg.train_config(), out,
+                                    train_every=0 if cfg.progress else max(1, cfg.eval_every // 4))
         info["autocast"] = str(trainer.amp_dtype).removeprefix("torch.") if trainer.amp_dtype else "off"
         if main:
             _write_json(out / "config.json", info)
@@ -152,6 +196,7 @@ def final_evaluation(out_dir: str | os.PathLike, src_dev: Sequence, tgt_dev: Seq
     """
     out = Path(out_dir)
     model, task = load_seq2seq(out, device)
+    _say(f"decoding the dev set ({len(src_dev):,} sentences) with beam {beam} and the best checkpoint ...")
     t = time.time()
     hyps = task.translate(model, src_dev, beam=beam, length_penalty=length_penalty, batch_size=32, progress=progress)
     secs = time.time() - t
@@ -160,4 +205,6 @@ def final_evaluation(out_dir: str | os.PathLike, src_dev: Sequence, tgt_dev: Seq
     final = {**cased, "bleu_lowercase": lower["bleu"], "chrf_lowercase": lower["chrf"], "beam": beam,
              "length_penalty": length_penalty, "translate_seconds": round(secs, 1)}
     _write_json(out / "final.json", final)
+    _say(f"dev BLEU {final['bleu']:.2f}  chrF {final['chrf']:.2f}  (beam {beam}, {len(hyps):,} sentences in "
+         f"{secs:.0f}s): {out / 'dev.hyp'}, {out / 'final.json'}")
     return final

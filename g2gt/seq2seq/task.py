@@ -40,7 +40,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..core.batch import BucketBatchSampler, GraphBatch, collate, pad_sequences
-from .search import beam_search, greedy_search
 from ..core.graph import EdgeChannel, Graph, LabelVocab, chain_graph, num_chain_labels
 from ..nn.transformer import G2GTConfig, G2GTransformer
 from .subword import SubwordTokenizer
@@ -316,13 +315,8 @@ class Seq2SeqTask:
                 gb = self.collate_sources([src[i] for i in idx], None if deps is None else [deps[i] for i in idx])
                 gb = gb.to(device)
                 labels = gb.labels if gb.labels.shape[1] else None
-                memory = model.encode(gb.tokens, labels, gb.padding_mask)
-                max_len = self._max_len(int(gb.lengths.max()))
-                if beam == 1:
-                    hyps = greedy_search(model, memory, gb.padding_mask, max_len, self.bos_id, self.eos_id)
-                else:
-                    hyps = beam_search(model, memory, gb.padding_mask, max_len, self.bos_id, self.eos_id,
-                                       beam_size=beam, length_penalty=lp)
+                hyps = model.generate(gb.tokens, labels, gb.padding_mask, beam=beam, length_penalty=lp,
+                                      max_new_tokens=self._max_len(int(gb.lengths.max())))
                 for i, h in zip(idx, hyps, strict=True):
                     out[i] = h
                 bar.update(len(idx))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from g2gt import chain_graph, collate, num_chain_labels
-from g2gt.seq2seq.search import beam_search, greedy_search
+from g2gt.nn.search import beam_search, greedy_search
 from g2gt.nn import G2GTConfig, G2GTransformer
 
 BOS, EOS = 1, 2
@@ -136,3 +136,73 @@ def test_decoding_follows_memory_device_and_batch_rows_are_independent():
     for row in range(3):
         one = beam_search(m, mem[row : row + 1, : int((~mask[row]).sum())], None, 7, BOS, EOS, beam_size=3)
         assert one[0] == full[row]
+
+
+# ---------------------------------------------------------------------------- G2GTransformer.generate
+def _sources(seed: int, lengths=(3, 6, 4)):
+    gen = torch.Generator().manual_seed(seed)
+    return collate([chain_graph(torch.randint(3, 12, (n,), generator=gen).tolist(), 2) for n in lengths])
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("beam", [1, 3])
+def test_generate_equals_encode_then_search(seed, beam):
+    """generate() is encode + the search functions: the same token ids, greedy and beam."""
+    m, _, _ = _setup(seed, scale=2.0)
+    b = _sources(seed)
+    mem = m.encode(b.tokens, b.labels, b.padding_mask)
+    if beam == 1:
+        ref = greedy_search(m, mem, b.padding_mask, 9, BOS, EOS)
+    else:
+        ref = beam_search(m, mem, b.padding_mask, 9, BOS, EOS, beam_size=beam, length_penalty=0.5)
+    got = m.generate(b.tokens, b.labels, b.padding_mask, max_new_tokens=9, beam=beam, length_penalty=0.5)
+    assert got == ref and len(got) == 3 and all(len(s) <= 9 for s in got)
+
+
+def test_generate_runs_in_eval_mode_and_restores_the_mode():
+    m, _, _ = _setup(0, scale=2.0)  # dropout 0.3: train mode would make outputs random
+    b = _sources(0)
+    ref = m.generate(b.tokens, b.labels, b.padding_mask, max_new_tokens=8)
+    m.train()
+    assert m.generate(b.tokens, b.labels, b.padding_mask, max_new_tokens=8) == ref
+    assert m.training
+
+
+def test_generate_rejects_bad_arguments_and_encoder_only_models():
+    m, _, _ = _setup(0)
+    b = _sources(0)
+    with pytest.raises(ValueError, match="beam must be an integer >= 1"):
+        m.generate(b.tokens, b.labels, b.padding_mask, max_new_tokens=4, beam=0)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        m.generate(b.tokens, b.labels, b.padding_mask, max_new_tokens=0)
+    enc = G2GTransformer(G2GTConfig(src_vocab_size=12, d_model=16, num_heads=2, num_encoder_layers=1, ffn_dim=32,
+                                    encoder_labels=[num_chain_labels(2)]))
+    with pytest.raises(RuntimeError, match="encoder-only"):
+        enc.generate(b.tokens, b.labels, b.padding_mask, max_new_tokens=4)
+
+
+def test_search_lives_in_nn_and_seq2seq_reexports_it():
+    import g2gt.nn.search as nn_search
+    import g2gt.seq2seq.search as s2s_search
+
+    assert s2s_search.greedy_search is nn_search.greedy_search
+    assert s2s_search.beam_search is nn_search.beam_search
+
+
+def test_the_ud_package_decodes_through_nn_not_seq2seq():
+    """The multiword-token expander (and all of g2gt.ud) decodes with G2GTransformer.generate: no import of
+    g2gt.seq2seq from the UD product."""
+    import ast
+    from pathlib import Path
+
+    import g2gt
+
+    ud = Path(g2gt.__file__).resolve().parent / "ud"
+    bad = []
+    for path in ud.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if any("seq2seq" in n for n in names):
+                bad.append(f"{path.relative_to(ud)}:{node.lineno}")
+    assert not bad, "g2gt.ud imports g2gt.seq2seq at " + ", ".join(bad)

@@ -6,7 +6,7 @@ le``, Turkish ``trilyonluk`` -> ``_ trilyonluk``). It is a small character encod
 own core (:class:`g2gt.nn.G2GTransformer`): the lowercased characters of the surface are a chain graph
 (edge label = clipped relative distance; sinusoidal positions too, so that cross-attention can find the
 character to copy next), the decoder writes the lowercased words
-joined by a separator symbol, greedily over the KV cache (:func:`g2gt.seq2seq.search.greedy_search`)::
+joined by a separator symbol, greedily over the KV cache (:meth:`g2gt.nn.G2GTransformer.generate`)::
 
     source  <mwt> k e n a r ı n d a k i                 [n + 1]  a mode symbol + chars of lower(surface)
     target  k e n a r ı n d a <sep> k i <eos>           [m + 1]
@@ -167,8 +167,6 @@ class MWTExpander:
     @torch.no_grad()
     def predict(self, surfaces: Sequence[str], mode: int = MWT) -> list[list[str]]:
         """The raw lowercased predictions (``"\\x00"`` = unknown character), no casing restored, no cache."""
-        from ...seq2seq.search import greedy_search
-
         out: list[list[str]] = []
         device = next(self.model.parameters()).device
         was = self.model.training
@@ -179,9 +177,8 @@ class MWTExpander:
                 n = max(len(c) for c in chunk)
                 src = torch.tensor([c + [PAD] * (n - len(c)) for c in chunk], dtype=torch.long, device=device)
                 mask = src == PAD
-                memory = self.model.encode(src, chain_labels(n, self.config.max_distance, device),
-                                           mask if bool(mask.any()) else None)
-                ids = greedy_search(self.model, memory, mask if bool(mask.any()) else None, 2 * n + 8, BOS, EOS)
+                ids = self.model.generate(src, chain_labels(n, self.config.max_distance, device),
+                                          mask if bool(mask.any()) else None, max_new_tokens=2 * n + 8)
                 out.extend(self.vocab.decode(i) for i in ids)
         finally:
             self.model.train(was)
