@@ -6,7 +6,6 @@ graphs, parses are dependency graphs, and PyG users get a MessagePassing layer.
 """
 
 from ._lazy import lazy_exports
-from . import _aliases
 from .ud.models import DEFAULT_MODEL
 from typing import TYPE_CHECKING
 
@@ -19,6 +18,7 @@ _MODULES = {
     "core.graph": ("Graph", "EdgeChannel", "ChainChannel", "LabelVocab", "chain_graph", "edges_from_heads",
                    "num_chain_labels", "relative_position_labels"),
     "core.batch": ("GraphBatch", "collate", "BucketBatchSampler"),
+    "errors": ("Error",),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only ("X as X
         chain_graph as chain_graph, edges_from_heads as edges_from_heads, num_chain_labels as num_chain_labels,
         relative_position_labels as relative_position_labels,
     )
+    from .errors import Error as Error
     from .ud.pipeline import Pipeline as Pipeline
 
 
@@ -48,7 +49,6 @@ def load(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = "a
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
-_aliases.install()  # old module paths (g2gt.parsing, g2gt.graph ...) for one release
 
 
 from ._version import __version__ as __version__  # noqa: E402  (defined once, in _version.py)

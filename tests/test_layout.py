@@ -15,7 +15,7 @@ from pathlib import Path
 import g2gt
 
 ROOT = Path(g2gt.__file__).resolve().parent
-LAYERS = {"_version": 0, "_lazy": 0, "_aliases": 0, "core": 0, "data": 0, "nn": 1, "seq2seq": 2, "ud": 3,
+LAYERS = {"_version": 0, "_lazy": 0, "errors": 0, "core": 0, "data": 0, "nn": 1, "seq2seq": 2, "ud": 3,
           "cli": 4, "serve": 4, "__main__": 5}
 
 
@@ -90,14 +90,13 @@ def test_import_graph_has_no_cycle():
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
-def test_old_import_paths_are_the_new_modules():
-    import warnings
+def test_no_import_hook_is_installed():
+    """``import g2gt`` leaves ``sys.meta_path`` alone (the 0.1 import paths had their release)."""
+    import importlib.util
+    import subprocess
+    import sys
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from g2gt.parsing import model as old  # noqa: F401 - the 0.1 path
-        import g2gt.segment.mwt as old_mwt
-    import g2gt.ud.parse.model as new
-    import g2gt.ud.tokenize.mwt as new_mwt
-
-    assert old is new and old_mwt is new_mwt
+    code = ("import sys; before = list(sys.meta_path); import g2gt; assert sys.meta_path == before, sys.meta_path; "
+            "import importlib.util as u; assert u.find_spec('g2gt.parsing') is None")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert importlib.util.find_spec("g2gt.segment") is None

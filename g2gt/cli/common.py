@@ -26,6 +26,8 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..errors import Error
+
 __all__ = [
     "CommandParser", "UsageError", "add_common_options", "add_dataclass_options", "add_signature_options",
     "field_default",
@@ -34,8 +36,9 @@ __all__ = [
 ]
 
 
-class UsageError(Exception):
-    """A user error in a command's arguments (printed as ``g2gt COMMAND: error: MESSAGE``, exit 2)."""
+class UsageError(Error):
+    """A user error in a command's arguments (printed as ``g2gt COMMAND: error: MESSAGE``, exit 2); a
+    :class:`g2gt.Error`, like every error a user can cause."""
 
 
 # ---------------------------------------------------------------------------- parsers

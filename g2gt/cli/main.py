@@ -19,7 +19,8 @@ import sys
 
 from .._version import __version__
 from . import COMMAND_MODULES
-from .common import CommandParser, UsageError
+from ..errors import Error
+from .common import CommandParser
 
 USER_ERROR, INTERNAL_ERROR, INTERRUPTED, BROKEN_PIPE = 2, 1, 130, 141
 
@@ -59,16 +60,9 @@ def _one_line(text: str) -> str:
     return "; ".join(lines)
 
 
-def _loaded(module: str, name: str) -> type | None:
-    """A class of an already imported module (None when the module was never imported, so the
-    exception cannot come from it)."""
-    mod = sys.modules.get(module)
-    return getattr(mod, name, None) if mod is not None else None
-
-
 def user_error_message(exc: BaseException) -> str | None:
     """The one-line message for an error a user can cause, or None for an internal error."""
-    if isinstance(exc, UsageError):
+    if isinstance(exc, Error):  # UsageError, CoNLLUError, InputError, CheckpointError ... (g2gt.Error)
         return str(exc)
     if isinstance(exc, OSError):
         if exc.filename is not None and exc.strerror:
@@ -76,16 +70,12 @@ def user_error_message(exc: BaseException) -> str | None:
         return str(exc) or type(exc).__name__
     if isinstance(exc, EOFError):
         return f"unexpected end of input ({exc})" if str(exc) else "unexpected end of input (truncated file?)"
-    if isinstance(exc, ValueError):  # CoNLLUError, InputError, OutputError, CheckpointError, EvaluationError ...
+    if isinstance(exc, ValueError):  # a library's own check of a value a user gave
         return str(exc)
     torch = sys.modules.get("torch")
     oom = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
     if isinstance(exc, MemoryError) or (oom is not None and isinstance(exc, oom)):
         return "out of memory; lower --batch-tokens (or use a smaller model)"
-    for module, name in (("g2gt.core.checkpoint", "TrainingFolderLocked"), ("g2gt.ud.tokenize.text", "StanzaUnavailable")):
-        cls = _loaded(module, name)
-        if cls is not None and isinstance(exc, cls):
-            return str(exc)
     return None
 
 

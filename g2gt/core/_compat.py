@@ -6,9 +6,6 @@ breaking the library somewhere else. ``tests/core/test_compat.py`` has one test 
 
 Probes:
 
-* :func:`cpu_flash_attention` -- ``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu``,
-  the fused CPU kernel behind ``F.scaled_dot_product_attention`` that also returns the
-  log-sum-exp of each score row (used by ``g2gt.nn.attention``'s hand-written backward).
 * :func:`amx_tile_supported` -- ``torch.cpu._is_amx_tile_supported`` (Intel AMX tiles, fast
   bfloat16 matrix products; used to pick the inference dtype).
 * :func:`cpu_bf16_supported` -- ``torch.cpu._is_avx512_bf16_supported`` and the AMX probe (native
@@ -36,66 +33,10 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
-__all__ = ["amx_tile_supported", "cpu_bf16_supported", "cpu_flash_attention", "extension_baton",
-           "int8_linear_quantizer", "keep_freed_memory"]
-
-FlashFn = Callable[[Tensor, Tensor, Tensor, Tensor, float], "tuple[Tensor, Tensor]"]
-
-_FLASH_CPU_OP = "_scaled_dot_product_flash_attention_for_cpu"
-
-
-@functools.lru_cache(maxsize=None)
-def cpu_flash_attention() -> FlashFn | None:
-    """The fused CPU flash-attention kernel with its log-sum-exp, or None where it is missing or changed.
-
-    Returns ``flash(q, k, v, attn_mask, scale) -> (out, lse)`` with ``q [B, H, nq, d]``,
-    ``k, v [B, H, nk, d]``, ``attn_mask`` an additive float mask broadcastable to
-    ``[B, H, nq, nk]`` (``-inf`` = not allowed; same dtype as ``q``), and
-
-        S = scale * q k^T + attn_mask,   out = softmax(S) v   [B, H, nq, d],
-        lse = logsumexp(S, -1)           [B, H, nq]  (float32 for float16 / bfloat16 inputs)
-
-    No dropout, not causal. The private aten op is checked once per process against the
-    public ``F.scaled_dot_product_attention`` and ``torch.logsumexp`` on a tiny float64
-    case; if it is absent or disagrees (a torch upgrade changed it), this returns None and
-    warns once, and callers use their unfused path.
-    """
-    op = getattr(torch.ops.aten, _FLASH_CPU_OP, None)
-    if op is None:
-        return None
-
-    def flash(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor, scale: float) -> tuple[Tensor, Tensor]:
-        out, lse = op(q, k, v, 0.0, False, attn_mask=attn_mask, scale=scale)[:2]
-        return out, lse
-
-    try:
-        g = torch.Generator().manual_seed(0)
-        q, k, v = (torch.randn(2, 2, n, 4, dtype=torch.float64, generator=g) for n in (3, 5, 5))
-        mask = torch.randn(2, 1, 3, 5, dtype=torch.float64, generator=g)
-        mask[0, 0, 1, 2] = float("-inf")
-        out, lse = flash(q, k, v, mask, 0.3)
-        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3)
-        ref_lse = torch.logsumexp(0.3 * q @ k.transpose(-1, -2) + mask, -1)
-        ok = (
-            out.shape == ref.shape and lse.shape == ref_lse.shape
-            and torch.allclose(out, ref, atol=1e-9) and torch.allclose(lse.double(), ref_lse, atol=1e-9)
-        )
-    except Exception as err:  # any failure means "do not use it"
-        ok, why = False, f"{type(err).__name__}: {err}"
-    else:
-        why = "its results differ from F.scaled_dot_product_attention"
-    if not ok:
-        warnings.warn(
-            f"g2gt: torch {torch.__version__}'s private op aten.{_FLASH_CPU_OP} is not usable ({why}); "
-            "GraphAttention uses its slower unfused CPU path",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
-    return flash
-
+__all__ = ["amx_tile_supported", "cpu_bf16_supported", "extension_baton", "int8_linear_quantizer",
+           "keep_freed_memory"]
 
 def _cpu_probe(name: str) -> bool:
     """``torch.cpu.<name>()`` as a bool; False where the private probe is missing or fails."""

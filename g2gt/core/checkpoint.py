@@ -26,7 +26,9 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-__all__ = ["CheckpointError", "TrainingFolderLocked", "TrainingFolderLock", "save_atomic", "load_checkpoint",
+from ..errors import Error
+
+__all__ = ["CheckpointError", "TrainingFolderLocked", "CHECKPOINT_KINDS", "checkpoint_kind", "expect_kind", "TrainingFolderLock", "save_atomic", "load_checkpoint",
            "resolve_checkpoint", "remove_stale_temporaries", "truncate_log", "LOCK_NAME", "snapshot_path",
            "snapshots", "prune_snapshots"]
 
@@ -35,12 +37,54 @@ _TMP = re.compile(r"^\..+\.tmp\d+$")
 _SNAPSHOT = re.compile(r"^step-(\d+)\.pt$")
 
 
-class CheckpointError(ValueError):
-    """A file that is not a readable g2gt checkpoint (empty, truncated, not torch, ...)."""
+class CheckpointError(Error):
+    """A file that is not a readable g2gt checkpoint (empty, truncated, not torch, ...), or one of another kind
+    than the one asked for (a segmenter where a parser is expected)."""
 
 
-class TrainingFolderLocked(RuntimeError):
+class TrainingFolderLocked(Error, RuntimeError):
     """Another live process is training in this folder."""
+
+
+# ---------------------------------------------------------------------------- checkpoint kinds
+#: every kind of g2gt checkpoint -> how a message names it (``ck["task"]["kind"]``; one noun per stage)
+CHECKPOINT_KINDS = {
+    "parser": "a parser (g2gt train parser)",
+    "segmenter": "a segmenter, the tokenizer and sentence splitter (g2gt train segmenter)",
+    "enhancer": "an enhancer, the enhanced-UD stage (g2gt train enhanced)",
+    "seq2seq": "a translation model (g2gt train seq2seq)",
+    "mwt_expander": "a multiword-token expander (trained inside g2gt train segmenter)",
+}
+#: kinds written by earlier versions -> today's name
+OLD_KINDS = {"enhanced": "enhancer"}
+
+
+def checkpoint_kind(ck: dict) -> str | None:
+    """The kind of a loaded checkpoint: ``ck["task"]["kind"]`` (or a top-level ``ck["kind"]``), old names
+    mapped to today's (:data:`OLD_KINDS`), else None. Parsers written before kinds were recorded are
+    recognised by their contents (a vocabulary with relations, a model config with ``num_rels``): every
+    other kind always carried its name."""
+    task = ck.get("task") if isinstance(ck.get("task"), dict) else {}
+    kind = task.get("kind") or ck.get("kind")
+    if kind is None:
+        vocab, config = task.get("vocab"), ck.get("model_config")
+        if isinstance(vocab, dict) and "rels" in vocab and isinstance(config, dict) and "num_rels" in config:
+            kind = "parser"
+    return OLD_KINDS.get(kind, kind) if isinstance(kind, str) else None
+
+
+def expect_kind(ck: dict, path: str | os.PathLike, kind: str) -> None:
+    """Raise :class:`CheckpointError` naming ``path`` and what it holds unless ``ck`` is a ``kind`` checkpoint
+    (:func:`checkpoint_kind`)."""
+    found = checkpoint_kind(ck)
+    if found == kind:
+        return
+    what = (CHECKPOINT_KINDS.get(found, f"a {found!r} model") if found else
+            "no kind this version knows (no kind recorded and not recognised)")
+    article = "an" if kind[0] in "aeiou" else "a"
+    raise CheckpointError(f"{path}: not {article} {kind} checkpoint: it holds {what}; expected "
+                          f"{CHECKPOINT_KINDS.get(kind, kind)} (a model folder holds one file per stage: "
+                          "segmenter.pt, parser.pt, enhancer.pt)")
 
 
 # ---------------------------------------------------------------------------- checkpoints

@@ -31,6 +31,8 @@ import tempfile
 import zlib
 from typing import IO, Any, Iterator, Union
 
+from ..errors import Error
+
 __all__ = [
     "data_path_name",
     "InputError",
@@ -53,7 +55,7 @@ _CHUNK = 1 << 16
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
-class InputError(ValueError):
+class InputError(Error):
     """Unusable input. ``str(err)`` is ``"FILE:LINE: reason"``, or ``"FILE: reason"`` when the
     problem concerns the whole file (then ``line == 0``)."""
 
@@ -65,7 +67,7 @@ class InputError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
-class OutputError(ValueError):
+class OutputError(Error):
     """An output path that cannot be written (a directory, or a folder that does not exist)."""
 
 

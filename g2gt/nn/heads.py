@@ -9,7 +9,7 @@ Biaffine arc scorer (Dozat & Manning 2017). For encoder states :math:`x_i`,
     s_{ij} = d_i^\top U h_j + h_j^\top u
 
 is the score of "node :math:`j` is the head of node :math:`i`" (row = dependent,
-column = head, the layout :func:`g2gt.trees.mst_decode` expects).
+column = head, the layout :func:`g2gt.ud.parse.trees.mst_decode` expects).
 
 Biaffine label classifier: for a dependent :math:`i` and its (gold or
 predicted) head :math:`j`,

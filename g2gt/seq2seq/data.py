@@ -11,10 +11,12 @@ import os
 from pathlib import Path
 from typing import IO
 
+from ..errors import Error
+
 __all__ = ["MisalignedError", "check_aligned", "read_lines", "read_parallel", "read_training_data"]
 
 
-class MisalignedError(ValueError):
+class MisalignedError(Error):
     """Parallel files whose line counts differ."""
 
 

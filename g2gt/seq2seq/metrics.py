@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["corpus_scores", "mt_scores"]
+__all__ = ["mt_scores"]
 
 
 def mt_scores(refs: Sequence[str], hyps: Sequence[str], lowercase: bool = False) -> dict:
@@ -34,10 +34,3 @@ def mt_scores(refs: Sequence[str], hyps: Sequence[str], lowercase: bool = False)
     return {"bleu": float(b.score), "chrf": float(c.score), "bleu_signature": str(bleu.get_signature()),
             "chrf_signature": str(chrf.get_signature()), "bleu_detail": str(b), "sentences": len(refs),
             "lowercase": bool(lowercase)}
-
-
-def corpus_scores(hyps: Sequence[str], refs: Sequence[str], lowercase: bool = False) -> dict[str, float]:
-    """Deprecated (note the order: hypotheses first): ``{"bleu", "chrf"}`` of :func:`mt_scores`.
-    Kept only until ``g2gt/commands/seq2seq.py`` calls :func:`mt_scores`; do not use in new code."""
-    s = mt_scores(refs, hyps, lowercase)
-    return {"bleu": s["bleu"], "chrf": s["chrf"]}

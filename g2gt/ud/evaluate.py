@@ -33,6 +33,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
+from ..errors import Error
 from .io.conllu import Sentence, read_conllu, to_conllu_string
 
 __all__ = [
@@ -48,7 +49,7 @@ METRICS = ["Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", 
            "UAS", "LAS", "CLAS", "MLAS", "BLEX", "ELAS", "EULAS"]
 
 
-class EvaluationError(ValueError):
+class EvaluationError(Error):
     """Gold and predicted files cannot be compared (text differs, malformed tree ...)."""
 
 

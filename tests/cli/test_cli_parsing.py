@@ -57,7 +57,7 @@ def test_parse_bfloat16_writes_valid_trees(model_dir, tmp_path):
 
 
 def test_parse_int8_writes_valid_trees(model_dir, tmp_path):
-    from g2gt import _compat
+    from g2gt.core import _compat
 
     if _compat.int8_linear_quantizer() is None:
         pytest.skip("no dynamic int8 quantization in this torch")

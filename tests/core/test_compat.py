@@ -6,30 +6,8 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-from g2gt import _compat
-
-
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
-def test_cpu_flash_attention_equals_public_sdpa(dtype):
-    flash = _compat.cpu_flash_attention()
-    if flash is None:  # the fallback: callers then take their unfused path
-        pytest.skip(f"torch {torch.__version__} has no usable aten CPU flash-attention op")
-    g = torch.Generator().manual_seed(1)
-    B, H, nq, nk, d, scale = 2, 3, 5, 7, 8, 0.4
-    q = torch.randn(B, H, nq, d, generator=g, dtype=torch.float64)
-    k, v = (torch.randn(B, H, nk, d, generator=g, dtype=torch.float64) for _ in range(2))
-    mask = torch.randn(B, H, nq, nk, generator=g, dtype=torch.float64)
-    mask[0, 1, 2, :4] = float("-inf")  # some keys not allowed
-    out, lse = flash(q.to(dtype), k.to(dtype), v.to(dtype), mask.to(dtype), scale)
-    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
-    ref_lse = torch.logsumexp(scale * q @ k.transpose(-1, -2) + mask, -1)
-    tol = {torch.float64: 1e-10, torch.float32: 1e-5, torch.bfloat16: 5e-2}[dtype]
-    assert out.dtype == dtype and out.shape == (B, H, nq, d) and lse.shape == (B, H, nq)
-    torch.testing.assert_close(out.double(), ref, atol=tol, rtol=tol)
-    torch.testing.assert_close(lse.double(), ref_lse, atol=tol * 10, rtol=tol)
-    assert _compat.cpu_flash_attention() is flash  # probed once per process
+from g2gt.core import _compat
 
 
 def test_amx_tile_supported_is_a_bool():

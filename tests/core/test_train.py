@@ -487,7 +487,7 @@ def test_set_threads(monkeypatch):
 
 # ----------------------------------------------------------------------------- device / amp
 def test_amp_on_cpu_is_bf16_where_native():
-    from g2gt import _compat
+    from g2gt.core import _compat
 
     cpu = torch.device("cpu")
     assert autocast_dtype(cpu, "none") is None and autocast_dtype(cpu, "fp16") is None

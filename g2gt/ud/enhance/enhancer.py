@@ -101,7 +101,7 @@ class Enhancer:
             raise ValueError("the label vocabulary has no 'root' label")
         self.root_label = vocab.label_index["root"]
 
-    kind = "enhanced"
+    kind = "enhancer"  # the checkpoint's task kind (``"enhanced"`` in checkpoints of earlier versions)
 
     @classmethod
     def load(cls, path: str | Path = DEFAULT_MODEL, device: str | torch.device = "cpu",
@@ -110,13 +110,12 @@ class Enhancer:
         ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhanced`` (or that file),
         with ``weights_only=True`` and ``strict=True``. ``dtype``: see :func:`g2gt.ud.stage.inference_dtype`
         (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""
-        from ...core.checkpoint import load_checkpoint
+        from ...core.checkpoint import expect_kind, load_checkpoint
 
         file = stage_checkpoint(path, "enhancer")
         ck = load_checkpoint(file, device)
+        expect_kind(ck, file, cls.kind)
         extra = ck.get("task", {})
-        if extra.get("kind") != cls.kind or "vocab" not in extra:
-            raise ValueError(f"{file}: not an enhanced-graph checkpoint (train one with 'g2gt train enhanced')")
         model = EnhancedModel(EnhancedConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
         dt = inference_dtype(dtype, device, int8_auto=False)
@@ -128,8 +127,8 @@ class Enhancer:
     def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
         """Write this stage as one checkpoint file that :meth:`load` reads."""
         record = self.record or {"model_config": self.model.config.to_dict(),
-                                 "task": {"kind": self.kind, "vocab": self.vocab.to_dict(),
-                                          "threshold": self.threshold}}
+                                 "task": {"vocab": self.vocab.to_dict(), "threshold": self.threshold}}
+        record = {**record, "task": {**record["task"], "kind": self.kind}}
         return save_stage(path, self.model, record, self.file, self.dtype is torch.qint8, storage_dtype)
 
     @property

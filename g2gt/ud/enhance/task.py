@@ -148,7 +148,7 @@ class EnhancedTask:
         return enhanced_scores(self.dev, pred)
 
     def checkpoint_extra(self) -> dict:
-        return {"kind": "enhanced", "vocab": self.vocab.to_dict(), "threshold": 0.0,
+        return {"kind": "enhancer", "vocab": self.vocab.to_dict(), "threshold": 0.0,
                 "corrupt_prob": self.corrupt_prob, "corrupt_max": self.corrupt_max,
                 "parser_prob": self.parser_prob if self.parser_trees is not None else 0.0}
 

@@ -117,14 +117,12 @@ class Parser:
         ``"bfloat16"``, ``"int8"`` force one. Arc scores are decoded in float32 either way. ``treebank``: see
         :attr:`treebank` (default: the model's first treebank).
         """
-        from ...core.checkpoint import load_checkpoint
+        from ...core.checkpoint import expect_kind, load_checkpoint
 
         file = stage_checkpoint(path, "parser")
         ck = load_checkpoint(file, device)
+        expect_kind(ck, file, cls.kind)  # parsers of earlier versions have no kind: recognised
         extra = ck.get("task", {})
-        if "vocab" not in extra or "model_config" not in ck:
-            raise ValueError(f"{file}: not a parser checkpoint (no parser vocabulary inside; is it from "
-                             "'g2gt train parser'?)")
         cfg = ParserConfig.from_dict(ck["model_config"])
         model = ParserModel(cfg)
         model.load_state_dict(ck["model"], strict=True)  # float16 weights of a shipped model are cast here
@@ -141,6 +139,7 @@ class Parser:
         record = self.record or {"model_config": self.model.config.to_dict(),
                                  "task": {"vocab": self.vocab.to_dict(), "max_distance": self.max_distance,
                                           "refine_steps": self.refine_steps}}
+        record = {**record, "task": {**record["task"], "kind": self.kind}}  # also for a checkpoint without one
         return save_stage(path, self.model, record, self.file, self.dtype is torch.qint8, storage_dtype)
 
     @property

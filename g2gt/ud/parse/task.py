@@ -133,7 +133,7 @@ class ParsingTask:
 
     def checkpoint_extra(self) -> dict:
         """``ck["task"]``: what :meth:`Parser.load` needs besides the weights (the checkpoint format)."""
-        return {"vocab": self.vocab.to_dict(), "max_distance": self.max_distance,
+        return {"kind": "parser", "vocab": self.vocab.to_dict(), "max_distance": self.max_distance,
                 "refine_steps": self.refine_steps, "refine_train": self.refine_train}
 
 

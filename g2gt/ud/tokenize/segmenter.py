@@ -65,14 +65,13 @@ class Segmenter:
         ``segmenter.pt``, a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file
         (``weights_only=True``, ``strict=True``). ``dtype``: see :func:`g2gt.ud.stage.inference_dtype`
         (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""
-        from ...core.checkpoint import load_checkpoint
+        from ...core.checkpoint import expect_kind, load_checkpoint
         from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, stage_checkpoint
 
         file = stage_checkpoint(path, "segmenter")
         ck = load_checkpoint(file, device)
+        expect_kind(ck, file, CHECKPOINT_KIND)
         extra = ck.get("task") or {}
-        if extra.get("kind") != CHECKPOINT_KIND or "vocab" not in extra:
-            raise ValueError(f"{file}: not a segmenter checkpoint (train one with 'g2gt train segmenter')")
         model = SegmenterModel(SegmenterConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
         dt = inference_dtype(dtype, device, int8_auto=False)

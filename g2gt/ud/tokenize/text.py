@@ -26,6 +26,7 @@ import os
 import re
 from typing import Any, Iterable, Iterator, Sequence
 
+from ...errors import Error
 from ..io.conllu import Sentence, sentence_from_tokens
 from ...core.files import InputError, Source, iter_lines, open_input, read_text  # noqa: F401 (re-exported)
 from .rules import TextToken, detokenize, sentence_spans, split_sentences, tokenize, tokenize_sentence
@@ -172,7 +173,7 @@ def lines_to_sentences(lines: Iterable[str], name: str = "<lines>", tokenizer: s
 
 
 # --------------------------------------------------------------------------- stanza
-class StanzaUnavailable(RuntimeError):
+class StanzaUnavailable(Error, RuntimeError):
     """stanza's English tokenize model is not installed locally."""
 
 

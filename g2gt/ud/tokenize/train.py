@@ -224,15 +224,14 @@ def relearn_lexicon(checkpoint: str | os.PathLike, train_sentences: Iterable,
     """Write segmenter ``checkpoint`` (a file or a training folder) to file ``out`` with its multiword-token
     lexicon learned anew from ``train_sentences`` (:func:`learn_lexicon`); the weights and every other entry
     are kept. For segmenters saved before the lexicon had its ``always`` set (checkpoint key ``mwt_always``)."""
-    from ...core.checkpoint import load_checkpoint, resolve_checkpoint, save_atomic
+    from ...core.checkpoint import expect_kind, load_checkpoint, resolve_checkpoint, save_atomic
     from .data import documents_from_sentences
     from .segmenter import CHECKPOINT_KIND
 
     file = resolve_checkpoint(checkpoint)
     ck = load_checkpoint(file)
+    expect_kind(ck, file, CHECKPOINT_KIND)
     extra = ck.get("task") or {}
-    if extra.get("kind") != CHECKPOINT_KIND:
-        raise ValueError(f"{file}: not a segmenter checkpoint (written by g2gt train segmenter)")
     lexicon = learn_lexicon(documents_from_sentences(train_sentences))
     ck["task"] = {**extra, "mwt": lexicon.to_dict(), "mwt_always": sorted(lexicon.always)}
     save_atomic(ck, out)

@@ -135,7 +135,7 @@ def test_trainer_checkpoint_loads_strictly_and_enhances_validly(data, tmp_path):
     enhancer, history = train_enhanced(train, dev, tmp_path / "m", TINY, tc, max_tokens=800)
     assert history and "elas" in history[-1] and "eulas" in history[-1]
     ck = torch.load(tmp_path / "m" / "best.pt", weights_only=True)
-    assert ck["task"]["kind"] == "enhanced"
+    assert ck["task"]["kind"] == "enhancer"
     loaded = Enhancer.load(tmp_path / "m")
     out = loaded.enhance(dev)
     assert all(deps_problems(s) == [] for s in out)

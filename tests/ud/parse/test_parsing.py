@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from g2gt import _compat
+from g2gt.core import _compat
 
 from g2gt.core.graph import LabelVocab, edges_from_heads
 from g2gt.ud.io.conllu import check_tree, read_conllu, to_conllu_string
