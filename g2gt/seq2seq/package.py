@@ -28,7 +28,7 @@ import warnings
 from pathlib import Path
 
 __all__ = ["ENTRY_POINT_GROUP", "TRANSLATOR_FILE", "CARD_FILE", "MAX_PACKAGE_MB", "find_translator",
-           "installed_translators", "is_translator_folder", "build_translation_package"]
+           "installed_translators", "is_translator_folder", "build_translation_package", "training_card"]
 
 #: the entry-point group of every g2gt model package (UD pipelines and translators alike)
 ENTRY_POINT_GROUP = "g2gt.models"
@@ -91,6 +91,37 @@ def find_translator(name_or_path: str | os.PathLike) -> Path:
 
 
 # ---------------------------------------------------------------------------- writing a package
+def training_card(folder: str | os.PathLike, data_name: str = "dev") -> dict:
+    """Card facts read from a training folder of ``g2gt train seq2seq``: the model's size and recipe
+    (``config.json``) and the final beam-search scores on the dev set (``final.json``), under
+    ``scores[data_name]``. Missing files give fewer facts, never an error."""
+    folder = Path(folder)
+
+    def read(name: str) -> dict:
+        f = folder / name
+        return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {}
+
+    info, final = read("config.json"), read("final.json")
+    card: dict = {}
+    mc, recipe, data = info.get("model_config") or {}, info.get("recipe") or {}, info.get("data") or {}
+    if mc:
+        card["model"] = (f"G2GTransformer encoder-decoder, {info.get('parameters', 0) / 1e6:.1f}M parameters: "
+                         f"d_model {mc.get('d_model')}, {mc.get('num_encoder_layers')}+{mc.get('num_decoder_layers')} "
+                         f"layers, {mc.get('num_heads')} heads, FFN {mc.get('ffn_dim')}, relative-position chain labels "
+                         f"clipped at {mc.get('decoder_max_distance')}, joint byte-level BPE of "
+                         f"{mc.get('src_vocab_size')} subwords")
+        card["recipe"] = recipe
+    if data:
+        card["training"] = {"train_pairs": data.get("train_pairs"), "dev_pairs": data.get("dev_pairs"),
+                            "steps": info.get("steps"), "train_seconds": info.get("train_seconds_this_call"),
+                            "best_dev": info.get("best_dev")}
+    if final:
+        keep = ("bleu", "chrf", "bleu_lowercase", "chrf_lowercase", "beam", "length_penalty", "sentences",
+                "bleu_signature", "chrf_signature", "bleu_detail")
+        card["scores"] = {data_name: {k: final[k] for k in keep if k in final}}
+    return card
+
+
 def _toml_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 

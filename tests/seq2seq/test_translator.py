@@ -196,3 +196,20 @@ def test_translator_config_is_a_dataclass_checked_on_use():
     assert dataclasses.is_dataclass(TranslateConfig)
     with pytest.raises(ValueError, match="batch_tokens must be an integer >= 1"):
         TranslateConfig(batch_tokens=0).check()
+
+
+def test_training_card_reads_size_recipe_and_final_scores(tmp_path):
+    from g2gt.seq2seq import training_card
+
+    assert training_card(tmp_path) == {}  # no files: no facts, no error
+    (tmp_path / "config.json").write_text(json.dumps({
+        "recipe": {"bpe_vocab": 6000}, "parameters": 7_079_680, "steps": 900,
+        "model_config": {"d_model": 256, "num_encoder_layers": 3, "num_decoder_layers": 3, "num_heads": 4,
+                         "ffn_dim": 1024, "decoder_max_distance": 16, "src_vocab_size": 6000},
+        "data": {"train_pairs": 29000, "dev_pairs": 1014}}), encoding="utf-8")
+    (tmp_path / "final.json").write_text(json.dumps({"bleu": 31.5, "chrf": 58.0, "beam": 5, "other": 1}),
+                                         encoding="utf-8")
+    card = training_card(tmp_path, "val")
+    assert card["scores"] == {"val": {"bleu": 31.5, "chrf": 58.0, "beam": 5}}
+    assert "7.1M parameters" in card["model"] and "3+3 layers" in card["model"]
+    assert card["training"]["train_pairs"] == 29000 and card["training"]["steps"] == 900
