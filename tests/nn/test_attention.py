@@ -559,11 +559,13 @@ def test_is_causal_equals_multihead_attention_with_causal_mask():
     x, _, kpm = inputs()
     causal = torch.nn.Transformer.generate_square_subsequent_mask(6, dtype=torch.float64)
     ref, _ = mha(x, x, x, attn_mask=causal, is_causal=True, need_weights=False)
-    for out in (graph(ga, x, is_causal=True), graph(ga, x, causal=True),
-                ga(x, x, x, is_causal=True, need_weights=False)[0], graph(ga, x, attn_mask=causal, is_causal=True)):
+    with pytest.warns(DeprecationWarning, match="is_causal.*causal"):
+        old = graph(ga, x, is_causal=True)  # the nn.MultiheadAttention spelling, deprecated here
+    for out in (old, graph(ga, x, causal=True),
+                ga(x, x, x, is_causal=True, need_weights=False)[0], graph(ga, x, attn_mask=causal, causal=True)):
         torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
     ref_p, _ = mha(x, x, x, key_padding_mask=kpm, attn_mask=causal, need_weights=False)
-    torch.testing.assert_close(graph(ga, x, key_padding_mask=kpm, is_causal=True), ref_p, atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(graph(ga, x, key_padding_mask=kpm, causal=True), ref_p, atol=1e-12, rtol=1e-10)
 
 
 @pytest.mark.filterwarnings(MIXED_MASKS_WARNING)
