@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import Error
 from ..core.config import AMP_HELP, DictConfig, TrainConfig, option
 
 __all__ = ["DEFAULT_BEAM", "Seq2SeqSettings", "Seq2SeqTrainConfig", "SELECT_MODES", "TranslateConfig"]
@@ -73,14 +74,14 @@ class TranslateConfig(DictConfig):
                                      "(0 = the model's limit)", "decoding")
 
     def check(self) -> "TranslateConfig":
-        """``self`` when every field is in range, else ``ValueError`` naming the field and what it accepts."""
+        """``self`` when every field is in range, else :class:`g2gt.Error` naming the field and what it accepts."""
         for name, least in (("beam", 1), ("batch_tokens", 1), ("batch_size", 1), ("max_input_subwords", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
-                raise ValueError(f"{name} must be an integer >= {least}, got {v!r}")
+                raise Error(f"{name} must be an integer >= {least}, got {v!r}")
         lp = self.length_penalty
         if lp is not None and (isinstance(lp, bool) or not isinstance(lp, (int, float))):
-            raise ValueError(f"length_penalty must be a number (or None for the model's), got {lp!r}")
+            raise Error(f"length_penalty must be a number (or None for the model's), got {lp!r}")
         return self
 
 

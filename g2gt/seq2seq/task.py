@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..core.batch import BucketBatchSampler, GraphBatch, collate, pad_sequences
+from ..core.batch import BucketBatchSampler, GraphBatch, collate, pad_sequences, token_budget_batches
 from ..core.graph import EdgeChannel, Graph, LabelVocab, chain_graph, num_chain_labels
 from ..nn.transformer import G2GTConfig, G2GTransformer
 from .subword import SubwordTokenizer
@@ -306,12 +306,14 @@ class Seq2SeqTask:
         was = model.training
         model.eval()
         out: list[list[int]] = [[] for _ in src]
-        order = sorted((i for i in range(len(src)) if len(src[i])), key=lambda i: len(src[i]))
+        todo = [i for i in range(len(src)) if len(src[i])]
+        batches = token_budget_batches([len(src[i]) for i in todo], max_tokens or sys.maxsize, max_items=batch_size)
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(order), desc="translate", disable=not progress, dynamic_ncols=True, file=sys.stderr)
+        bar = tqdm(total=len(todo), desc="translate", disable=not progress, dynamic_ncols=True, file=sys.stderr)
         try:
-            for idx in _pack_sorted([len(src[i]) for i in order], order, batch_size, max_tokens):
+            for batch in batches:
+                idx = [todo[j] for j in batch]
                 gb = self.collate_sources([src[i] for i in idx], None if deps is None else [deps[i] for i in idx])
                 gb = gb.to(device)
                 labels = gb.labels if gb.labels.shape[1] else None
@@ -365,21 +367,6 @@ class Seq2SeqTask:
 def _check_positive_int(name: str, value, meaning: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1 ({meaning}), got {value!r}")
-
-
-def _pack_sorted(lengths: Sequence[int], items: Sequence[int], batch_size: int,
-                 max_tokens: int | None) -> Iterator[list[int]]:
-    """Cut ``items`` (sorted by ascending ``lengths``) into consecutive batches of at most ``batch_size``
-    items and at most ``max_tokens`` padded tokens (``len(batch) * longest``); an item longer than
-    ``max_tokens`` forms its own batch."""
-    batch: list[int] = []
-    for n, item in zip(lengths, items, strict=True):
-        if batch and (len(batch) >= batch_size or (max_tokens is not None and n * (len(batch) + 1) > max_tokens)):
-            yield batch
-            batch = []
-        batch.append(item)
-    if batch:
-        yield batch
 
 
 def load_seq2seq(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[G2GTransformer, Seq2SeqTask]:

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import torch
 
-from ..core.checkpoint import CheckpointError, load_checkpoint, save_atomic
+from ..errors import Error
+from ..core.checkpoint import CHECKPOINT_KINDS, CheckpointError, checkpoint_kind, load_checkpoint, save_atomic
 from ..nn.transformer import G2GTConfig, G2GTransformer
 from .config import TranslateConfig
 from .package import CARD_FILE, find_translator
@@ -45,16 +46,16 @@ _SENTENCE_END = re.compile(r"[.!?;:][\"'»”)\]]*$")
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"`` -> CUDA when available, else the CPU; other names are checked (``ValueError`` for a name that
+    """``"auto"`` -> CUDA when available, else the CPU; other names are checked (:class:`g2gt.Error` for a name that
     is not a device or a CUDA device on a machine without CUDA)."""
     if str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         dev = torch.device(device)
     except (RuntimeError, ValueError):
-        raise ValueError(f"device {device!r}: not a device; expected auto, cpu, cuda or cuda:N") from None
+        raise Error(f"device {device!r}: not a device; expected auto, cpu, cuda or cuda:N") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r}: CUDA is not available on this machine (use 'cpu' or 'auto')")
+        raise Error(f"device {device!r}: CUDA is not available on this machine (use 'cpu' or 'auto')")
     return dev
 
 
@@ -65,20 +66,20 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
         return torch.float32
     if isinstance(dtype, torch.dtype):
         if dtype not in _DTYPES.values():
-            raise ValueError(f"dtype must be float32, bfloat16, float16 or auto, got {dtype}")
+            raise Error(f"dtype must be float32, bfloat16, float16 or auto, got {dtype}")
         return dtype
     if dtype == "auto":
         cuda_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
         return torch.bfloat16 if cuda_bf16 else torch.float32
     if dtype not in _DTYPES:
-        raise ValueError(f"dtype must be float32, bfloat16, float16 or auto, got {dtype!r}")
+        raise Error(f"dtype must be float32, bfloat16, float16 or auto, got {dtype!r}")
     return _DTYPES[dtype]
 
 
 def _wrong_kind(path: Path, state: dict) -> CheckpointError:
-    task = state.get("task")
-    kind = state.get("kind") or (task.get("kind") if isinstance(task, dict) else None)
-    what = f"it holds a {kind!r} model" if kind else "it has no translation task record, as a parser checkpoint"
+    kind = checkpoint_kind(state)
+    what = (f"it holds {CHECKPOINT_KINDS.get(kind, f'a {kind!r} model')}" if kind else
+            "it holds no kind of model this version knows")
     return CheckpointError(f"{path}: not a translation model: {what}; give a training folder of 'g2gt train "
                            "seq2seq', a file written by Translator.save, or an installed translation model's name")
 
@@ -120,7 +121,7 @@ class Translator:
         dt = resolve_dtype(dtype, dev)
         path = find_translator(name_or_path)
         state = load_checkpoint(path, "cpu")
-        if not isinstance(state.get("task"), dict) or state["task"].get("kind") != "seq2seq":
+        if checkpoint_kind(state) != "seq2seq":
             raise _wrong_kind(path, state)
         task = Seq2SeqTask.from_checkpoint_extra(state["task"])
         model = G2GTransformer(G2GTConfig(**state["model_config"]))
@@ -143,7 +144,7 @@ class Translator:
         the tokenizers, settings and this translator's :class:`TranslateConfig`. Returns the path."""
         dt = _DTYPES.get(storage_dtype, storage_dtype) if isinstance(storage_dtype, str) else storage_dtype
         if dt not in _DTYPES.values():
-            raise ValueError(f"storage_dtype must be float16, bfloat16 or float32, got {storage_dtype!r}")
+            raise Error(f"storage_dtype must be float16, bfloat16 or float32, got {storage_dtype!r}")
         state = {k: (v.detach().to("cpu", dt) if v.is_floating_point() else v.detach().cpu()).contiguous()
                  for k, v in self.model.state_dict().items()}
         out = Path(path)
@@ -266,7 +267,7 @@ class Translator:
         (``batch_tokens=...``, ``beam=...``)."""
         cfg = self._options(options)
         if isinstance(n_process, bool) or not isinstance(n_process, int) or n_process < 1:
-            raise ValueError(f"n_process must be an integer >= 1, got {n_process!r}")
+            raise Error(f"n_process must be an integer >= 1, got {n_process!r}")
         from tqdm.auto import tqdm
 
         chunks = _chunks(lines, CHUNK_LINES)

@@ -10,6 +10,8 @@ import zipfile
 import pytest
 import torch
 
+import g2gt
+
 from g2gt.cli.main import main as cli_main
 from g2gt.core.checkpoint import CheckpointError
 from g2gt.core.train import TrainConfig, Trainer
@@ -116,11 +118,11 @@ def test_a_word_longer_than_the_limit_is_cut(translator):
 def test_wrong_kind_of_checkpoint_is_a_clear_error(translator, tmp_path):
     seg = tmp_path / "segmenter.pt"
     torch.save({"model": {}, "model_config": {}, "task": {"kind": "segmenter"}}, seg)
-    with pytest.raises(CheckpointError, match=r"segmenter\.pt: not a translation model: it holds a 'segmenter'"):
+    with pytest.raises(CheckpointError, match=r"segmenter\.pt: not a translation model: it holds a segmenter"):
         Translator.load(seg, device="cpu")
     parser = tmp_path / "parser.pt"
-    torch.save({"model": {}, "model_config": {"num_rels": 3}, "task": {"vocab": {}}}, parser)
-    with pytest.raises(CheckpointError, match=r"parser\.pt: not a translation model"):
+    torch.save({"model": {}, "model_config": {"num_rels": 3}, "task": {"vocab": {"rels": []}}}, parser)
+    with pytest.raises(CheckpointError, match=r"parser\.pt: not a translation model: it holds a parser"):
         Translator.load(parser, device="cpu")
     with pytest.raises(FileNotFoundError, match="not an installed translation model"):
         Translator.load("no_such_model_here", device="cpu")
@@ -137,8 +139,10 @@ def test_bad_arguments_say_what_is_expected(translator):
         translator(["a"], beams=2)
     with pytest.raises(ValueError, match="n_process"):
         list(translator.pipe(["a"], n_process=0))
-    with pytest.raises(ValueError, match="dtype must be"):
+    with pytest.raises(g2gt.Error, match="dtype must be"):
         Translator.load("x", dtype="int4")
+    with pytest.raises(g2gt.Error, match="not a device"):
+        Translator.load("x", device="gpu7")
 
 
 def test_beam_default_is_one_value_for_python_and_the_cli():
