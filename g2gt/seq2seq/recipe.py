@@ -115,6 +115,11 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
     The folder is locked for the whole call. With ``resume=True`` and an ``out_dir/last.pt``, the tokenizers,
     data settings and model size come from the checkpoint (``batch_tokens``, ``eval_sentences`` and
     ``length_penalty`` from ``config``), and the budget is the run's total.
+
+    On stderr, each evaluation prints one line (update, training loss, learning rate, tokens/s, dev loss,
+    BLEU, chrF, whether it is the best so far); without progress bars (``config.progress=False``) a line of
+    the training loss comes every ``eval_every / 4`` updates too; the final decoding of the dev set is
+    announced, then its scores printed.
     """
     cfg = config or Seq2SeqTrainConfig()
     graph = _is_graph(src_train)
