@@ -208,3 +208,19 @@ def test_make_example_accepts_unannotated_text(data):
     vocab = ParserVocab.build(data[0])
     ex = make_example(make_sentence("an unannotated sentence"), vocab)
     assert ex.heads == [0, -1, -1, -1]
+
+
+def test_cli_records_its_commands_and_resumes_without_teachers(teachers, tmp_path):
+    from g2gt.cli.main import main
+    from g2gt.ud.runs import run_commands
+
+    out = tmp_path / "cli"
+    common = ["--out", str(out), "--train", str(SAMPLE_TRAIN), "--dev", str(SAMPLE_DEV), "--d-model", "32",
+              "--layers", "1", "--ffn-dim", "32", "--arc-dim", "32", "--char-filters", "16", "--no-graph-channel",
+              "--refine-steps", "0", "--eval-every", "0", "--threads", "1", "--no-progress", "--batch-tokens", "600"]
+    assert main(["train", "distill", "--teacher", teachers[0], "--max-steps", "2", *common]) == 0
+    assert main(["train", "distill", "--resume", "--max-steps", "3", *common]) == 0
+    assert torch.load(out / "last.pt", weights_only=True)["step"] == 3
+    commands = run_commands(out)
+    assert len(commands) == 2 and "--teacher" in commands[0] and "--resume" in commands[1]
+    assert main(["train", "distill", *common]) == 2  # no teacher and no --resume: a usage error
