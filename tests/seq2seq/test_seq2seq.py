@@ -439,3 +439,18 @@ def test_read_training_data_checks_every_file(tmp_path, pairs):
         read_training_data(fake, TGT, SRC, SRC)
     with pytest.raises(ValueError, match="src_dev_graphs"):
         read_training_data(TGT, TGT, src_graphs=SRC)
+
+
+def test_train_cli_prints_readable_progress_and_announces_the_final_decoding(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli_main(["train", "seq2seq", "--src-train", str(SRC), "--tgt-train", str(TGT), "--src-dev", str(SRC),
+                     "--tgt-dev", str(TGT), "--out", str(out), "--bpe-vocab", "300", "--d-model", "32", "--layers",
+                     "1", "--ffn-dim", "64", "--heads", "2", "--max-steps", "4", "--eval-every", "2",
+                     "--eval-sentences", "4", "--final-beam", "2", "--no-progress", "--device", "cpu"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert not [line for line in err if line.lstrip().startswith("{")], "raw JSON on stderr"
+    evals = [line for line in err if "| dev loss" in line]
+    assert [line.split()[1] for line in evals] == ["2/4", "4/4"]
+    assert all(k in evals[0] for k in ("train loss", "lr", "tok/s", "BLEU", "chrF"))
+    announce = next(i for i, line in enumerate(err) if line.startswith("decoding the dev set (50 sentences) with beam 2"))
+    assert any(line.startswith("dev BLEU") and "beam 2" in line for line in err[announce + 1:])
