@@ -128,6 +128,7 @@ class Translator:
         model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state["model"].items()},
                               strict=True)
         model.to(device=dev, dtype=dt)
+        _check_options(options)
         config = TranslateConfig.from_dict({**(state.get("translate") or {}), **options})
         card_file = path.with_name(CARD_FILE)
         card = {}
@@ -189,10 +190,7 @@ class Translator:
     def _options(self, options: dict) -> TranslateConfig:
         if not options:
             return self.config
-        known = {f.name for f in dataclasses.fields(TranslateConfig)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise TypeError(f"unknown translation option(s) {unknown}; expected some of {sorted(known)}")
+        _check_options(options)
         return dataclasses.replace(self.config, **options).check()
 
     def _translate(self, lines: Sequence, cfg: TranslateConfig, first_line: int) -> list[str]:
@@ -308,6 +306,13 @@ class Translator:
                 f.write(line + "\n")
                 n += 1
         return n
+
+
+def _check_options(options: dict) -> None:
+    known = {f.name for f in dataclasses.fields(TranslateConfig)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"unknown translation option(s) {unknown}; expected some of {sorted(known)}")
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:

@@ -137,6 +137,8 @@ def test_bad_arguments_say_what_is_expected(translator):
         translator(["a"], beam=0)
     with pytest.raises(TypeError, match="unknown translation option"):
         translator(["a"], beams=2)
+    with pytest.raises(TypeError, match=r"unknown translation option\(s\) \['beams'\]"):
+        Translator.load(translator.source, device="cpu", beams=2)
     with pytest.raises(ValueError, match="n_process"):
         list(translator.pipe(["a"], n_process=0))
     with pytest.raises(g2gt.Error, match="dtype must be"):
