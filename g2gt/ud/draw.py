@@ -83,18 +83,18 @@ def tree_svg(forms: Sequence[str], heads: Sequence[int | None], deprels: Sequenc
                "</marker></defs>")
     out.append(f'<rect x="0" y="0" width="{width:.0f}" height="{height:.0f}" fill="white"/>')
     if title:
-        out.append(f'<text x="{MARGIN}" y="{MARGIN:.0f}" font-size="{LABEL_FONT}" fill="#555">{escape(title)}</text>')
+        out.append(f'<text class="title" x="{MARGIN}" y="{MARGIN:.0f}" font-size="{LABEL_FONT}" '
+                   f'fill="#555">{escape(title)}</text>')
     labels: list[str] = []
     for d, h in enumerate(heads):
         if h is None:
             continue
         rel = deprels[d] or ""
         xd = centers[d]
-        if h == 0:
-            y_top = top
-            out.append(f'<path class="arc root" d="M {xd:.1f} {y_top:.1f} L {xd:.1f} {base:.1f}" stroke="#333" '
+        if h == 0:  # the label on top, the arrow starting below its box (nothing of the line shows above it)
+            lx, ly = xd, top + LABEL_FONT
+            out.append(f'<path class="arc root" d="M {xd:.1f} {ly + 3:.1f} L {xd:.1f} {base:.1f}" stroke="#333" '
                        'fill="none" stroke-width="1.3" marker-end="url(#arrow)"/>')
-            lx, ly = xd, y_top + LABEL_FONT
         else:
             lv = levels[d]
             xh = centers[h - 1] + (4 if h - 1 < d else -4)

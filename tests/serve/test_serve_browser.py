@@ -15,7 +15,7 @@ import pytest
 from test_serve_harness import LiveServer
 
 from g2gt.serve.adapter import load_models
-from g2gt.serve.app import create_app
+from g2gt.serve.app import ServeConfig, create_app
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (pip install selenium)")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -94,6 +94,7 @@ def test_page_parses_text_and_draws_the_right_trees(server, models, browser, tmp
     sections = browser.find_elements(By.CSS_SELECTOR, "#results section.sentence")
     assert len(sections) == len(expected) == 2
     for section, sent in zip(sections, expected):
+        assert section.text.count(sent.text) == 1  # the heading shows the text; the drawing does not repeat it
         svg = section.find_element(By.CSS_SELECTOR, ".tree svg")
         words = [w.text for w in svg.find_elements(By.CSS_SELECTOR, "text.word")]
         assert words == sent.forms  # one node per word, in order
@@ -115,7 +116,28 @@ def test_page_parses_text_and_draws_the_right_trees(server, models, browser, tmp
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 1000
 
 
-def test_page_shows_a_server_error(server, browser):
+def test_page_shows_a_server_error(models, browser):
+    """An answer that is not 200 from the server itself (the body over the server's size limit, 413) is shown
+    with its status and the server's message, and no trees are left on the page."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with LiveServer(create_app(models, ServeConfig(max_body_bytes=300))) as small:
+        browser.get(small.url + "/")
+        WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
+        box = browser.find_element(By.ID, "text")
+        box.clear()
+        box.send_keys("The dog barked. " * 30)  # about 500 bytes of JSON: over the limit
+        browser.find_element(By.ID, "parse").click()
+        WebDriverWait(browser, 60).until(ec.visibility_of_element_located((By.ID, "error")))
+        message = browser.find_element(By.ID, "error").text
+    assert message.startswith("413: ") and "request body too large" in message and "300 bytes" in message
+    assert not browser.find_elements(By.CSS_SELECTOR, "section.sentence")
+
+
+def test_page_asks_for_text_before_sending_anything(server, browser):
+    """Nothing typed: the page says so itself, without a request."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait

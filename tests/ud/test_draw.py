@@ -79,3 +79,17 @@ def test_draw_text_parses_with_the_shipped_model(tmp_path):
     svg = out.read_text(encoding="utf-8")
     assert svg.startswith("<svg") and all(w in svg for w in ("The", "cat", "sat"))
     assert main(["draw", "--text", "The cat sat.", str(out)]) == 2  # INPUT and --text: one of them
+
+
+def test_nothing_of_the_root_arrow_shows_above_its_label() -> None:
+    """The root arrow starts below the white box behind its label (a line starting above the box showed as a
+    stray dot over the label), and the title is one text line of its own class."""
+    s = read_conllu(SAMPLE)[0]
+    root = ET.fromstring(render_svg(s))
+    arrow = next(p for p in root.iter(NS + "path") if "root" in (p.get("class") or ""))
+    start_y = float(arrow.get("d").split()[2])
+    label = next(t for t in root.iter(NS + "text") if t.get("class") == "label" and t.text == "root")
+    box = next(r for r in root.iter(NS + "rect") if abs(float(r.get("x")) + float(r.get("width")) / 2
+                                                         - float(label.get("x"))) < 0.2)
+    assert start_y >= float(box.get("y")) + float(box.get("height"))
+    assert _texts(root, "title") == [f"{s.sent_id}: {s.text}"]

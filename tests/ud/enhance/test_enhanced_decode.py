@@ -110,8 +110,24 @@ def test_deps_problems_of_the_gold_sample_is_empty():
         assert deps_problems(s) == []
 
 
-def test_decode_is_deterministic_for_ties():
+def test_decode_breaks_ties_towards_the_lowest_numbers():
+    """The documented tie-break (torch.argmax returns the first maximum): among equal scores a word takes the
+    lowest-numbered head, and the reachability repair attaches the lowest-numbered dependent first. So tied
+    scores decode exactly like the same scores with a tiny penalty growing with (dependent, head) in
+    row-major order, and a case worked by hand gives the expected edges."""
     rng = random.Random(0)
-    n = 7
-    scores = torch.tensor([[float(rng.choice([-1, 1])) for _ in range(n + 1)] for _ in range(n + 1)])
-    assert decode_edges(scores) == decode_edges(scores.clone())
+    for n in (3, 5, 7, 9):
+        m = n + 1
+        for _ in range(20):
+            scores = torch.tensor([[float(rng.choice([-2, -1, 1])) for _ in range(m)] for _ in range(m)])
+            order = torch.arange(m * m, dtype=torch.float32).view(m, m)
+            assert decode_edges(scores) == decode_edges(scores - 1e-4 * order), scores
+    # 1 and 2 tie between heads 2 / 3 and 1 / 3 (all below the threshold); 3 prefers ROOT
+    tied = torch.full((4, 4), -5.0)
+    tied[1, 2] = tied[1, 3] = -1.0
+    tied[2, 1] = tied[2, 3] = -1.0
+    tied[3, 0] = -1.0
+    got = decode_edges(tied)
+    assert (1, 2) in got and (2, 1) in got and (3, 0) in got  # lowest-numbered of the tied heads
+    # 1 <-> 2 is a cycle unreachable from ROOT: the repair ties at -1 between (1, 3) and (2, 3) and takes 1 first
+    assert got == [(1, 2), (1, 3), (2, 1), (3, 0)]

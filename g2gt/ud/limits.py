@@ -1,0 +1,164 @@
+"""Input guards every entry point shares (Python API, ``g2gt parse``, worker processes, Ray, ``g2gt serve``).
+
+**Sentence length.** Attention costs memory quadratic in a sentence's length: ``[B, H, n, n]`` scores per
+layer, so one 50,000-word line would ask for tens of GB. :func:`limit_sentence_words` cuts every sentence
+longer than ``max_words`` words into consecutive pieces of at most ``max_words`` words, between surface tokens
+(a multiword token is never cut), with ``sent_id`` ``ID.1, ID.2 ...``, and says so in one warning line per
+sentence naming it (file and line where known) and its length. Pieces keep FORM, LEMMA, UPOS, XPOS, FEATS and
+MISC; HEAD, DEPREL and DEPS are left to the parser (a tree cannot cross the cut), empty nodes are dropped.
+``on_long="error"`` refuses such a sentence instead with :class:`SentenceTooLong` (a ``ValueError``).
+
+The limit: :data:`DEFAULT_MAX_WORDS` = 1000 words (UD treebanks' longest sentences have a few hundred),
+``$G2GT_MAX_SENTENCE_WORDS`` overrides it (0 = no limit), read at each call (:func:`max_sentence_words`). With
+it the parser's memory stays bounded for any input: a 1000-word sentence needs well under 1 GB.
+
+**Control characters.** :func:`drop_control_characters` removes the C0 / C1 control characters (NUL,
+U+0001-U+001F, U+007F-U+009F) from raw text, keeping tab, newline and carriage return and turning the ones
+that separate text (vertical tab, form feed, U+001C-U+001F, U+0085) into a space; a one-line warning counts
+them. The UD validator rejects them in FORM and LEMMA, so they never reach a token.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from typing import Iterable
+
+from ..errors import Error
+from .io.sentence import Sentence, sentence_from_tokens
+
+__all__ = ["DEFAULT_MAX_WORDS", "SentenceTooLong", "max_sentence_words", "limit_sentence_words",
+           "split_sentence", "drop_control_characters"]
+
+DEFAULT_MAX_WORDS = 1000
+ENV = "G2GT_MAX_SENTENCE_WORDS"
+KEPT_COLUMNS = ("lemma", "upos", "xpos", "feats", "misc")
+
+# C0 and C1 controls other than \t \n \r; the whitespace ones among them become a space
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SEPARATORS = "\x0b\x0c\x1c\x1d\x1e\x1f\x85"
+
+
+class SentenceTooLong(Error):
+    """A sentence over the word limit, refused (``on_long="error"``)."""
+
+
+def max_sentence_words() -> int:
+    """The word limit: ``$G2GT_MAX_SENTENCE_WORDS`` (0 = none), else :data:`DEFAULT_MAX_WORDS`."""
+    raw = os.environ.get(ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_WORDS
+    if not raw.isdigit():
+        raise ValueError(f"{ENV} must be a whole number of words >= 0 (0 = no limit), got {raw!r}")
+    return int(raw)
+
+
+def _name(s: Sentence, k: int, where: str) -> str:
+    """``FILE:LINE`` of a sentence read from a file, else its sent_id (for --lines: its line number)."""
+    if s.line and s.path and not s.path.startswith("<"):
+        return f"{s.path}:{s.line}: sentence {s.sent_id or k}"
+    return f"sentence {s.sent_id or k}" + (f" (line {s.line})" if s.line else "") + where
+
+
+def _surface(s: Sentence) -> list[tuple[dict, list[int]]]:
+    """Surface tokens in order with their 0-based word indices (a multiword token spans several)."""
+    out: list[tuple[dict, list[int]]] = []
+    covered = word = 0
+    for tok in s.tokens:
+        tid = tok["id"]
+        if isinstance(tid, tuple):
+            if tid[1] == "-":
+                out.append((tok, list(range(tid[0] - 1, tid[2]))))
+                covered = max(covered, tid[2])
+            continue  # empty nodes are dropped from pieces
+        word += 1
+        if tid > covered:
+            out.append((tok, [word - 1]))
+    return out
+
+
+def split_sentence(s: Sentence, max_words: int, sent_id: str) -> list[Sentence]:
+    """``s`` as consecutive pieces of at most ``max_words`` words (cut between surface tokens), ids
+    ``sent_id.1, sent_id.2 ...`` (see the module docstring for the columns kept)."""
+    toks = _surface(s)
+    if any(len(ws) > max_words for _, ws in toks):
+        raise SentenceTooLong(f"a multiword token of sentence {sent_id} has more than {max_words} words")
+    words = s.words
+    groups: list[list[tuple[dict, list[int]]]] = [[]]
+    n = 0
+    for tok, ws in toks:
+        if n + len(ws) > max_words:
+            groups.append([])
+            n = 0
+        groups[-1].append((tok, ws))
+        n += len(ws)
+    out = []
+    for part, group in enumerate(groups, 1):
+        items = []
+        for tok, ws in group:
+            misc = tok["misc"] if isinstance(tok["misc"], dict) else {}
+            items.append((tok["form"], [words[i]["form"] for i in ws], misc.get("SpaceAfter") != "No"))
+        piece = sentence_from_tokens(items, sent_id=f"{sent_id}.{part}")
+        new_words = piece.words
+        k = 0
+        for (tok, ws), (new_tok, _) in zip(group, _surface(piece)):
+            if len(ws) > 1:
+                new_tok["misc"] = tok["misc"]
+            for i in ws:
+                for col in KEPT_COLUMNS:
+                    new_words[k][col] = words[i][col]
+                k += 1
+        out.append(piece)
+    return out
+
+
+def limit_sentence_words(sentences: Iterable[Sentence], max_words: int | None = None, on_long: str = "split",
+                         where: str = "", how: str = "", warn: bool = True) -> list[Sentence]:
+    """``sentences`` with none over ``max_words`` words (default :func:`max_sentence_words`; <= 0: no limit):
+    a longer one is split into pieces (one warning line each unless ``warn=False``) or, with
+    ``on_long="error"``, refused with :class:`SentenceTooLong` naming it and its length. ``where`` is appended
+    to the names in messages, ``how`` names the setting of the limit (default ``$G2GT_MAX_SENTENCE_WORDS``)."""
+    if on_long not in ("split", "error"):
+        raise ValueError(f"on_long must be 'split' or 'error', got {on_long!r}")
+    limit = max_sentence_words() if max_words is None else max_words
+    sentences = sentences if isinstance(sentences, list) else list(sentences)
+    if limit <= 0 or all(len(s) <= limit for s in sentences):
+        return sentences
+    out: list[Sentence] = []
+    for k, s in enumerate(sentences, 1):
+        if len(s) <= limit:
+            out.append(s)
+            continue
+        name = _name(s, k, where)
+        if on_long == "error":
+            raise SentenceTooLong(f"{name} has {len(s):,} words, over the limit of {limit:,} words per sentence "
+                                  f"({how or ENV}); split it into shorter sentences")
+        pieces = split_sentence(s, limit, s.sent_id or str(k))
+        if warn:
+            warnings.warn(f"g2gt: {name} has {len(s):,} words, over the limit of {limit:,} words per sentence "
+                          f"({how or ENV}); parsed as {len(pieces)} sentences of at most {limit:,} words "
+                          f"({pieces[0].sent_id} ... {pieces[-1].sent_id})", RuntimeWarning, stacklevel=2)
+        out += pieces
+    return out
+
+
+def drop_control_characters(text: str, name: str = "the input text") -> str:
+    """``text`` without control characters (see the module docstring), with one warning line counting
+    them; the same string when it has none."""
+    if _CONTROL.search(text) is None:
+        return text
+    found: dict[str, int] = {}
+
+    def fix(m: re.Match) -> str:
+        c = m.group()
+        found[c] = found.get(c, 0) + 1
+        return " " if c in _SEPARATORS else ""
+
+    text = _CONTROL.sub(fix, text)
+    kinds = ", ".join(f"U+{ord(c):04X} x{n}" for c, n in sorted(found.items())[:5]) + (
+        ", ..." if len(found) > 5 else "")
+    warnings.warn(f"g2gt: {name}: removed {sum(found.values()):,} control character(s) ({kinds}); UD does not "
+                  "allow them in FORM or LEMMA", RuntimeWarning, stacklevel=2)
+    return text
+
