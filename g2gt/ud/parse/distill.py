@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
-from .config import ParserConfig
+from .config import ParserConfig, parser_train_config
 
 __all__ = ["train_distill", "read_text", "TEXT_FORMATS"]
 
@@ -75,12 +75,26 @@ def _segmenter(teacher: str):
     return Pipeline.load(teacher, dtype="float32").text_sentences
 
 
+def _resumed_text(ck: dict, out_dir, text: Sequence, text_format: str, text_max_words: int) -> tuple:
+    """The text files and their reading of a resumed run: the stored ones when ``text`` is empty, else
+    ``text`` (which must name the stored files: other data would not continue the run)."""
+    stored = (ck.get("task", {}).get("distill") or {})
+    files = [str(p) for p in stored.get("text", [])]
+    if not text:
+        return files, stored.get("text_format", text_format), int(stored.get("text_max_words", text_max_words))
+    if [str(p) for p in text] != files:
+        raise ValueError(f"{Path(out_dir) / 'last.pt'}: the run was trained with the text files "
+                         f"{', '.join(files) or '(none)'}, not {', '.join(map(str, text))}; resume with the same "
+                         "--text files (or none)")
+    return text, text_format, text_max_words
+
+
 @holds_training_folder
 def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_dir: str | Path,
                   text: Sequence[str | Path] = (), config: dict | None = None,
                   train_config: TrainConfig | None = None, temperature: float = 1.0, gold_weight: float = 0.0,
                   refine_train: str = "self", refine_steps: int = 2, teacher_refine_steps: int = -1,
-                  text_format: str = "auto", text_max_words: int = 100, batch_tokens: int = 4000,
+                  text_format: str = "auto", text_max_words: int = 100, batch_tokens: int = 1500,
                   word_dropout: float = 0.2, resume: bool = False, average_last: int = 0) -> tuple[Any, list[dict]]:
     """Distil ``teachers`` (parser names or paths; the first gives the vocabularies and segments raw text) into
     a new student; return ``(best student Parser, dev history)``.
@@ -94,8 +108,8 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     ``teacher_refine_steps``: refinement passes of each teacher for its targets (-1 = each teacher's default).
     The others are :func:`train_parser`'s.
 
-    With ``resume``, the student's vocabulary and configuration are read back from ``last.pt`` and the teachers
-    must be the ones it was trained with (``teachers`` may be empty: the stored ones).
+    With ``resume``, the student's vocabulary and configuration are read back from ``last.pt``; the teachers and
+    text files must be the ones it was trained with (``teachers`` / ``text`` may be empty: the stored ones).
     """
     import torch
 
@@ -106,7 +120,7 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     from .task import ParsingTask
     from .vocab import ParserVocab
 
-    tc = with_averaging(train_config or TrainConfig(lr=1e-3, metric="las", metric_mode="max"), average_last)
+    tc = with_averaging(train_config or parser_train_config(), average_last)
     ck = resume_checkpoint(out_dir, resume)
     names = [str(t) for t in teachers]
     if ck is not None:
@@ -117,6 +131,7 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
             raise ValueError(f"{Path(out_dir) / 'last.pt'}: the run distils {', '.join(stored)}, not "
                              f"{', '.join(names)}; resume with the same --teacher options (or none)")
         names = stored
+        text, text_format, text_max_words = _resumed_text(ck, out_dir, text, text_format, text_max_words)
         vocab = ParserVocab.from_dict(ck["task"]["vocab"])
         cfg = ParserConfig.from_dict(ck["model_config"])
     elif not names:
@@ -161,7 +176,9 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     settings = {"teachers": names, "teacher_refine_steps": [t.refine_steps for t in loaded],
                 "temperature": temperature, "gold_weight": gold_weight}
     task = DistillTask(sentences, gold, loaded, eval_task, temperature, gold_weight, refine, batch_tokens,
-                       word_dropout, tc.seed, info={"teacher_refine_steps": settings["teacher_refine_steps"]})
+                       word_dropout, tc.seed, info={"teacher_refine_steps": settings["teacher_refine_steps"],
+                                                    "text": [str(p) for p in text], "text_format": text_format,
+                                                    "text_max_words": text_max_words})
     task_info = {"distill": settings, "refine_train": refine, "refine_steps": eval_task.refine_steps,
                  "batch_tokens": batch_tokens, "word_dropout": word_dropout, "text_format": text_format,
                  "text_max_words": text_max_words, "average_last": average_last, "dropped_classes": lost}

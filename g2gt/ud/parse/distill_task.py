@@ -286,21 +286,23 @@ class DistillTask:
                       **{h: len(getattr(v, HEAD_VOCABS[h])) for h in TAG_HEADS if getattr(v, HEAD_VOCABS[h])}}
         self.examples = [make_example(s, v) for s in sentences]
         self.gold = list(map(bool, gold))
-        # teachers reading other word / character ids get their own examples, one list per distinct vocabulary
+        # teachers reading other word / character ids or position labels (max_distance) get their own batches:
+        # one example list per distinct (vocabulary, max_distance)
         self.slots: list[int] = []
-        self.teacher_vocabs: list[ParserVocab] = []
+        self.teacher_inputs: list[tuple[ParserVocab, int]] = []
         self.teacher_examples: list[list] = []
         for t in self.teachers:
-            if t.same_words(v):
+            dist = t.model.config.max_distance
+            if t.same_words(v) and dist == self.max_distance:
                 self.slots.append(-1)
                 continue
-            for k, tv in enumerate(self.teacher_vocabs):
-                if t.same_words(tv):
+            for k, (tv, td) in enumerate(self.teacher_inputs):
+                if t.same_words(tv) and td == dist:
                     self.slots.append(k)
                     break
             else:
-                self.slots.append(len(self.teacher_vocabs))
-                self.teacher_vocabs.append(t.vocab)
+                self.slots.append(len(self.teacher_inputs))
+                self.teacher_inputs.append((t.vocab, dist))
                 self.teacher_examples.append([make_example(s, t.vocab) for s in sentences])
         self._lengths = [len(ex.words) for ex in self.examples]
 
@@ -314,13 +316,14 @@ class DistillTask:
         sampler.set_epoch(epoch, skip)
         for idx in sampler:
             student = make_batch([self.examples[i] for i in idx], idx, self.vocab, self.max_distance)
-            others = [make_batch([exs[i] for i in idx], idx, tv, self.max_distance)
-                      for tv, exs in zip(self.teacher_vocabs, self.teacher_examples)]
+            others = [make_batch([exs[i] for i in idx], idx, tv, td)
+                      for (tv, td), exs in zip(self.teacher_inputs, self.teacher_examples)]
             yield DistillBatch(student, others, torch.tensor([self.gold[i] for i in idx], dtype=torch.bool))
 
     def num_tokens(self, batch: DistillBatch) -> int:
         return batch.student.num_words * (2 if self.refine_train == "self" else 1)
 
+    @torch.no_grad()
     def targets(self, batch: DistillBatch) -> Targets:
         """The averaged teacher targets of ``batch`` (gold heads of gold sentences select the relations)."""
         sb = batch.student

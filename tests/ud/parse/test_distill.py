@@ -56,8 +56,8 @@ def _batch(task: DistillTask, n: int = 6):
     idx = list(range(n))
     return next(iter(task.train_batches(0, 0, 1))).__class__(
         make_batch([task.examples[i] for i in idx], idx, task.vocab, task.max_distance),
-        [make_batch([exs[i] for i in idx], idx, tv, task.max_distance)
-         for tv, exs in zip(task.teacher_vocabs, task.teacher_examples)],
+        [make_batch([exs[i] for i in idx], idx, tv, td)
+         for (tv, td), exs in zip(task.teacher_inputs, task.teacher_examples)],
         torch.ones(n, dtype=torch.bool))
 
 
@@ -170,9 +170,13 @@ def test_distilled_student_learns_loads_and_parses(teachers, data, tmp_path):
 def test_resume_continues_bit_exactly(teachers, data, tmp_path):
     train, dev = data
     kw = dict(config=TINY, refine_steps=1, batch_tokens=400, temperature=2.0, gold_weight=0.3)
-    train_distill(list(teachers), train, dev, tmp_path / "full", train_config=_tc(max_steps=6), **kw)
-    train_distill(list(teachers), train, dev, tmp_path / "part", train_config=_tc(max_steps=3), **kw)
+    text = tmp_path / "text.txt"
+    text.write_text("The cat sat on the mat .\nDogs bark at night .\n", encoding="utf-8")
+    kw["text_format"] = "tokens"
+    train_distill(list(teachers), train, dev, tmp_path / "full", [text], train_config=_tc(max_steps=6), **kw)
+    train_distill(list(teachers), train, dev, tmp_path / "part", [text], train_config=_tc(max_steps=3), **kw)
     torch.manual_seed(999)  # another RNG state must not matter
+    # the teachers and the text files are read back from last.pt
     train_distill([], train, dev, tmp_path / "part", train_config=_tc(max_steps=6), resume=True, **kw)
     a = torch.load(tmp_path / "full" / "last.pt", weights_only=True)
     b = torch.load(tmp_path / "part" / "last.pt", weights_only=True)
@@ -181,6 +185,9 @@ def test_resume_continues_bit_exactly(teachers, data, tmp_path):
         assert torch.equal(v, b["model"][k]), k
     with pytest.raises(ValueError, match="distils"):
         train_distill([teachers[1]], train, dev, tmp_path / "part", train_config=_tc(max_steps=7), resume=True, **kw)
+    with pytest.raises(ValueError, match="text files"):
+        train_distill([], train, dev, tmp_path / "part", [tmp_path / "other.txt"], train_config=_tc(max_steps=7),
+                      resume=True, **kw)
 
 
 def test_read_text_formats(tmp_path):
@@ -224,3 +231,15 @@ def test_cli_records_its_commands_and_resumes_without_teachers(teachers, tmp_pat
     commands = run_commands(out)
     assert len(commands) == 2 and "--teacher" in commands[0] and "--resume" in commands[1]
     assert main(["train", "distill", *common]) == 2  # no teacher and no --resume: a usage error
+
+
+def test_teacher_with_other_position_clipping_reads_its_own(teachers, data):
+    near = _task(teachers[:1], data[0])
+    first = near.teachers[0]
+    ev = ParsingTask([], data[0][:2], first.vocab, 3, 600, "none", 0, graph_channel=True)
+    far = DistillTask(data[0], [True] * len(data[0]), [first], ev)
+    assert near.slots == [-1] and far.slots == [0]  # the student clips at 3, the teacher at 8
+    b_near, b_far = _batch(near), _batch(far)
+    wm = b_near.student.words_mask
+    assert torch.equal(b_far.teacher_batches[0].position, b_near.student.position)
+    assert torch.allclose(far.targets(b_far).arcs[wm], near.targets(b_near).arcs[wm], atol=1e-6)
