@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..ud.models import DEFAULT_MODEL
 from .common import UsageError, add_common_options, check_folder_path
 
 EXPORT_EXAMPLE = ("  g2gt export-model --parser runs/en_combined --segmenter runs/segmenter --enhancer runs/enhanced \\\n"
@@ -21,15 +22,16 @@ def register(subparsers) -> None:
 def _configure_models(p: argparse.ArgumentParser) -> None:
     p.description = ("List the models shipped inside the package (g2gt/models/NAME: no download needed) and "
                      "the model packages installed in this environment (pip install models/NAME; see "
-                     "'g2gt package'), with their parts and measured scores. Use one with 'g2gt parse --model "
-                     "NAME' or g2gt.load(NAME); the default is en_combined.")
+                     "'g2gt package'), with their language, licence (a model carries the licence of its "
+                     "training data: check it before commercial use), size, parts and measured scores. Use one "
+                     "with 'g2gt parse --model NAME' or g2gt.load(NAME); the default is en_combined.")
     p.add_argument("name", nargs="?", help="show this model's whole card (model.json)")
     add_common_options(p)
     p.set_defaults(func=run_models)
 
 
 def run_models(args: argparse.Namespace) -> int:
-    from ..ud.models import available_models, installed_models, model_card, shipped_models
+    from ..ud.models import available_models, installed_models, license_name, model_card, model_size, shipped_models
 
     if args.name:
         try:
@@ -45,8 +47,12 @@ def run_models(args: argparse.Namespace) -> int:
         card = model_card(name)
         parts = ", ".join(card.get("parts", {})) or "?"
         where = "shipped" if name in shipped else f"installed package: {installed[name]}"
-        print(f"{name}\t{card.get('description', '')}\tparts: {parts}\t({where})")
+        default = " (default)" if name == DEFAULT_MODEL else ""
+        print(f"{name}{default}\tlanguage: {card.get('language') or '?'}\tlicence: {license_name(card['license'])}"
+              f"\t{model_size(name) / 2**20:.1f} MB\t({where})")
+        print(f"\t{card.get('description', '')}; parts: {parts}")
         print(f"\t{_score_line(card)}")
+        print(f"\tlicence: {card['license']}")
     return 0
 
 

@@ -86,6 +86,7 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
         "  g2gt train segmenter --train fr_sequoia-ud-train.conllu.gz --dev fr_sequoia-ud-dev.conllu.gz \\\n"
         "      --out runs/fr_sequoia/segmenter --max-minutes 10 --threads 1\n"
         "  g2gt train segmenter --out runs/segmenter --resume        # continue an interrupted run\n"
+        "  g2gt train segmenter --init-from en_combined --out runs/segmenter2 --max-minutes 12 --lr 5e-4\n"
         "  g2gt train segmenter --train train.conllu --relearn-lexicon runs/segmenter --out relexed.pt\n"
         "  g2gt train segmenter --train tr_imst-ud-train.conllu.gz --relearn-lexicon tr_imst --out runs/tr/segmenter2\n"
         "Defaults for --train / --dev: $G2GT_DATA/" + EWT_TRAIN + " and $G2GT_DATA/" + EWT_DEV + ".")
@@ -100,6 +101,9 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
                       help="do not train: copy this segmenter (a checkpoint, a training or model folder, a model's "
                            "name) to --out with its multiword-token lexicon learned anew from --train, weights "
                            "untouched")
+    data.add_argument("--init-from", metavar="MODEL", default=None,
+                      help="warm start: continue this segmenter (a model's name, a model or training folder, a "
+                           "checkpoint) with its architecture, characters and expander instead of random weights")
     def expander_steps(language) -> None:
         language.add_argument(
             "--expander-steps", type=int, default=EXPANDER_STEPS, metavar="N",
@@ -160,7 +164,7 @@ def run_segmenter(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
     english = args.english_rules if args.english_rules is not None else is_english_treebank(train_path)
     t0 = time.time()
-    tc = start_run(args, SEG_TRAIN_OPTIONS, device, "score", recipe=default_train_config)
+    tc = start_run(args, SEG_TRAIN_OPTIONS, device, "score", recipe=default_train_config, init_from=args.init_from)
     seg = train_segmenter(read_conllu(train_path), read_conllu(dev_path), args.out,
                           SegmenterConfig(**option_values(args, _seg_model_options())), tc, args.resume,
                           SegmentDataConfig(**option_values(args, SegmentDataConfig.__dataclass_fields__)),

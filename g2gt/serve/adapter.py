@@ -26,12 +26,17 @@ WARM_UP_TEXT = ("The server parses this text once at start-up. It has two senten
 
 
 def model_name(spec: str) -> tuple[str, str]:
-    """``"NAME=DIR"`` -> ``(NAME, DIR)``; a shipped name or a folder -> ``(its base name, spec)``."""
+    """``"NAME=DIR"`` -> ``(NAME, DIR)``; a folder -> ``(its base name, spec)``; a model's name -> ``(the name
+    it resolves to, spec)`` (:func:`g2gt.ud.models.resolve_name`: an old name is served as its model's)."""
     if "=" in spec:
         name, _, where = spec.partition("=")
         if not name or not where:
             raise ValueError(f"--model {spec!r}: expected NAME, DIR or NAME=DIR")
         return name, where
+    if not Path(spec).exists():
+        from ..ud.models import resolve_name
+
+        return resolve_name(spec), spec
     return Path(spec.rstrip("/\\")).name or spec, spec
 
 

@@ -100,8 +100,10 @@ def treebank_facts(files, train, dev) -> dict:
     columns = {c: share(train, c) for c in ("lemma", "upos", "xpos", "feats", "deps")}
     license_line = None
     if files.folder is not None and (files.folder / "LICENSE.txt").is_file():
-        lines = (files.folder / "LICENSE.txt").read_text(encoding="utf-8", errors="replace").splitlines()
-        license_line = next((line.strip() for line in lines if line.strip()), None)
+        from .models import license_name  # the licence's short name (CC BY-SA 4.0), else the first line
+
+        text = (files.folder / "LICENSE.txt").read_text(encoding="utf-8", errors="replace").strip()
+        license_line = license_name(text) if text else None
     n_words = sum(len(s) for s in train)
     return {"license": license_line or "see the treebank's LICENSE.txt",
             "training_data": f"{files.train.name} ({len(train):,} sentences, {n_words:,} words); "

@@ -308,14 +308,3 @@ def test_part_checkpoint_resolves_model_and_training_folders(tmp_path):
     run.mkdir()
     (run / "last.pt").write_bytes(b"x")  # a training folder: best.pt, else last.pt
     assert part_checkpoint(run, "enhancer") == run / "last.pt"
-
-
-@pytest.mark.skipif(DEFAULT_MODEL not in available_models(), reason="the default model is not in this checkout")
-def test_the_old_english_name_loads_the_default_model():
-    from g2gt.ud.models import MODEL_ALIASES
-
-    assert MODEL_ALIASES["en_ewt"] == DEFAULT_MODEL == "en_combined"
-    assert find_model("en_ewt") == find_model(DEFAULT_MODEL) == PACKAGED_DIR / DEFAULT_MODEL
-    assert "en_ewt" not in available_models()  # listed once, under its own name
-    with pytest.raises(FileNotFoundError, match="old names: en_ewt = en_combined"):
-        find_model("en_nosuch")

@@ -65,7 +65,9 @@ class SegmentDataConfig(DictConfig):
     at all), ``lines`` (one sentence per line) and ``wrap`` (blank lines between paragraphs and lines
     wrapped at 60-100 characters, as UD's ``conllu_to_text`` writes raw text). ``double_space``: chance that
     a space between two sentences is doubled. ``batch_windows``: windows per training batch.
-    ``space_word_dropout``: see :mod:`g2gt.ud.tokenize.words`.
+    ``space_word_dropout``: see :mod:`g2gt.ud.tokenize.words`. ``utterances`` adds windows that each hold one
+    short text alone, its edges inside the window (:func:`g2gt.ud.tokenize.data.render_utterance`): a
+    treebank's documents are long, so without them the model never sees a text of one short sentence.
     """
 
     style_para: float = option(0.4, "weight of the 'para' rendering (paragraphs on lines)", "data")
@@ -80,6 +82,11 @@ class SegmentDataConfig(DictConfig):
     mwt_weight: float = option(1.0, "loss weight of the multiword-token end labels (rare in most treebanks)", "data")
     space_word_dropout: float = option(0.15, "with spaces_in_tokens: chance that a dictionary word is left out "
                                        "of the dictionary feature in a training epoch", "data")
+    utterances: float = option(0.1, "extra training windows, as a share of an epoch's windows, that each hold a "
+                               "short text alone (1-3 sentences, short ones preferred; 0 = none): what users "
+                               "type first, e.g. 'Hi.' (g2gt.ud.tokenize.data.render_utterance)", "data")
+    capitalize: float = option(0.5, "chance that such a short text's sentences start with a capital letter "
+                               "(when they start with a lowercase one)", "data")
 
     def style_weights(self) -> dict[str, float]:
         w = {"para": self.style_para, "blank": self.style_blank, "flat": self.style_flat,

@@ -13,6 +13,13 @@ Sentences of a paragraph are joined by a space, paragraphs by a newline; other *
 between paragraphs, no newlines at all, one sentence per line, lines wrapped at 60-100 characters) make a
 model robust to the ways users lay out text. A training epoch is one *stream*: every document rendered in a
 random style, in a random order (:func:`render_stream`).
+
+Treebank documents are long, so a model trained on them alone never sees a text that *is* one short
+sentence -- what users type first ("Hi.", "Thanks!", "Hi. How are you?"): with no context after it, a
+final period on a short capitalised word looks like an abbreviation ("Dr.", "St."). :func:`pick_utterance`
+and :func:`render_utterance` make such texts from the training sentences (1-3 consecutive sentences of a
+paragraph, short ones preferred, sentence-initial letters capitalised with some chance); the training task
+reads each alone in its own window, the text's edges inside it.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import numpy as np
 from .config import SegmentDataConfig
 
 __all__ = ["GoldToken", "Document", "Rendered", "surface_tokens", "documents_from_sentences", "render_document",
-           "render_stream", "STYLES"]
+           "render_stream", "pick_utterance", "render_utterance", "capitalized", "STYLES"]
 
 STYLES = ("para", "blank", "flat", "lines", "wrap")
 _PARA_SEP = {"para": "\n", "blank": "\n\n", "flat": " ", "lines": "\n", "wrap": "\n\n"}
@@ -234,3 +241,45 @@ def render_stream(docs: Sequence[Document], rng: random.Random, config: SegmentD
     if not parts:
         return "", np.zeros(0, dtype=np.uint8)
     return "".join(parts), np.concatenate(labels)
+
+
+def pick_utterance(docs: Sequence[Document], rng: random.Random) -> list[list[GoldToken]]:
+    """1-3 consecutive sentences of one paragraph (chances 0.6 / 0.25 / 0.15), starting at the shorter (in
+    tokens) of two sentences drawn at random, so that short utterances are over-represented."""
+
+    def draw() -> tuple[list[list[GoldToken]], int]:
+        doc = docs[rng.randrange(len(docs))]
+        para = doc.paragraphs[rng.randrange(len(doc.paragraphs))]
+        return para, rng.randrange(len(para))
+
+    para, i = min(draw(), draw(), key=lambda pi: len(pi[0][pi[1]]))
+    k = rng.choices((1, 2, 3), (0.6, 0.25, 0.15))[0]
+    return para[i:i + k]
+
+
+def capitalized(sentence: Sequence[GoldToken]) -> list[GoldToken]:
+    """The sentence with its first letter upper-cased when it is a lowercase letter whose capital is one
+    character (labels keep their positions); the first word of a multiword token follows it."""
+    if not sentence:
+        return list(sentence)
+    first = sentence[0]
+    c = first.form[:1]
+    up = c.upper()
+    if not c.islower() or len(up) != 1:
+        return list(sentence)
+    words = first.words
+    if words and words[0][:1] == c:
+        words = (up + words[0][1:], *words[1:])
+    return [GoldToken(up + first.form[1:], words, first.space_after), *sentence[1:]]
+
+
+def render_utterance(sentences: Sequence[Sequence[GoldToken]], rng: random.Random,
+                     capitalize: float = 0.5) -> Rendered:
+    """A short text made of ``sentences`` alone: joined by a space (a line break with chance 0.2), each
+    first letter capitalised with chance ``capitalize`` (:func:`capitalized`)."""
+    b = _Builder()
+    for k, sent in enumerate(sentences):
+        if k:
+            b.add("\n" if rng.random() < 0.2 else " ")
+        b.sentence(capitalized(sent) if rng.random() < capitalize else sent)
+    return b.result()

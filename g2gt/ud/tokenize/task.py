@@ -4,7 +4,8 @@
   styles and order (:func:`g2gt.ud.tokenize.data.render_stream`, seeded by ``(seed, epoch)``), keeps its
   non-space characters with their gap features (:meth:`g2gt.ud.tokenize.chars.CharVocab.compact`), cuts them
   into windows of ``window`` characters from a random offset, shuffles the windows and groups
-  ``batch_windows`` of them per batch; rank ``r`` of ``W`` takes every ``W``-th batch.
+  ``batch_windows`` of them per batch; rank ``r`` of ``W`` takes every ``W``-th batch. ``utterances`` (a
+  share of those windows) more windows each hold a short text alone, padded (``padding_mask``).
 * ``loss``: cross entropy of the 5 character labels, summed over the characters
   (``num_tokens`` = characters); the two multiword-token labels weigh ``mwt_weight``.
 * ``evaluate``: segments every dev document rendered in ``eval_style`` with overlapping windows, exactly
@@ -26,7 +27,7 @@ from torch import Tensor
 
 from .chars import CharVocab
 from .config import SegmentDataConfig, SegmenterConfig
-from .data import Document, render_document, render_stream
+from .data import Document, pick_utterance, render_document, render_stream, render_utterance
 from .infer import decode_text, predict_probs
 from .metrics import SpanScorer
 from .mwt import MWTLexicon
@@ -72,26 +73,59 @@ class SegmentTask:
         self.dev = [render_document(d, self.data.eval_style, random.Random(i)) for i, d in enumerate(dev_docs)]
 
     # ------------------------------------------------------------------ training
-    def _windows(self, epoch: int) -> tuple[list[np.ndarray], np.ndarray]:
-        """All windows of the epoch, shuffled: ``[ids, classes, before, after, labels]`` (each
-        ``[N, window]`` int64) and the real length of each window ``[N]``."""
-        rng = random.Random(self.seed * 1_000_003 + epoch)
-        text, labels = render_stream(self.train_docs, rng, self.data)
+    def _columns(self, text: str, labels: np.ndarray, rng: random.Random) -> list[np.ndarray]:
+        """``[ids, classes, before, after, labels]`` (each ``[K]`` int64) of the non-space characters."""
         c = self.vocab.compact(text)
         if self.config.space_words:
             from .words import WordMatcher, mark_word_spaces
 
             c = mark_word_spaces(text, c, WordMatcher(self.config.space_words).drop(self.data.space_word_dropout, rng))
-        cols = [c.ids, c.classes, c.before, c.after, labels[c.keep].astype(np.int64)]
-        W, K = self.config.window, len(c.keep)
+        return [c.ids, c.classes, c.before, c.after, labels[c.keep].astype(np.int64)]
+
+    def _utterance_windows(self, m: int, rng: random.Random) -> tuple[list[np.ndarray], np.ndarray]:
+        """``m`` windows, each one short text alone (:func:`g2gt.ud.tokenize.data.render_utterance`), padded
+        to ``window``: the last sentences of a text longer than the window are left out, a single sentence
+        longer than it is cut. ``[ids, classes, before, after, labels]`` ``[m, window]`` and the real lengths
+        ``[m]``."""
+        W = self.config.window
+        out = [np.zeros((m, W), dtype=np.int64) for _ in range(5)]
+        lengths = np.zeros(m, dtype=np.int64)
+        for r in range(m):
+            sents = pick_utterance(self.train_docs, rng)
+            u = render_utterance(sents, rng, self.data.capitalize)
+            while len(sents) > 1 and len(u.text) - sum(c.isspace() for c in u.text) > W:  # keep whole sentences
+                sents = sents[:-1]
+                u = render_utterance(sents, rng, self.data.capitalize)
+            cols = self._columns(u.text, u.labels, rng)
+            k = min(len(cols[0]), W)
+            for x, col in zip(out, cols):
+                x[r, :k] = col[:k]
+            lengths[r] = k
+        keep = lengths > 0
+        return [x[keep] for x in out], lengths[keep]
+
+    def _windows(self, epoch: int) -> tuple[list[np.ndarray], np.ndarray]:
+        """All windows of the epoch, shuffled: ``[ids, classes, before, after, labels]`` (each
+        ``[N, window]`` int64) and the real length of each window ``[N]``. The stream's windows come first,
+        then ``utterances`` times as many short-text windows (:meth:`_utterance_windows`)."""
+        rng = random.Random(self.seed * 1_000_003 + epoch)
+        text, labels = render_stream(self.train_docs, rng, self.data)
+        cols = self._columns(text, labels, rng)
+        W, K = self.config.window, len(cols[0])
         off = rng.randrange(W) if K > 2 * W else 0
         n = max(1, (K - off) // W)
         short = off + n * W > K  # the stream holds less than one window: pad it
         if short:
             cols = [np.pad(x, (0, off + n * W - K)) for x in cols]
-        order = np.random.default_rng(self.seed * 7_919 + epoch).permutation(n)
+        cols = [x[off:off + n * W].reshape(n, W) for x in cols]
         lengths = np.full(n, K - off if short else W)
-        return [x[off:off + n * W].reshape(n, W)[order] for x in cols], lengths[order]
+        m = int(round(self.data.utterances * n))
+        if m > 0:
+            extra, extra_lengths = self._utterance_windows(m, rng)
+            cols = [np.concatenate([x, e]) for x, e in zip(cols, extra)]
+            lengths = np.concatenate([lengths, extra_lengths])
+        order = np.random.default_rng(self.seed * 7_919 + epoch).permutation(len(lengths))
+        return [x[order] for x in cols], lengths[order]
 
     def train_batches(self, epoch: int, rank: int = 0, world_size: int = 1, skip: int = 0) -> Iterator[SegmentBatch]:
         cols, lengths = self._windows(epoch)

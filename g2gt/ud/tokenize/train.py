@@ -25,7 +25,9 @@ Language-dependent choices are settings, decided from the training data unless g
   segmenter's checkpoints; its minutes come out of the stage's wall-clock budget.
 
 ``resume`` continues an interrupted run in the same folder (same budget): the vocabulary, configuration,
-lexicon and expander come back from ``last.pt``.
+lexicon and expander come back from ``last.pt``. ``TrainConfig.init_from`` (``g2gt train segmenter
+--init-from MODEL``) continues a trained segmenter on new data or settings (e.g. the short-text windows of
+``SegmentDataConfig.utterances``) instead of starting from random weights.
 """
 
 from __future__ import annotations
@@ -94,8 +96,11 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     ``metric`` must be one of :data:`g2gt.ud.tokenize.task.METRICS`; its budget is the whole stage's: the
     expander trains first with ``expander_train_config`` (default: :func:`expander_budget`) and the minutes
     it took come out of a wall-clock ``max_minutes`` (also on resume, so give the same budget again). ``english_rules``, ``spaces_in_tokens`` (None = auto) and
-    ``expander`` (None = auto): see the module docstring. Returns the :class:`g2gt.ud.tokenize.Segmenter`
-    of ``best.pt``.
+    ``expander`` (None = auto): see the module docstring. ``train_config.init_from`` (a segmenter: a model's
+    name, a model or training folder, a checkpoint) warm-starts the run from it: its architecture, character
+    vocabulary, weights, English rules and expander (none is trained) are kept, the multiword-token lexicon is
+    learned from ``train_sentences``; ``config`` is then ignored. Returns the
+    :class:`g2gt.ud.tokenize.Segmenter` of ``best.pt``.
     """
     from ...core.checkpoint import load_checkpoint
     from ...core.train import Trainer
@@ -118,11 +123,17 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     if not dev_docs:
         raise ValueError("train_segmenter: the dev data has no sentences (needed for model selection)")
     last = Path(out_dir) / "last.pt"
+    source = None
     if resume and last.exists():
         extra = load_checkpoint(last)
         vocab = CharVocab.from_list(extra["task"]["vocab"])
         lexicon = MWTLexicon.from_checkpoint(extra["task"])
         cfg = SegmenterConfig.from_dict(extra["model_config"])
+    elif tc.init_from:  # warm start: the source's architecture, characters, weights and expander
+        source = Segmenter.load(tc.init_from, dtype="float32")
+        vocab, cfg = source.vocab, source.model.config
+        lexicon = learn_lexicon(train_docs, source.lexicon.rules)
+        lexicon.expander = source.lexicon.expander
     else:
         vocab = CharVocab.build((render_document(d).text for d in train_docs), data.min_char_count)
         lexicon = learn_lexicon(train_docs, "en" if english_rules else "none")
@@ -141,6 +152,8 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     if lexicon.expander is not None and tc.max_minutes:
         tc = dataclasses.replace(tc, max_minutes=max(tc.max_minutes - expander_minutes(out_dir), 0.05))
     model = SegmenterModel(cfg)
+    if source is not None:
+        model.load_state_dict(source.model.state_dict(), strict=True)
     task = SegmentTask(train_docs, dev_docs, vocab, lexicon, cfg, data, seed=tc.seed)
     Trainer(model, task, tc, out_dir).fit(resume=resume)
     return Segmenter.load(out_dir)
