@@ -16,6 +16,7 @@ from test_serve_harness import LiveServer
 
 from g2gt.serve.adapter import load_models
 from g2gt.serve.app import ServeConfig, create_app
+from g2gt.ud.models import DEFAULT_MODEL
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (pip install selenium)")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -28,7 +29,7 @@ TEXT = "The dog that barked ran away. I don't think it will rain tomorrow."
 
 @pytest.fixture(scope="module")
 def models():
-    return load_models(["en_ewt"])
+    return load_models([DEFAULT_MODEL])
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +91,7 @@ def test_page_parses_text_and_draws_the_right_trees(server, models, browser, tmp
     browser.find_element(By.ID, "parse").click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "words"))
 
-    expected = models["en_ewt"].nlp(TEXT)
+    expected = models[DEFAULT_MODEL].nlp(TEXT)
     sections = browser.find_elements(By.CSS_SELECTOR, "#results section.sentence")
     assert len(sections) == len(expected) == 2
     for section, sent in zip(sections, expected):
