@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 # below (which type checkers need written out) against it.
 _MODULES = {
     "ud.pipeline": ("Pipeline",),
+    "ud.document": ("Document",),
     "core.graph": ("Graph", "EdgeChannel", "ChainChannel", "LabelVocab", "chain_graph", "edges_from_heads",
                    "num_chain_labels", "relative_position_labels"),
     "core.batch": ("GraphBatch", "collate", "BucketBatchSampler"),
@@ -30,22 +31,28 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only ("X as X
         relative_position_labels as relative_position_labels,
     )
     from .errors import Error as Error
+    from .ud.document import Document as Document
     from .ud.pipeline import Pipeline as Pipeline
 
 
-def load(model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = "auto", tokenizer: str = "auto"):
-    """The ready-to-use pipeline: ``nlp = g2gt.load(); nlp("Some text.")`` -> parsed sentences.
+def load(name_or_path: str = DEFAULT_MODEL, device: str = "auto", dtype: str | None = "auto",
+         threads: int | None = None, exclude=(), config: dict | None = None, tokenizer: str = "auto", **old):
+    """The ready-to-use pipeline: ``nlp = g2gt.load(); doc = nlp("Some text.")`` -> a
+    :class:`~g2gt.ud.document.Document` (parsed sentences with character offsets, ``to_json()``, ``conllu()``).
 
-    ``model``: a shipped or installed model's name (default ``"en_combined"``: tokenizer, sentence splitter,
-    tagger, lemmatizer, parser and enhanced-UD graphs for English, trained on UD English EWT; ``g2gt models``
-    lists them), a model folder, or a parser's training folder or checkpoint. ``dtype``: every stage's
-    inference precision, by default the fastest one for ``device`` with the same accuracy. ``tokenizer``:
+    ``name_or_path``: a shipped or installed model's name (default ``"en_combined"``: tokenizer, sentence
+    splitter, tagger, lemmatizer, parser and enhanced-UD graphs for English; ``g2gt models`` lists them), a model
+    folder, or a parser's training folder or checkpoint. ``device``: ``"auto"`` (a GPU when there is one, else
+    the CPU), ``"cpu"``, ``"cuda"``. ``dtype``: every stage's inference precision, by default the fastest one for
+    ``device`` with the same accuracy. ``threads``: torch's CPU threads. ``exclude``: stages not to load (e.g.
+    ``("enhance",)``). ``config``: options per stage (e.g. ``{"enhance": {"threshold": 0.6}}``). ``tokenizer``:
     ``"auto"`` (the model's learned one), ``"rule"`` or ``"stanza"``. Returns a
-    :class:`g2gt.ud.pipeline.Pipeline` (see :meth:`~g2gt.ud.pipeline.Pipeline.__call__` for what it takes: raw
-    text, token lists or sentences)."""
+    :class:`g2gt.ud.pipeline.Pipeline` (see :meth:`~g2gt.ud.pipeline.Pipeline.load`; ``nlp.pipe(texts,
+    n_process=N)`` for many texts). ``model=`` is the old name of ``name_or_path`` (DeprecationWarning)."""
     from .ud.pipeline import Pipeline
 
-    return Pipeline.load(model, device=device, dtype=dtype, tokenizer=tokenizer)
+    return Pipeline.load(name_or_path, device=device, dtype=dtype, threads=threads, exclude=exclude, config=config,
+                         tokenizer=tokenizer, **old)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

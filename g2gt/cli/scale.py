@@ -106,7 +106,8 @@ def _ray_files(args, files, kind, device, tokenizer, kw):
         raise UsageError("--ray needs Ray Data: pip install 'g2gt[ray]'") from None
     actors = args.workers if args.workers > 1 else None
     return parse_files(files, args.output_dir, address=args.ray, kind=kind, resume=args.resume, actors=actors,
-                       model=args.model, device=device, dtype=args.dtype, tokenizer=tokenizer, log=None, **kw)
+                       name_or_path=args.model, device=device, dtype=args.dtype, tokenizer=tokenizer, log=None,
+                       **kw)
 
 
 def run_workers(args: argparse.Namespace, source, output: str, device: str, kw: dict) -> int:

@@ -12,9 +12,9 @@ options -- never a loaded model) and runs with one torch thread. The main proces
 into jobs, and writes the results in input order.
 
 **Byte-identical to one process.** The one-process path (``g2gt parse``) segments raw text one paragraph
-block at a time (:meth:`g2gt.ud.pipeline.Pipeline.text_sentences`) and parses ``chunk`` (2000) sentences at
+block at a time (:meth:`g2gt.ud.pipeline.Pipeline.text_sentences`) and parses ``chunk_sentences`` (2000) at
 a time (:meth:`~g2gt.ud.pipeline.Pipeline.stream`); inside a chunk the parser cuts length-sorted batches of
-at most ``max_tokens`` padded nodes (:func:`g2gt.ud.parse.batching.length_batches`). A batch's result
+at most ``batch_tokens`` padded nodes (:func:`g2gt.ud.parse.batching.length_batches`). A batch's result
 depends on its whole content (int8 dynamic quantization scales activations per batch), so the jobs here are
 exactly those units:
 
@@ -69,7 +69,8 @@ def worker_setup(keep_freed: bool = True) -> None:
 
 @dataclass(frozen=True)
 class Recipe:
-    """What a worker needs to build its pipeline (picklable; the fields are :func:`g2gt.load`'s).
+    """What a worker needs to build its pipeline (picklable; the fields are :func:`g2gt.load`'s, ``modules``
+    the modules whose :func:`~g2gt.ud.stage.register_stage` calls to import first).
     ``keep_freed_memory``: apply :func:`g2gt.core._compat.keep_freed_memory` in the worker, as the ``g2gt``
     command does in its own process. Calling it (in the worker) loads the pipeline and returns the job
     handler."""
@@ -79,12 +80,28 @@ class Recipe:
     dtype: str | None = "auto"
     tokenizer: str = "auto"
     keep_freed_memory: bool = True
+    exclude: tuple[str, ...] = ()
+    config: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    modules: tuple[str, ...] = ()
+
+    @classmethod
+    def from_pipeline(cls, nlp) -> "Recipe":
+        """The recipe of a pipeline made by :meth:`g2gt.ud.pipeline.Pipeline.load` (``nlp.recipe``)."""
+        r = nlp.recipe
+        config = tuple((k, tuple(sorted(v.items()))) for k, v in sorted(r["config"].items()))
+        return cls(r["name_or_path"], str(r["device"]), r["dtype"], r["tokenizer"], True, tuple(r["exclude"]),
+                   config, tuple(m for m in r["modules"] if m != "__main__"))
 
     def __call__(self) -> "JobHandler":
         worker_setup(self.keep_freed_memory)
+        import importlib
+
         from .pipeline import Pipeline
 
-        return JobHandler(Pipeline.load(self.model, self.device, self.dtype, tokenizer=self.tokenizer))
+        for module in self.modules:
+            importlib.import_module(module)
+        return JobHandler(Pipeline.load(self.model, self.device, self.dtype, tokenizer=self.tokenizer,
+                                        exclude=self.exclude, config={k: dict(v) for k, v in self.config}))
 
 
 @functools.cache
@@ -101,12 +118,21 @@ def parse_options() -> tuple[str, ...]:
 
 
 def check_options(options: dict) -> dict:
-    """``options`` for ``Pipeline.__call__`` (a ``ValueError`` naming an unknown one), ``max_tokens`` filled in."""
+    """``options`` for ``Pipeline.__call__`` (a ``ValueError`` naming an unknown one), ``batch_tokens`` filled
+    in (the old name ``max_tokens`` is read with a DeprecationWarning)."""
+    from .pipeline import BATCH_TOKENS, deprecated
+
+    options = dict(options)
+    old = deprecated(options, "max_tokens", "batch_tokens", "parse options")
+    if old is not None and options.get("batch_tokens") is None:
+        options["batch_tokens"] = old
     known = parse_options()
     unknown = set(options) - set(known)
     if unknown:
         raise ValueError(f"unknown parse option(s) {sorted(unknown)}; expected some of {', '.join(known)}")
-    return {"max_tokens": 3000, **options}
+    if options.get("batch_tokens") is None:
+        options["batch_tokens"] = BATCH_TOKENS
+    return options
 
 
 class JobHandler:
@@ -122,12 +148,17 @@ class JobHandler:
                 raise ValueError(f"enhanced=True: the model {self.nlp.source} has no enhanced-UD stage "
                                  "(enhancer.pt); use a model folder that has one, e.g. the shipped en_combined")
             return [s.serialize() for s in self.nlp(data, progress=False, **options)]
+        if kind == "docs":  # a group of inputs (Pipeline.pipe) -> their Documents
+            from .pipe import parse_many
+
+            return parse_many(self.nlp, data, **options)
         if kind == "segment":  # one paragraph block -> sentences s1, s2 ... (renumbered by the main process)
             return self.nlp.tokenize.segment(data, sent_id_prefix="s", first_id=1)
         if kind == "text":  # a whole text, for a tokenizer without weights
             return self.nlp.text_sentences(data)
         if kind == "info":
-            return {"learned_tokenizer": bool(self.nlp.learned_tokenizer), "source": self.nlp.source}
+            return {"learned_tokenizer": bool(self.nlp.learned_tokenizer), "source": self.nlp.source,
+                    "name": self.nlp.name}
         raise ValueError(f"unknown job kind {kind!r}")
 
 
@@ -148,7 +179,10 @@ class EnhanceRecipe:
 
         def handle(job: tuple[str, Any, dict]) -> list[str]:
             _, sentences, options = job
-            return [s.serialize() for s in enhancer.enhance(sentences, max_tokens=options["max_tokens"])]
+            from .pipeline import budget
+
+            out = enhancer.enhance(sentences, **budget(enhancer.enhance, options["max_tokens"]))
+            return [s.serialize() for s in out]
 
         return handle
 
@@ -165,7 +199,7 @@ def enhance_parallel(model: str, sentences: list, workers: int, device: str = "c
 
 
 # ---------------------------------------------------------------------------- planning
-def job_plan(lengths: list[int], max_tokens: int, enhanced: bool = False,
+def job_plan(lengths: list[int], batch_tokens: int, enhanced: bool = False,
              parse: bool = True) -> tuple[list[int], list[int]]:
     """``(order, cuts)`` for one chunk of sentences with ``lengths`` nodes each (words + ROOT): ``order`` is
     the stable length sort both the parser and the enhancer use, and ``order[cuts[k]:cuts[k + 1]]`` is job
@@ -184,9 +218,9 @@ def job_plan(lengths: list[int], max_tokens: int, enhanced: bool = False,
 
     plans = []
     if parse:
-        plans.append(length_batches(lengths, max_tokens))
+        plans.append(length_batches(lengths, batch_tokens))
     if enhanced or not parse:
-        plans.append(length_batches(lengths, max_tokens, max_pairs=_NO_PAIR_LIMIT))
+        plans.append(length_batches(lengths, batch_tokens, max_pairs=_NO_PAIR_LIMIT))
     order = [i for b in plans[0] for i in b]
     bounds = set.intersection(*(ends(p) for p in plans))
     return order, [0] + sorted(bounds)
@@ -250,21 +284,29 @@ class ParallelPipeline:
     """``workers`` processes, each holding one pipeline (see the module docstring).
 
     Args:
-        model, device, dtype, tokenizer: as :func:`g2gt.load` (``tokenizer`` matters for raw text only).
+        name_or_path, device, dtype, tokenizer: as :func:`g2gt.load` (``tokenizer`` matters for raw text only).
         workers: processes (one torch thread each by default, ``threads``).
-        chunk: sentences per chunk (2000, as ``g2gt parse``: the same chunks give the same bytes).
+        chunk_sentences: sentences per chunk (2000, as ``g2gt parse``: the same chunks give the same bytes).
         progress: one progress bar (sentences) over all workers, on stderr.
         start_method, max_tries: see :class:`g2gt.ud.pool.ProcessPool`.
 
     The parsing methods take ``Pipeline.__call__``'s keyword arguments (keep, enhanced, refine_steps,
-    algorithm, use_input_graph, max_tokens, treebank ...: :func:`parse_options`) as ``**options``.
+    algorithm, use_input_graph, batch_tokens, treebank ...: :func:`parse_options`) as ``**options``;
+    :meth:`pipe` yields :class:`~g2gt.ud.document.Document` objects as ``Pipeline.pipe`` does.
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, workers: int = 2, *, device: str = "cpu", dtype: str | None = "auto",
-                 tokenizer: str = "auto", chunk: int = PARSE_CHUNK, progress: bool = False, threads: int = 1,
-                 start_method: str | None = None, max_tries: int = 3, keep_freed_memory: bool = True) -> None:
-        self.recipe = Recipe(str(model), str(device), dtype, tokenizer, keep_freed_memory)
-        self.chunk = chunk
+    def __init__(self, name_or_path: str = DEFAULT_MODEL, workers: int = 2, *, device: str = "cpu",
+                 dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
+                 progress: bool = False, threads: int = 1, start_method: str | None = None, max_tries: int = 3,
+                 keep_freed_memory: bool = True, **old: Any) -> None:
+        from .pipeline import _no_more, deprecated
+
+        model = deprecated(old, "model", "name_or_path", "ParallelPipeline")
+        chunk = deprecated(old, "chunk", "chunk_sentences", "ParallelPipeline")
+        _no_more(old, "ParallelPipeline")
+        name_or_path = model if model is not None else name_or_path
+        self.recipe = Recipe(str(name_or_path), str(device), dtype, tokenizer, keep_freed_memory)
+        self.chunk = chunk if chunk is not None else chunk_sentences
         self.progress = progress
         self.pool = ProcessPool(self.recipe, workers, threads=threads, start_method=start_method,
                                 max_tries=max_tries, preload=("torch",))
@@ -293,14 +335,23 @@ class ParallelPipeline:
         """The CoNLL-U text of each parsed sentence of ``sentences`` (:class:`g2gt.ud.io.Sentence`), in order.
         Counts ``sentences`` / ``words`` into ``stats``; ``on_done(n)`` after each job of ``n`` sentences."""
         options = check_options(options)
-        enhanced, max_tokens = bool(options.get("enhanced")), int(options["max_tokens"])
+        enhanced, batch_tokens = bool(options.get("enhanced")), int(options["batch_tokens"])
         check = None
         if options.get("use_input_graph"):  # the first bad tree in input order fails, as in one process
             from .parse.decode import check_input_trees as check
 
         return map_batch_runs(self.pool, sentences, self.chunk,
-                              lambda part: job_plan([len(s.forms) + 1 for s in part], max_tokens, enhanced),
+                              lambda part: job_plan([len(s.forms) + 1 for s in part], batch_tokens, enhanced),
                               lambda sents: ("parse", sents, options), stats, on_done, self.progress, check)
+
+    def pipe(self, texts: Iterable, **options: Any) -> Iterator:
+        """One :class:`~g2gt.ud.document.Document` per item of ``texts`` (raw text or tokenized input), in
+        order: the groups of :func:`g2gt.ud.pipe.text_groups`, one job each (``Pipeline.pipe(n_process=N)``)."""
+        from .pipe import text_groups
+
+        options = {k: v for k, v in check_options(options).items() if k != "progress"}
+        for docs in self.pool.map(("docs", group, options) for group in text_groups(texts)):
+            yield from docs
 
     # ------------------------------------------------------------------ raw text
     def text_sentences(self, text: str) -> Iterator:

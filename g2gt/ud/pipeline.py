@@ -1,9 +1,11 @@
 """The UD pipeline: ordered, named stages from raw text to every CoNLL-U column (``g2gt.load()`` returns one).
 
-    nlp = g2gt.load("en_combined")                       # = Pipeline.load("en_combined")
-    nlp("He sat. Then he left.")                    # raw text -> list[Sentence]
-    nlp([["The", "cat", "sat", "."]])               # tokenized sentences, or Sentence objects
-    nlp.save("my_model")                            # a model folder: one file per stage + model.json
+    nlp = g2gt.load()                                   # = Pipeline.load("en_combined", device="auto")
+    doc = nlp("He sat. Then he left.")                  # raw text -> Document (a list of Sentence + offsets)
+    doc.to_json(); doc.conllu()                         # see g2gt.ud.document
+    for doc in nlp.pipe(texts, n_process=2): ...        # many texts, batched together, in order
+    nlp([["The", "cat", "sat", "."]])                   # tokenized sentences, or Sentence objects
+    nlp.save("my_model")                                # a model folder: one file per stage + model.json
 
 ==========  ==============================================  ========================================
 stage       default                                          swap in
@@ -11,31 +13,62 @@ stage       default                                          swap in
 tokenize    the model's learned :class:`Segmenter`           :class:`RuleTokenizer` (``"rule"`` or
             (text -> sentences, words, multiword tokens)     ``"stanza"``), any ``str -> list[Sentence]``
 parse       :class:`Parser` (tags, lemmas, features, tree)   any ``list[Sentence] -> list[Sentence]``
-enhance     :class:`Enhancer` (DEPS), used with               another parser's trees go in as they are
+enhance     :class:`Enhancer` (DEPS), run with               another parser's trees go in as they are
             ``enhanced=True``, loaded on first use
+(yours)     ``nlp.add_stage(name, stage, after=...)`` or     any ``list[Sentence] -> list[Sentence]``
+            ``@g2gt.ud.stage.register_stage(name, after=)``
 ==========  ==============================================  ========================================
 
-The stage protocol (``load`` / ``save`` / call) is in :mod:`g2gt.ud.stage`. The command line (``g2gt parse``,
-``enhance``, ``draw``, ``attention``) goes through this class, so the same input gives the same bytes from
-the CLI and the API, sentence ids included.
+The stage protocol (``load`` / ``save`` / call) and the registry of your own stages are in :mod:`g2gt.ud.stage`;
+many texts at once (:meth:`Pipeline.pipe`, the server's batches) in :mod:`g2gt.ud.pipe`. The command line
+(``g2gt parse``, ``enhance``, ``draw``, ``attention``) goes through this class, so the same input gives the same
+bytes from the CLI and the API, sentence ids included.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import warnings
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable
 
+from .document import Document
 from .io import Sentence
+from .limits import drop_control_characters, limit_sentence_words
 from .models import DEFAULT_MODEL
+from .stage import BUILTIN_STAGES, LazyStage, StageContext, registered_stages
 
-__all__ = ["Pipeline", "RuleTokenizer", "TOKENIZERS"]
+__all__ = ["Pipeline", "RuleTokenizer", "TOKENIZERS", "BATCH_TOKENS", "CHUNK_SENTENCES"]
 
 #: what ``Pipeline.load(tokenizer=...)`` takes
 TOKENIZERS = ("auto", "model", "rule", "stanza")
+#: padded words per model batch (the parser's and the enhancer's), unless ``batch_tokens`` says otherwise
+BATCH_TOKENS = 3000
+#: sentences parsed at a time by :meth:`Pipeline.stream` (memory does not grow with the input)
+CHUNK_SENTENCES = 2000
+
+
+def deprecated(kwargs: dict, old: str, new: str, where: str) -> Any:
+    """Pop the old keyword ``old`` from ``kwargs`` with a DeprecationWarning (``None`` when not given)."""
+    if old not in kwargs:
+        return None
+    warnings.warn(f"{where}({old}=...) is deprecated; use {new}=...", DeprecationWarning, stacklevel=3)
+    return kwargs.pop(old)
+
+
+def _no_more(kwargs: dict, where: str) -> None:
+    if kwargs:
+        raise TypeError(f"{where}() got unexpected keyword argument(s) {', '.join(sorted(kwargs))}")
+
+
+def budget(method: Callable, n: int) -> dict:
+    """The keyword a stage method takes for its token budget: ``batch_tokens`` (or the older ``max_tokens``)."""
+    params = inspect.signature(method).parameters
+    return {"batch_tokens": n} if "batch_tokens" in params else {"max_tokens": n}
 
 
 class RuleTokenizer:
@@ -60,61 +93,121 @@ class RuleTokenizer:
 
 
 class Pipeline:
-    """Stages ``tokenize`` -> ``parse`` -> ``enhance`` (each optional) and the model card.
+    """Stages ``tokenize`` -> ``parse`` -> ``enhance`` (each optional) and your own, plus the model card.
 
     Args:
         tokenize: ``str -> list[Sentence]`` (a :class:`~g2gt.ud.tokenize.Segmenter`, a :class:`RuleTokenizer`...).
         parse: ``list[Sentence] -> list[Sentence]`` (a :class:`~g2gt.ud.parse.Parser`).
-        enhance: ``list[Sentence] -> list[Sentence]`` (a :class:`~g2gt.ud.enhance.Enhancer`).
-        enhance_loader: instead of ``enhance``, a zero-argument callable that loads it (called on first use).
+        enhance: the enhance stage (an :class:`~g2gt.ud.enhance.Enhancer`), or a
+            :class:`~g2gt.ud.stage.LazyStage` that loads it on first use.
         card: the model card (``model.json``): language, treebank, commands, scores ...
+        source: what it was loaded from (a name or a path), for messages and worker processes.
+        enhance_loader: instead of ``enhance``, a zero-argument callable that loads it (called on first use).
     """
 
     def __init__(self, tokenize: Callable | None = None, parse: Callable | None = None,
                  enhance: Callable | None = None, card: dict | None = None, source: str | None = None,
                  enhance_loader: Callable[[], Callable] | None = None) -> None:
-        self.tokenize = tokenize if tokenize is not None else RuleTokenizer("rule")
-        self.parse_stage = parse
-        self._enhance = enhance
-        self._enhance_loader = enhance_loader
+        self._stages: dict[str, Any] = {"tokenize": tokenize if tokenize is not None else RuleTokenizer("rule")}
+        if parse is not None:
+            self._stages["parse"] = parse
+        if enhance is None and enhance_loader is not None:
+            enhance = LazyStage(enhance_loader, "Enhancer")
+        if enhance is not None:
+            self._stages["enhance"] = enhance
         self.card = dict(card or {})
         self.source = source
+        self.recipe: dict | None = None  # how load() built it (worker processes build the same)
+        self._added: set[str] = set()  # stages given by add_stage (a worker process cannot rebuild them)
 
     # ------------------------------------------------------------------ loading and saving
     @classmethod
-    def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str = "cpu", dtype: Any = "auto",
-             tokenizer: str = "auto") -> "Pipeline":
+    def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str = "auto", dtype: Any = "auto",
+             threads: int | None = None, exclude: Iterable[str] = (), config: dict | None = None,
+             tokenizer: str = "auto", **old: Any) -> "Pipeline":
         """A shipped or installed model by name (``g2gt models`` lists them), a model folder (from
         :meth:`save`), or a parser's training folder / checkpoint (then the rule tokenizer and no enhancer).
 
-        ``dtype`` reaches every stage (see :func:`g2gt.ud.stage.inference_dtype`; ``"auto"``: the fastest
-        precision with the same accuracy for ``device``). ``tokenizer``: ``"auto"`` (the model's learned one,
-        else stanza's if installed, else the rules), ``"model"`` (the learned one, an error without),
-        ``"rule"`` or ``"stanza"``."""
-        from .enhance import Enhancer
+        Args:
+            device: ``"auto"`` (a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
+            dtype: every stage's precision (:func:`g2gt.ud.stage.inference_dtype`; ``"auto"``: the fastest one
+                with the same accuracy for ``device``).
+            threads: torch's CPU threads (``None``: leave torch's setting).
+            exclude: stages not to load: ``"enhance"``, ``"parse"``, a registered stage; ``"tokenize"`` uses
+                the rule tokenizer instead of the learned one.
+            config: options per stage, e.g. ``{"enhance": {"threshold": 0.6}, "parse": {"refine_steps": 1}}``:
+                attributes of a built-in stage (set after loading), keyword arguments of a registered one's
+                factory.
+            tokenizer: ``"auto"`` (the model's learned one, else stanza's if installed, else the rules),
+                ``"model"`` (the learned one, an error without), ``"rule"`` or ``"stanza"``.
+        """
         from .models import PART_FILES, find_model, is_model_folder, model_card
-        from .parse import Parser
-        from .tokenize import Segmenter
+        from .stage import resolve_device
 
+        model = deprecated(old, "model", "name_or_path", "load")
+        _no_more(old, "load")
+        name_or_path = model if model is not None else name_or_path
         if tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
+        exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude)
+        config = {k: dict(v) for k, v in (config or {}).items()}
+        known = (*BUILTIN_STAGES, *registered_stages())
+        for what, names in (("exclude", exclude), ("config", config)):
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                raise ValueError(f"{what}: unknown stage(s) {', '.join(map(repr, unknown))}; the stages are "
+                                 f"{', '.join(known)}")
+        device = resolve_device(device)
+        if threads is not None:
+            from ..core.runtime import set_threads
+
+            set_threads(threads)
         where = find_model(name_or_path)
         folder = where if is_model_folder(where) else None
-        parser = Parser.load(where, device, dtype)
         has = (lambda part: folder is not None and (folder / PART_FILES[part]).is_file())
-        if tokenizer in ("auto", "model") and has("segmenter"):
+        parser = None
+        if "parse" not in exclude:
+            from .parse import Parser
+
+            parser = _configured(Parser.load(where, device, dtype), config.get("parse"), "parse")
+        if tokenizer in ("auto", "model") and has("segmenter") and "tokenize" not in exclude:
+            from .tokenize import Segmenter
+
             tok: Callable = Segmenter.load(folder / PART_FILES["segmenter"], device, dtype)
         elif tokenizer == "model":
             raise ValueError(f"tokenizer='model': the model {name_or_path} has no learned tokenizer "
                              f"({PART_FILES['segmenter']}); use tokenizer='rule'")
         else:
-            tok = RuleTokenizer("auto" if tokenizer == "auto" else tokenizer)
-        loader = None
-        if has("enhancer"):
-            file = folder / PART_FILES["enhancer"]
-            loader = lambda: Enhancer.load(file, device, dtype)  # noqa: E731 - loaded on first use
+            tok = RuleTokenizer("auto" if tokenizer in ("auto", "model") else tokenizer)
+        tok = _configured(tok, config.get("tokenize"), "tokenize")
+        enhance = None
+        if has("enhancer") and "enhance" not in exclude:
+            file, enhance_options = folder / PART_FILES["enhancer"], config.get("enhance")
+
+            def load_enhancer(file=file, options=enhance_options):
+                from .enhance import Enhancer
+
+                return _configured(Enhancer.load(file, device, dtype), options, "enhance")
+
+            enhance = LazyStage(load_enhancer, "Enhancer", file)
         card = model_card(folder) if folder is not None else {}
-        return cls(tok, parser, None, card, str(name_or_path), enhance_loader=loader)
+        nlp = cls(tok, parser, enhance, card, str(name_or_path))
+        context = StageContext(folder, str(name_or_path), device, dtype, card)
+        for name, spec in registered_stages().items():
+            if name in exclude:
+                continue
+            options = config.get(name, {})
+            if spec.lazy:
+                stage: Any = LazyStage(lambda spec=spec, options=options: spec.factory(context, **options),
+                                       spec.cls_name or spec.name, spec.file)
+            else:
+                stage = spec.factory(context, **options)
+            if stage is not None:
+                nlp._insert(name, stage, spec.after)
+        nlp.recipe = dict(name_or_path=str(name_or_path), device=device, dtype=dtype, exclude=exclude,
+                          config=config, tokenizer=tokenizer,
+                          modules=tuple(sorted({s.factory.__module__ for s in registered_stages().values()})))
+        return nlp
 
     def save(self, path: str | os.PathLike, storage_dtype: str = "float16", card: dict | None = None,
              max_mb: float | None = None) -> Path:
@@ -152,28 +245,98 @@ class Pipeline:
 
     # ------------------------------------------------------------------ stages
     @property
-    def parser(self):
-        """The parse stage (:class:`~g2gt.ud.parse.Parser`)."""
-        return self.parse_stage
-
-    @property
-    def enhancer(self):
-        """The enhance stage (loaded on first use), or None."""
-        if self._enhance is None and self._enhance_loader is not None:
-            self._enhance = self._enhance_loader()
-        return self._enhance
-
-    @enhancer.setter
-    def enhancer(self, value) -> None:
-        self._enhance = value
+    def name(self) -> str | None:
+        """The model's name (its card's ``name``, else the last part of what it was loaded from)."""
+        if self.card.get("name"):
+            return str(self.card["name"])
+        return Path(str(self.source).rstrip("/\\")).name or None if self.source else None
 
     @property
     def stages(self) -> dict[str, Any]:
-        """Name -> stage, in order (the enhancer only when the model has one; it is loaded here)."""
-        out = {"tokenize": self.tokenize, "parse": self.parse_stage}
-        if self._enhance is not None or self._enhance_loader is not None:
-            out["enhance"] = self.enhancer
-        return {k: v for k, v in out.items() if v is not None}
+        """Name -> stage, in the order they run. Loads nothing: a stage loaded on first use (the enhancer)
+        is listed as its :class:`~g2gt.ud.stage.LazyStage` until then."""
+        return dict(self._stages)
+
+    def _get(self, name: str) -> Any:
+        stage = self._stages.get(name)
+        return stage.get() if isinstance(stage, LazyStage) else stage
+
+    def _set(self, name: str, value: Any) -> None:
+        if value is None:
+            self._stages.pop(name, None)
+        elif name in self._stages:
+            self._stages[name] = value
+        else:
+            self._insert(name, value, {"parse": "tokenize", "enhance": "parse"}.get(name))
+
+    @property
+    def tokenize(self) -> Callable:
+        """The tokenize stage."""
+        return self._stages["tokenize"]
+
+    @tokenize.setter
+    def tokenize(self, value: Callable) -> None:
+        self._stages["tokenize"] = value if value is not None else RuleTokenizer("rule")
+
+    @property
+    def parse_stage(self):
+        """The parse stage (:class:`~g2gt.ud.parse.Parser`), or None."""
+        return self._get("parse")
+
+    @parse_stage.setter
+    def parse_stage(self, value) -> None:
+        self._set("parse", value)
+
+    parser = parse_stage
+
+    @property
+    def enhancer(self):
+        """The enhance stage (loaded here on first use), or None."""
+        return self._get("enhance")
+
+    @enhancer.setter
+    def enhancer(self, value) -> None:
+        self._set("enhance", value)
+
+    def add_stage(self, name: str, stage: Callable[[list[Sentence]], list[Sentence]], *, after: str | None = None,
+                  before: str | None = None) -> "Pipeline":
+        """Add ``stage`` (``list[Sentence] -> list[Sentence]``) under ``name``: right after the stage ``after``
+        or right before ``before`` (default: last). It runs on every call, after the stages before it (with
+        ``enhanced=False`` the enhancer is skipped, the stages after it still run). Returns the pipeline."""
+        if name in self._stages:
+            raise ValueError(f"add_stage: there is already a stage {name!r}; remove_stage({name!r}) first")
+        if not callable(stage) and not isinstance(stage, LazyStage):
+            raise TypeError(f"add_stage({name!r}): a stage is a callable list[Sentence] -> list[Sentence], "
+                            f"got {type(stage).__name__}")
+        if after is not None and before is not None:
+            raise ValueError("add_stage: give after= or before=, not both")
+        self._insert(name, stage, after, before)
+        self._added.add(name)
+        return self
+
+    def remove_stage(self, name: str) -> Any:
+        """Take stage ``name`` out (``tokenize`` cannot be removed); returns it."""
+        if name == "tokenize" or name not in self._stages:
+            raise ValueError(f"remove_stage: no removable stage {name!r}; the stages are {', '.join(self._stages)}")
+        self._added.discard(name)
+        return self._stages.pop(name)
+
+    def _insert(self, name: str, stage: Any, after: str | None, before: str | None = None) -> None:
+        """Put ``stage`` right after ``after`` / right before ``before`` (neither: last). A built-in stage the
+        pipeline lacks stands for the nearest one before it (``after="enhance"`` on a model without an
+        enhancer: after ``parse``)."""
+        anchor = after if after is not None else before
+        if after in BUILTIN_STAGES and after not in self._stages:
+            anchor = next(s for s in reversed(BUILTIN_STAGES[:BUILTIN_STAGES.index(after)]) if s in self._stages)
+        if anchor is not None and anchor not in self._stages:
+            raise ValueError(f"stage {name!r}: no stage {anchor!r} to go {'after' if after else 'before'}; the "
+                             f"stages are {', '.join(self._stages)}")
+        if before == "tokenize":
+            raise ValueError(f"stage {name!r}: nothing runs before tokenize")
+        items = list(self._stages.items())
+        at = len(items) if anchor is None else [k for k, _ in items].index(anchor) + (after is not None)
+        items.insert(at, (name, stage))
+        self._stages = dict(items)
 
     @property
     def learned_tokenizer(self) -> bool:
@@ -215,46 +378,108 @@ class Pipeline:
     # ------------------------------------------------------------------ running
     def __call__(self, x: str | Iterable, *, enhanced: bool = False, keep: Iterable[str] | str = (),
                  refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
-                 max_tokens: int = 3000, progress: bool = False, treebank: str | None = None) -> list[Sentence]:
-        """Parsed sentences of ``x`` (see :meth:`to_sentences`): every column predicted by the parse stage
-        (``keep``: input columns kept instead, see :meth:`g2gt.ud.parse.Parser.parse`), DEPS by the enhance
-        stage with ``enhanced=True``. The other arguments are the parser's (``treebank``: for a parser trained on
-        several treebanks, whose conventions to follow; see :attr:`g2gt.ud.parse.Parser.treebank`)."""
+                 batch_tokens: int | None = None, progress: bool = False, treebank: str | None = None,
+                 **old: Any) -> Document:
+        """The :class:`~g2gt.ud.document.Document` of ``x`` (see :meth:`to_sentences`; ``doc.text`` is ``x``
+        for raw text, less its control characters: :func:`g2gt.ud.limits.drop_control_characters`): every column predicted by the parse stage (``keep``: input columns kept instead, see
+        :meth:`g2gt.ud.parse.Parser.parse`), DEPS by the enhance stage with ``enhanced=True``, then the stages
+        you added. ``batch_tokens``: padded words per model batch (default :data:`BATCH_TOKENS`). The other
+        arguments are the parser's (``treebank``: for a parser trained on several treebanks, whose
+        conventions to follow; see :attr:`g2gt.ud.parse.Parser.treebank`)."""
+        options = dict(enhanced=enhanced, keep=keep, refine_steps=refine_steps, algorithm=algorithm,
+                       use_input_graph=use_input_graph, batch_tokens=batch_tokens, progress=progress,
+                       treebank=treebank)
+        old_budget = deprecated(old, "max_tokens", "batch_tokens", "Pipeline.__call__")
+        _no_more(old, "Pipeline.__call__")
+        if options["batch_tokens"] is None:
+            options["batch_tokens"] = old_budget
+        self._check_options(enhanced, keep)
+        if isinstance(x, str):
+            x = drop_control_characters(x)  # the text the tokenizer reads, which the offsets point into
+        sentences = limit_sentence_words(self.to_sentences(x))  # bounded memory: see g2gt.ud.limits
+        return Document(self.run_stages(sentences, **options), x if isinstance(x, str) else None, self.name)
+
+    parse = __call__
+
+    def _check_options(self, enhanced: bool, keep: Iterable[str] | str = ()) -> None:
         from .parse.columns import check_keep
 
         if enhanced:
             if "deps" in check_keep(keep):
                 raise ValueError("enhanced=True predicts DEPS; it cannot also keep the input's DEPS (keep='deps')")
-            if self.enhancer is None:
+            if "enhance" not in self._stages:
                 raise ValueError(f"this model ({self.source or 'in memory'}) has no enhanced-UD stage; load a model "
                                  "folder with enhancer.pt (e.g. the shipped 'en_combined') or set pipeline.enhancer")
-        sentences = self.to_sentences(x)
-        if self.parse_stage is None:  # trees from elsewhere (another parser, gold) go to the enhancer as they are
-            out = sentences
-        else:
-            extra = {} if treebank is None else {"treebank": treebank}  # swapped-in stages need not know it
-            out = self.parse_stage.parse(sentences, refine_steps=refine_steps, algorithm=algorithm,
-                                         use_input_graph=use_input_graph, max_tokens=max_tokens, progress=progress,
-                                         keep=keep, **extra)
-        if enhanced:
-            out = self.enhancer.enhance(out, max_tokens=max_tokens, progress=progress)
+
+    def run_stages(self, sentences: list[Sentence], *, enhanced: bool = False, keep: Iterable[str] | str = (),
+                   refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
+                   batch_tokens: int | None = None, progress: bool = False,
+                   treebank: str | None = None) -> list[Sentence]:
+        """Every stage after ``tokenize`` on ``sentences``, in order (see :meth:`__call__` for the options)."""
+        n = BATCH_TOKENS if batch_tokens is None else int(batch_tokens)
+        out = sentences
+        for name in list(self._stages)[1:]:
+            if name == "parse":  # trees from elsewhere (another parser, gold) go to the enhancer as they are
+                parser = self.parse_stage
+                extra = {} if treebank is None else {"treebank": treebank}  # swapped-in stages need not know it
+                out = parser.parse(out, refine_steps=refine_steps, algorithm=algorithm,
+                                   use_input_graph=use_input_graph, progress=progress, keep=keep,
+                                   **budget(parser.parse, n), **extra)
+            elif name == "enhance":
+                if enhanced:
+                    enhancer = self.enhancer
+                    out = enhancer.enhance(out, progress=progress, **budget(enhancer.enhance, n))
+            else:
+                out = list(self._get(name)(out))
         return out
 
-    parse = __call__
+    def pipe(self, texts: Iterable, *, batch_tokens: int | None = None, n_process: int = 1, **options: Any
+             ) -> Iterator[Document]:
+        """One :class:`~g2gt.ud.document.Document` per item of ``texts`` (raw text, or anything
+        :meth:`__call__` takes), in order. Consecutive texts are segmented and parsed in shared batches
+        (:func:`g2gt.ud.pipe.text_groups`), so many short texts run much faster than one call each;
+        ``n_process`` > 1 runs the groups in that many worker processes (the pipeline must come from
+        :meth:`load`; see :mod:`g2gt.ud.parallel`), with the same output. ``options``: :meth:`__call__`'s."""
+        from .pipe import pipe_documents
 
-    def stream(self, sentences: Iterable[Sentence], chunk: int = 2000, stats: dict | None = None,
-               **kwargs) -> Iterator[Sentence]:
-        """:meth:`__call__` over a stream of sentences, ``chunk`` at a time (memory does not grow with the
-        input); counts ``sentences`` and ``words`` into ``stats`` when given."""
+        old_budget = deprecated(options, "max_tokens", "batch_tokens", "Pipeline.pipe")
+        options["batch_tokens"] = batch_tokens if batch_tokens is not None else old_budget
+        return pipe_documents(self, texts, n_process, options)
+
+    def stream(self, sentences: Iterable[Sentence], chunk_sentences: int = CHUNK_SENTENCES,
+               stats: dict | None = None, **kwargs) -> Iterator[Sentence]:
+        """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time (memory does not grow
+        with the input); counts ``sentences`` and ``words`` into ``stats`` when given."""
+        old = deprecated(kwargs, "chunk", "chunk_sentences", "Pipeline.stream")
+        chunk_sentences = old if old is not None else chunk_sentences
         it = iter(sentences)
-        while part := list(islice(it, chunk)):
+        while part := list(islice(it, chunk_sentences)):
             if stats is not None:
                 stats["sentences"] = stats.get("sentences", 0) + len(part)
                 stats["words"] = stats.get("words", 0) + sum(len(s) for s in part)
             yield from self(part, **kwargs)
 
     def __repr__(self) -> str:
-        names = ", ".join(f"{k}={type(v).__name__}" for k, v in
-                          (("tokenize", self.tokenize), ("parse", self.parse_stage),
-                           ("enhance", self._enhance or self._enhance_loader)) if v is not None)
-        return f"Pipeline({self.source or 'in memory'}: {names})"
+        names = ", ".join(f"{k}={_stage_name(v)}" for k, v in self._stages.items())
+        return f"Pipeline({self.name or 'in memory'}: {names})"
+
+
+def _stage_name(stage: Any) -> str:
+    """A stage's class for ``repr`` (a function by its name; a lazy stage by the class it will load)."""
+    if isinstance(stage, LazyStage):
+        return stage.cls_name + ("" if stage.loaded else " (not loaded yet)")
+    if inspect.isfunction(stage) or inspect.ismethod(stage):
+        return f"{stage.__qualname__}()"
+    return type(stage).__name__
+
+
+def _configured(stage: Any, options: dict | None, name: str) -> Any:
+    """``stage`` with the ``config`` options of ``name`` set as attributes (each must exist)."""
+    for key, value in (options or {}).items():
+        if key.startswith("_") or not hasattr(stage, key):
+            public = sorted(k for k, v in vars(stage).items() if not k.startswith("_") and
+                            isinstance(v, (int, float, str, bool, type(None))))
+            raise ValueError(f"config[{name!r}]: {type(stage).__name__} has no option {key!r}; it has "
+                             f"{', '.join(public) or 'none'}")
+        setattr(stage, key, value)
+    return stage

@@ -44,14 +44,14 @@ class PipelineActor:
     """The callable class of :func:`parse_dataset`: ``batch -> batch`` with ``parsed`` (CoNLL-U),
     ``error``, ``sentences`` and ``words`` columns added. A row holds ``text`` (raw text) or ``conllu``."""
 
-    def __init__(self, recipe: Recipe, options: dict, chunk: int = PARSE_CHUNK, threads: int = 1) -> None:
+    def __init__(self, recipe: Recipe, options: dict, chunk_sentences: int = PARSE_CHUNK, threads: int = 1) -> None:
         if threads > 0:
             import torch
 
             torch.set_num_threads(threads)
         self.nlp = recipe().nlp
         self.options = check_options(options)
-        self.chunk = chunk
+        self.chunk = chunk_sentences
 
     def parse_document(self, text: str | None, conllu: str | None, name: str) -> tuple[str, int, int]:
         """``(CoNLL-U, sentences, words)`` of one document."""
@@ -86,6 +86,14 @@ class PipelineActor:
         return {**batch, "parsed": parsed, "error": errors, "sentences": sents, "words": words}
 
 
+def _renamed(options: dict, old: str, new: str, where: str, value: Any) -> Any:
+    """``options[old]`` (an old keyword name, with a DeprecationWarning) if given, else ``value``."""
+    from .pipeline import deprecated
+
+    given = deprecated(options, old, new, where)
+    return value if given is None else given
+
+
 def _value(column, i: int) -> str | None:
     """Row ``i`` of a string column, None where it is null (Ray turns a null cell into NaN or None)."""
     if column is None:
@@ -94,17 +102,21 @@ def _value(column, i: int) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def parse_dataset(ds, model: str = DEFAULT_MODEL, *, actors: int = 2, device: str = "cpu", dtype: str | None = "auto",
-                  tokenizer: str = "auto", chunk: int = PARSE_CHUNK, threads: int = 1, **options: Any):
+def parse_dataset(ds, name_or_path: str = DEFAULT_MODEL, *, actors: int = 2, device: str = "cpu",
+                  dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
+                  threads: int = 1, **options: Any):
     """``ds`` (a ``ray.data.Dataset`` with a ``text`` or a ``conllu`` column, any others kept) mapped through
     ``actors`` :class:`PipelineActor` actors; returns the lazy Dataset with ``parsed`` / ``error`` /
     ``sentences`` / ``words`` added. ``options``: ``Pipeline.__call__``'s (keep, enhanced, refine_steps,
-    algorithm, use_input_graph, max_tokens)."""
+    algorithm, use_input_graph, batch_tokens). ``model=`` / ``chunk=`` are the old names of ``name_or_path`` /
+    ``chunk_sentences`` (DeprecationWarning)."""
     from ray.data import ActorPoolStrategy
 
-    recipe = Recipe(str(model), str(device), dtype, tokenizer)
+    name_or_path = _renamed(options, "model", "name_or_path", "parse_dataset", name_or_path)
+    chunk_sentences = _renamed(options, "chunk", "chunk_sentences", "parse_dataset", chunk_sentences)
+    recipe = Recipe(str(name_or_path), str(device), dtype, tokenizer)
     return ds.map_batches(PipelineActor, fn_constructor_kwargs=dict(recipe=recipe, options=check_options(options),
-                                                                    chunk=chunk, threads=threads),
+                                                                    chunk_sentences=chunk_sentences, threads=threads),
                           batch_size=1, compute=ActorPoolStrategy(size=actors), num_cpus=max(1, threads))
 
 
@@ -154,8 +166,9 @@ def _file_rows(src: str, dst: str, kind: str, chunk: int, check_trees: bool) -> 
 
 
 def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: str = "conllu", resume: bool = False,
-                actors: int | None = None, model: str = DEFAULT_MODEL, device: str = "cpu", dtype: str | None = "auto",
-                tokenizer: str = "auto", chunk: int = PARSE_CHUNK, num_cpus: int | None = None,
+                actors: int | None = None, name_or_path: str = DEFAULT_MODEL, device: str = "cpu",
+                dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
+                num_cpus: int | None = None,
                 object_store_memory: int | None = None, rows_per_run: int = ROWS_PER_RUN,
                 log=sys.stderr, **options: Any) -> FilesReport:
     """One CoNLL-U file per input in ``output_dir`` through Ray (see the module docstring); ``actors``
@@ -164,6 +177,8 @@ def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: s
     import ray
     import ray.data
 
+    name_or_path = _renamed(options, "model", "name_or_path", "parse_files", name_or_path)
+    chunk = _renamed(options, "chunk", "chunk_sentences", "parse_files", chunk_sentences)
     todo, skipped = plan_files(inputs, output_dir, resume)
     report = FilesReport(skipped=[str(d) for _, d in skipped])
     if not todo:
@@ -178,8 +193,8 @@ def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: s
     try:
         while run := list(islice(rows, rows_per_run)):
             ds = ray.data.from_items(run)
-            for row in parse_dataset(ds, model, actors=n_actors, device=device, dtype=dtype, tokenizer=tokenizer,
-                                     chunk=chunk, **options).iter_rows():
+            for row in parse_dataset(ds, name_or_path, actors=n_actors, device=device, dtype=dtype,
+                                     tokenizer=tokenizer, chunk_sentences=chunk, **options).iter_rows():
                 writer.add(row)
     finally:
         writer.close()

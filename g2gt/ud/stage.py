@@ -19,6 +19,25 @@ Each class has the same protocol:
   model's config dataclass as a dict, the task's vocabularies, the training record and ``kind``);
 * ``stage(x)``: sentences in, new sentences out.
 
+**Your own stage.** A stage of your own is a callable ``list[Sentence] -> list[Sentence]`` (it may edit the
+sentences in place and return them). Add one to one pipeline with :meth:`g2gt.ud.pipeline.Pipeline.add_stage`, or
+register a factory so that every :func:`g2gt.load` adds it::
+
+    from g2gt.ud.stage import register_stage
+
+    @register_stage("sentiment", after="parse")         # runs right after the parser
+    def make_sentiment(context, lexicon="default"):      # context: StageContext; options from load(config=...)
+        return SentimentTagger(lexicon)                  # or None: this model has no such stage, skip it
+
+    nlp = g2gt.load(config={"sentiment": {"lexicon": "mine"}})   # exclude=("sentiment",) leaves it out
+
+A stage that ships with a model (a ``coref`` stage after ``parse`` reading ``coref.pt`` from the model folder)
+is registered the same way, in the module that defines it, with ``file="coref.pt"``: its factory gets the
+folder in ``context.folder`` and returns None when the file is not there; ``lazy=True`` loads it on first use
+(``nlp.stages`` never loads anything), with ``cls_name`` naming its class in ``repr(nlp)`` until then.
+The module must be imported before :func:`g2gt.load` (worker processes of ``nlp.pipe(n_process=N)`` import
+it again from its name, so it cannot be a script's ``__main__``).
+
 ``dtype`` (:func:`inference_dtype`): ``"auto"`` picks the fastest precision for the device that keeps the
 stage's accuracy (:func:`fast_inference_dtype`; int8 only for stages measured with it), ``"float32"`` /
 ``"bfloat16"`` / ``"int8"`` or a ``torch.dtype`` force one, ``None`` keeps the stored weights' dtype cast to
@@ -28,13 +47,15 @@ float32.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
 
-__all__ = ["STAGE_FILES", "STAGE_ORDER", "fast_inference_dtype", "inference_dtype", "prepare_for_inference",
+__all__ = ["STAGE_FILES", "STAGE_ORDER", "StageContext", "StageSpec", "LazyStage", "register_stage", "registered_stages",
+           "unregister_stage", "resolve_device", "fast_inference_dtype", "inference_dtype", "prepare_for_inference",
            "stage_checkpoint", "save_stage", "checkpoint_record", "RECORD_KEYS"]
 
 #: stage name -> its file in a model folder, in pipeline order
@@ -136,3 +157,102 @@ RECORD_KEYS = ("model_config", "task", "train_config", "step", "best")
 def checkpoint_record(ck: dict) -> dict:
     """The non-weight part of a loaded checkpoint that a stage keeps for :func:`save_stage`."""
     return {k: ck[k] for k in RECORD_KEYS if k in ck}
+
+
+# --------------------------------------------------------------------------- devices
+def resolve_device(device: str | torch.device = "auto") -> str:
+    """``"auto"`` -> ``"cuda"`` when a GPU is available, else ``"cpu"``; any other name is checked and kept
+    (a ``ValueError`` for a name that is not a device, or for CUDA on a machine without it)."""
+    if str(device) == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"device={device!r} is not a device; expected 'auto', 'cpu', 'cuda' or 'cuda:N'") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}: CUDA is not available on this machine; use device='cpu' or 'auto'")
+    return str(device)
+
+
+# --------------------------------------------------------------------------- the stage registry
+@dataclass(frozen=True)
+class StageContext:
+    """What a stage factory gets: the model ``folder`` (None for a parser checkpoint or training folder),
+    the ``name_or_path`` given to ``load``, the resolved ``device``, ``dtype`` and the model ``card``."""
+
+    folder: Path | None
+    name_or_path: str
+    device: str
+    dtype: Any
+    card: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """A registered stage: its ``name``, ``factory(context, **options) -> stage | None``, where it goes
+    (``after`` a stage name), whether it is built on first use (``lazy``), its class name for ``repr``
+    (``cls_name``) and the model-folder ``file`` it reads, if any."""
+
+    name: str
+    factory: Callable[..., Any]
+    after: str = "parse"
+    lazy: bool = False
+    cls_name: str | None = None
+    file: str | None = None
+
+
+_REGISTRY: dict[str, StageSpec] = {}
+BUILTIN_STAGES = ("tokenize", "parse", "enhance")
+
+
+def register_stage(name: str, *, after: str = "parse", lazy: bool = False, cls_name: str | None = None,
+                   file: str | None = None) -> Callable[[Callable], Callable]:
+    """Decorator: register ``factory(context: StageContext, **options)`` as stage ``name``, placed right
+    after the stage ``after`` (``tokenize``, ``parse``, ``enhance`` or another registered one) in every
+    pipeline :meth:`~g2gt.ud.pipeline.Pipeline.load` builds (see the module docstring). Registering a name
+    again replaces the earlier factory."""
+    if not name or not isinstance(name, str) or name in BUILTIN_STAGES:
+        raise ValueError(f"register_stage: the name must be a new non-empty string, not one of "
+                         f"{', '.join(BUILTIN_STAGES)} (got {name!r})")
+
+    def deco(factory: Callable) -> Callable:
+        if not callable(factory):
+            raise TypeError(f"register_stage({name!r}) decorates a factory function, got {factory!r}")
+        _REGISTRY[name] = StageSpec(name, factory, after, lazy, cls_name, file)
+        return factory
+
+    return deco
+
+
+def unregister_stage(name: str) -> None:
+    """Forget a registered stage (pipelines already built keep it)."""
+    _REGISTRY.pop(name, None)
+
+
+def registered_stages() -> dict[str, StageSpec]:
+    """Name -> :class:`StageSpec` of the registered stages, in registration order."""
+    return dict(_REGISTRY)
+
+
+class LazyStage:
+    """A stage built on first use: ``loader()`` is called once by :meth:`get`; until then ``repr`` names
+    ``cls_name`` and says it is not loaded (so listing a pipeline's stages loads nothing)."""
+
+    def __init__(self, loader: Callable[[], Any], cls_name: str, file: str | os.PathLike | None = None) -> None:
+        self.loader, self.cls_name, self.file = loader, cls_name, file
+        self._stage: Any = None
+        self._loaded = False
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def get(self) -> Any:
+        if not self._loaded:
+            self._stage, self._loaded = self.loader(), True
+        return self._stage
+
+    def __repr__(self) -> str:
+        if self._loaded:
+            return repr(self._stage)
+        return f"{self.cls_name}(not loaded yet" + (f": {Path(self.file).name})" if self.file else ")")

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from g2gt.data import EWT_SAMPLE_DEV
+from g2gt.ud.models import DEFAULT_MODEL
 from g2gt.ud.corpus import output_name, plan_files
 from g2gt.ud.pool import JobError, ProcessPool, WorkerLost
 from fixture_paths import FIXTURES_MT
@@ -100,14 +101,14 @@ def test_output_names_and_plan(tmp_path):
 def nlp():
     import g2gt
 
-    return g2gt.load("en_ewt")
+    return g2gt.load(DEFAULT_MODEL)
 
 
 @pytest.fixture(scope="module")
 def engine():
     from g2gt.ud.parallel import ParallelPipeline
 
-    with ParallelPipeline("en_ewt", workers=2, chunk=60) as pp:
+    with ParallelPipeline(DEFAULT_MODEL, workers=2, chunk_sentences=60) as pp:
         yield pp
 
 
@@ -138,7 +139,7 @@ def test_raw_text_sentence_ids_across_blocks_match_one_process(nlp, engine, samp
 
 def test_parse_text_is_byte_identical_to_one_process(nlp, engine, sample):
     text = _text(sample[:100])
-    kw = dict(max_tokens=400)  # many batches, several jobs per chunk, several chunks
+    kw = dict(batch_tokens=400)  # many batches, several jobs per chunk, several chunks
     one = "".join(s.serialize() for s in nlp.stream(nlp.text_sentences(text), engine.chunk, **kw))
     stats: dict = {}
     many = "".join(engine.parse_text(text, stats, **kw))
@@ -148,7 +149,7 @@ def test_parse_text_is_byte_identical_to_one_process(nlp, engine, sample):
 
 def test_conllu_enhanced_is_byte_identical_to_one_process(nlp, engine, sample):
     part = sample[:80]
-    kw = dict(max_tokens=300, enhanced=True, keep=("lemma",))
+    kw = dict(batch_tokens=300, enhanced=True, keep=("lemma",))
     one = "".join(s.serialize() for s in nlp.stream(part, engine.chunk, **kw))
     many = "".join(engine.parse_sentences(part, **kw))
     assert many == one
@@ -159,7 +160,7 @@ def test_killed_worker_mid_run_loses_and_doubles_nothing(nlp, engine, sample):
     from g2gt.ud.io import parse_conllu_string
 
     part = sample[:80]
-    kw = dict(max_tokens=300)
+    kw = dict(batch_tokens=300)
     killed = []
 
     def kill_once(n: int) -> None:
@@ -261,6 +262,28 @@ def test_translate_workers_give_the_lines_of_one_process(tmp_path):
         one += [next(hyps).replace("\n", " ") if x.strip() else "" for x in part]
     many = list(translations_parallel(str(tmp_path), "cpu", 2, iter(lines), False, kw, chunk=4))
     assert many == one and len(many) == len(lines) and many[7] == many[8] == ""
+
+
+def _head_agreement(a, b) -> float:
+    pairs = [(x, y) for d, e in zip(a, b) for s, t in zip(d, e) for x, y in zip(s.heads, t.heads)]
+    return sum(x == y for x, y in pairs) / max(1, len(pairs))
+
+
+def test_pipe_n_process_2_yields_the_documents_of_one_process(nlp, engine, sample):
+    """nlp.pipe(n_process=2) and ParallelPipeline.pipe: one Document per text, in order, the same groups as
+    nlp.pipe() in this process (so the same tokens, offsets and sentence ids)."""
+    texts = [_text(sample[i:i + 7], 3) for i in range(0, 70, 7)] + ["", "  Short one.  "]
+    one = list(nlp.pipe(texts))
+    two = list(nlp.pipe(texts, n_process=2))
+    via_engine = list(engine.pipe(texts))
+    for docs in (two, via_engine):
+        assert [d.text for d in docs] == texts
+        assert [[t for t in d.tokens] for d in docs] == [[t for t in d.tokens] for d in one]
+        assert [[s.sent_id for s in d] for d in docs] == [[s.sent_id for s in d] for d in one]
+        assert _head_agreement(one, docs) >= 0.95  # the same batches; margin for a near tie on another core
+    alone = [nlp(t) for t in texts]
+    assert [[s.forms for s in d] for d in one] == [[s.forms for s in d] for d in alone]
+    assert _head_agreement(one, alone) >= 0.9  # batch-mates change padding, not the parse
 
 
 # ---------------------------------------------------------------------------- every parse option reaches the workers

@@ -14,6 +14,7 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
 
 from g2gt.data import EWT_SAMPLE_DEV  # noqa: E402
+from g2gt.ud.models import DEFAULT_MODEL  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def cluster():
 def nlp():
     import g2gt
 
-    return g2gt.load("en_ewt")
+    return g2gt.load(DEFAULT_MODEL)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def test_parse_files_writes_one_output_per_input_same_bytes_and_a_bad_file_fails
     lines[4] = lines[4].replace("\t", " ")
     bad.write_text("\n".join(lines), encoding="utf-8")
     out = tmp_path / "out"
-    report = parse_files([a, bad, b], out, chunk=10, log=None)  # Ray is already connected: the test's cluster
+    report = parse_files([a, bad, b], out, chunk_sentences=10, log=None)  # Ray is already connected: the test's cluster
     assert sorted(report.done) == [str(out / "a.conllu"), str(out / "b.conllu")]
     assert len(report.failed) == 1 and report.failed[0][1].startswith(f"{bad}:5:")
     assert (out / "a.conllu").read_text(encoding="utf-8") == _one_process(nlp, sample[:25], 10)
@@ -92,7 +93,7 @@ def test_dataset_of_texts_survives_a_killed_actor_nothing_lost_or_doubled(cluste
     rows_in[3] = {"id": 3, "text": None, "conllu": to_conllu_string(sample[:4])}  # a CoNLL-U document among texts
     ds = ray.data.from_items(rows_in)
     rows, killed = [], []
-    for row in parse_dataset(ds, "en_ewt", actors=2).iter_rows():
+    for row in parse_dataset(ds, DEFAULT_MODEL, actors=2).iter_rows():
         rows.append(row)
         if not killed:
             pids = _actor_pids()
