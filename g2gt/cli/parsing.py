@@ -18,8 +18,11 @@ from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, E
 from .common import (
     UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path, check_input_path,
     check_output_path, data_file_arg, field_default, non_negative_int, option_values, progress_enabled,
+    signature_default,
 )
 from .training import ENCODER_HELP, add_training_groups, start_run
+from ..ud.parse.config import PARSER_TRAIN_DEFAULTS
+from ..ud.parse import train as _parser_train  # torch-free until train_parser is called
 
 # ---------------------------------------------------------------------------- options and CLI defaults
 MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "attention_dropout", "max_distance",
@@ -32,12 +35,12 @@ MODEL_HELP = ENCODER_HELP | {
     "char_dim": "character embedding width",
     "head_dropout": "dropout before the arc / label / tag scorers",
 }
-# `g2gt train parser` trains the README's parser (d_model 256, 4 layers, 8 heads, FFN 512), smaller than
-# ParserConfig's library defaults; the learning rate and clipping are the ones it was tuned with.
-MODEL_CLI_DEFAULTS = {"num_layers": 4, "ffn_dim": 512, "dropout": 0.15}
+# The defaults live in the parser recipe (g2gt.ud.parse.config: ParserConfig, PARSER_TRAIN_DEFAULTS) and in
+# train_parser's signature; the command reads them there and sets none of its own.
+MODEL_CLI_DEFAULTS: dict = {}
 TRAIN_OPTIONS = ("lr", "weight_decay", "warmup", "warmup_steps", "schedule", "cooldown", "grad_clip", "accum_steps",
                  "amp", "max_minutes", "max_steps", "epochs", "eval_every", "save_every", "seed")
-TRAIN_CLI_DEFAULTS = {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 200}
+TRAIN_CLI_DEFAULTS = {k: v for k, v in PARSER_TRAIN_DEFAULTS.items() if k in TRAIN_OPTIONS}
 TASK_OPTIONS = ("refine_train", "refine_steps", "corrupt_max", "min_freq", "lowercase", "word_dropout", "tags",
                 "treebank_embedding", "average_last")
 TASK_HELP = {
@@ -56,7 +59,7 @@ TASK_HELP = {
                     "evaluation, or every --save-every updates) and write their average to OUT/averaged.pt at the "
                     "end, with its dev scores (0 = off)",
 }
-TRAIN_BATCH_TOKENS = 1500
+TRAIN_BATCH_TOKENS = signature_default(_parser_train.train_parser, "batch_tokens")
 # demo: a small, fast model for a few minutes on the shipped sample
 DEMO_MODEL = dict(d_model=128, num_layers=3, num_heads=4, ffn_dim=256, dropout=0.1, arc_dim=128, char_filters=128)
 DEMO_TRAIN = dict(lr=2e-3, grad_clip=5.0, eval_every=0)
@@ -141,7 +144,7 @@ def run_train(args: argparse.Namespace) -> int:
               + " and vocabulary" + (f" ({', '.join(unused)} not used)" if unused else ""), file=sys.stderr)
     tc = start_run(args, TRAIN_OPTIONS, device, "las", init_from=args.init_from)
     _, history = train_parser(train, dev, args.out, model, tc,
-                              max_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
+                              batch_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
     best = max(_all_evaluations(Path(args.out) / "log.jsonl") or history, key=lambda h: h.get("las", 0), default={})
     others = "".join(f"; {k[:-4]} LAS {v:.2f}" for k, v in best.items() if k.endswith(".las"))
     print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (internal, step {best.get('step', '?')}, the "
@@ -177,6 +180,7 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
     p.epilog = (
         "examples:\n"
         "  g2gt parse --text 'He sat. Then he left.'                  # the shipped en_combined model\n"
+        "  g2gt parse --text 'He sat.' --format json   # JSON with character offsets (= Document.to_json())\n"
         "  g2gt parse --raw story.txt -o story.conllu --enhanced      # a raw-text document, DEPS too\n"
         "  echo 'The cat sat.' | g2gt parse --raw -\n"
         "  g2gt parse dev.conllu -o pred.conllu --keep lemma,feats   # keep the input's LEMMA and FEATS\n"
@@ -196,7 +200,10 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
                         f"(default: {DEFAULT_MODEL}, shipped in the package)")
     p.add_argument("input", nargs="*", metavar="INPUT", help="CoNLL-U file (plain or .gz), or - for stdin (several "
                    "with --output-dir)")
-    p.add_argument("-o", "--output", metavar="FILE", help="output CoNLL-U (default: stdout)")
+    p.add_argument("-o", "--output", metavar="FILE", help="output file (default: stdout)")
+    p.add_argument("--format", choices=["conllu", "json"], default="conllu",
+                   help="conllu (default), or json: one JSON object, the same as Document.to_json() in Python "
+                        "(sentences, tokens and words with character offsets into the text, every column)")
     p.add_argument("--in-place", action="store_true", help="write the output over INPUT (needed when -o is INPUT)")
     p.add_argument("--text", help="raw text to tokenize, split into sentences and parse instead of an input file")
     p.add_argument("--raw", metavar="FILE", default=None, nargs="+",
@@ -317,12 +324,17 @@ def run_parse(args: argparse.Namespace) -> int:
     from .scale import normalize_inputs, run_files, run_workers, uses_files
 
     if uses_files(args):  # INPUTS... --output-dir DIR, local workers or Ray
+        if args.format != "conllu":
+            raise UsageError("--output-dir / --ray write one CoNLL-U file per input; --format json is for one "
+                             "input (give it without --output-dir)")
         _check_keep_args(args)
         return run_files(args, apply_runtime(args), _parse_kwargs(args))
     normalize_inputs(args)
     output = _check_parse_args(args)
     device = apply_runtime(args)
     source = _open_input(args)  # opens and checks the input before the model is loaded
+    if args.workers > 1 and args.format == "json":
+        return _json_workers(args, source, output, device)
     if args.workers > 1:
         return run_workers(args, source, output, device, _parse_kwargs(args))
     from ..ud.io import write_conllu
@@ -336,15 +348,51 @@ def run_parse(args: argparse.Namespace) -> int:
     if args.enhanced and nlp.enhancer is None:
         raise UsageError(f"--enhanced: the model {args.model} has no enhanced-UD part (enhancer.pt); use a "
                          "model folder that has one (e.g. the shipped en_combined) or 'g2gt enhance --model M'")
+    if isinstance(source, str):
+        from ..ud.limits import drop_control_characters
+
+        source = drop_control_characters(source)  # as nlp(text) does: the text --format json's offsets point into
     sentences = nlp.text_sentences(source) if isinstance(source, str) else source
     kw = _parse_kwargs(args)
     stats = {"sentences": 0, "words": 0}
     t0 = time.time()
-    write_conllu(nlp.stream(sentences, PARSE_CHUNK, stats, **kw), output)
+    parsed = nlp.stream(sentences, PARSE_CHUNK, stats, **kw)
+    if args.format == "json":
+        write_document(parsed, source, nlp.name, output)
+    else:
+        write_conllu(parsed, output)
     dt = time.time() - t0
     print(f"parsed {stats['sentences']} sentences, {stats['words']} words in {dt:.2f}s "
           f"({stats['words'] / max(dt, 1e-9):.0f} words/s)", file=sys.stderr)
     return 0
+
+
+def _json_workers(args: argparse.Namespace, source, output: str, device: str) -> int:
+    """``--format json --workers N``: the workers' CoNLL-U read back into sentences (a lossless round trip),
+    then one Document, as with one process."""
+    from ..ud.io import parse_conllu_string
+    from ..ud.parallel import ParallelPipeline
+
+    kw = {k: v for k, v in _parse_kwargs(args).items() if k != "progress"}
+    tokenizer = args.tokenizer if isinstance(source, str) else "rule"
+    with ParallelPipeline(args.model, args.workers, device=device, dtype=args.dtype, tokenizer=tokenizer,
+                          progress=progress_enabled(args)) as pp:
+        sentences = pp.text_sentences(source) if isinstance(source, str) else source
+        text = "".join(pp.parse_sentences(sentences, **kw))
+        name = pp.pool.run(("info", None, {})).get("name")
+    write_document(parse_conllu_string(text, name="<workers>") if text else [], source, name, output)
+    return 0
+
+
+def write_document(sentences, source, model: str | None, output: str) -> None:
+    """``--format json``: the parsed sentences as one :class:`~g2gt.ud.document.Document`'s ``to_json()``
+    (``source``: the raw text when the input was text, so offsets point into it)."""
+    from ..core.files import open_output
+    from ..ud.document import Document
+
+    doc = Document(sentences, source if isinstance(source, str) else None, model)
+    with open_output(output) as f:
+        f.write(doc.to_json() + "\n")
 
 
 def _parse_kwargs(args: argparse.Namespace) -> dict:
@@ -352,7 +400,7 @@ def _parse_kwargs(args: argparse.Namespace) -> dict:
     kw = dict(refine_steps=args.refine_steps, algorithm=args.algorithm, use_input_graph=args.refine,
               progress=progress_enabled(args), keep=args.keep, enhanced=args.enhanced)
     if args.batch_tokens is not None:
-        kw["max_tokens"] = args.batch_tokens
+        kw["batch_tokens"] = args.batch_tokens
     if getattr(args, "treebank", None) is not None:
         kw["treebank"] = args.treebank
     return kw
@@ -416,7 +464,7 @@ def run_demo(args: argparse.Namespace) -> int:
                      progress=progress_enabled(args))
     # a 2-minute budget buys more from more updates than from refinement training or the tag heads
     parser, _ = train_parser(train, dev[:100], out_dir, DEMO_MODEL, tc, refine_train="none", refine_steps=0,
-                             max_tokens=args.batch_tokens, tags=False)
+                             batch_tokens=args.batch_tokens, tags=False)
     text = args.text or "The dog chased the cat into the garden. I don't think it will rain tomorrow."
     for s in parser.parse(text_to_sentences(text, tokenizer="rule"), progress=False):
         print()

@@ -2,8 +2,9 @@
 
 * :mod:`.adapter`: the only module that calls the model (load, segment, tag / parse);
 * :mod:`.batching`: the dynamic batcher (concurrent requests parsed in one batch, bounded wait);
-* :mod:`.service`: what one batch does (segment together, parse together, one result per request);
-* :mod:`.formats`, :mod:`.jsonout`, :mod:`.schema`: text formats, offsets, the JSON API's shapes;
+* :mod:`.service`: what one batch does (:func:`g2gt.ud.pipe.parse_many`: one Document per request);
+* :mod:`.formats`, :mod:`.schema`: UDPipe's text formats, the JSON API's shapes (its JSON is a
+  :class:`g2gt.ud.document.Document`'s);
 * :mod:`.udpipe`: UDPipe's ``/models`` and ``/process``; :mod:`.limits`: body size and UTF-8 checks;
 * :mod:`.memory`: freed heap memory back to the system when the server is idle;
 * :mod:`.app`: the FastAPI app (routes, the web page in ``static/``); :mod:`.server`: uvicorn on a socket.

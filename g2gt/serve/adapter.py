@@ -2,20 +2,22 @@
 
 Everything else in :mod:`g2gt.serve` sees a :class:`LoadedModel` and :class:`g2gt.ud.io.Sentence` objects, so
 pointing the server at another pipeline class means editing this module only. It uses the library's public
-API: :meth:`g2gt.ud.pipeline.Pipeline.load` (what :func:`g2gt.load` returns), its ``tokenize`` / ``parser`` /
-``enhancer`` stages, ``card``, ``to_sentences`` and ``__call__`` with ``keep`` / ``enhanced`` / ``max_tokens``.
+API: :meth:`g2gt.ud.pipeline.Pipeline.load` (what :func:`g2gt.load` returns), its ``parser`` / ``enhancer``
+stages, ``card``, and :func:`g2gt.ud.pipe.parse_many` (many requests' texts and sentences segmented and parsed
+in shared batches, one :class:`~g2gt.ud.document.Document` each, the failing ones isolated).
 
 UDPipe's steps map onto one call of the pipeline: ``tag=False`` keeps the input's UPOS / XPOS / FEATS /
-LEMMA (``keep=...``); ``parse=False`` puts the input's HEAD / DEPREL back after the call; with neither, the
-model is not called at all.
+LEMMA (``keep=...``); ``parse=False`` puts the input's HEAD / DEPREL back after the call; with neither, only
+the tokenizer runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from ..ud.document import Document
 from ..ud.io import Sentence
 
 __all__ = ["LoadedModel", "load_models", "model_name"]
@@ -69,9 +71,9 @@ class LoadedModel:
     def warm_up(self) -> None:
         """Run every stage once (the enhancer is loaded, lazy initialisation and kernel builds happen now), so
         the first request does not pay for it and worker threads never race to load a stage."""
-        text = WARM_UP_TEXT
-        sentences = [s for part in self.segment_many([text]) for s in part]
-        self.parse(sentences, enhanced=self.has_enhancer)
+        out = self.run([WARM_UP_TEXT], enhanced=self.has_enhancer)[0]
+        if isinstance(out, Exception):
+            raise out
 
     # ------------------------------------------------------------------ facts
     @property
@@ -95,32 +97,44 @@ class LoadedModel:
         return ["g2gt: Graph-to-Graph Transformers"] + ([f"{self.name}: " + "; ".join(facts)] if facts else [])
 
     # ------------------------------------------------------------------ work
-    def segment_many(self, texts: Sequence[str]) -> list[list[Sentence]]:
-        """Raw texts -> their sentences (tokens, multiword tokens, ``SpaceAfter`` in MISC), one list per text.
-        A learned tokenizer reads all texts in shared batches; any other one text at a time."""
-        many = getattr(self.nlp.tokenize, "segment_many", None)
-        if many is not None:
-            return [list(s) for s in many(list(texts))]
-        return [self.nlp.to_sentences(t) for t in texts]
+    def segment(self, texts: Sequence[str]) -> list[list[Sentence]]:
+        """Raw texts -> their sentences (tokens, multiword tokens, ``SpaceAfter`` in MISC), one list per text,
+        all in shared batches (:func:`g2gt.ud.pipe.segment_texts`)."""
+        from ..ud.pipe import segment_texts
 
-    def parse(self, sentences: Sequence[Sentence], tag: bool = True, parse: bool = True,
-              enhanced: bool = False, max_tokens: int = 500) -> list[Sentence]:
-        """Tagged and / or parsed copies of ``sentences`` (see the module docstring for ``tag`` / ``parse``);
-        ``enhanced`` adds DEPS (needs ``parse``). ``max_tokens``: padded words per model batch: the pipeline
-        sorts the sentences by length and cuts them into batches of at most this many, so one long sentence
-        does not pad many short ones (32 random EWT sentences: ~1.25x the words/s of one 3,000-word batch)."""
-        sentences = list(sentences)
-        if not sentences:
-            return []
-        if not (tag or parse):
-            return [s.copy() for s in sentences]
+        return segment_texts(self.nlp, list(texts))
+
+    def run(self, inputs: Sequence[str | list[Sentence]], tag: bool = True, parse: bool = True,
+            enhanced: bool = False, batch_tokens: int = 500,
+            prepare: Callable[[int, list[Sentence]], list[Sentence]] | None = None) -> list[Document | Exception]:
+        """One :class:`Document` per input (raw text or sentences), or the exception that input caused: see
+        the module docstring for ``tag`` / ``parse``; ``enhanced`` adds DEPS (needs ``parse``); ``prepare``:
+        see :func:`g2gt.ud.pipe.parse_many`. ``batch_tokens``: padded words per model batch: sentences are
+        sorted by length and cut into batches of at most this many, so one long sentence does not pad many
+        short ones (32 random EWT sentences: ~1.25x the words/s of one 3,000-word batch)."""
+        from ..ud.pipe import parse_many
+
+        from ..ud.limits import limit_sentence_words
+
+        prepared: dict[int, list[Sentence]] = {}
+
+        def prepare_and_keep(i: int, sentences: list[Sentence]) -> list[Sentence]:
+            prepared[i] = prepare(i, sentences) if prepare is not None else limit_sentence_words(sentences)
+            return prepared[i]
+
         keep = () if tag else TAG_COLUMNS
-        out = self.nlp(sentences, keep=keep, enhanced=enhanced and parse, max_tokens=max_tokens)
-        if not parse:
-            for src, dst in zip(sentences, out):
-                for a, b in zip(src.words, dst.words):
-                    b["head"], b["deprel"] = a["head"], a["deprel"]
-        return out
+        docs = parse_many(self.nlp, list(inputs), errors="return", prepare=prepare_and_keep,
+                          only_tokenize=not (tag or parse), keep=keep, enhanced=enhanced and parse,
+                          batch_tokens=batch_tokens)
+        for i, doc in enumerate(docs):
+            if not isinstance(doc, Document):
+                continue
+            doc.model = self.name
+            if tag and not parse:  # the input's HEAD / DEPREL back
+                for src, dst in zip(prepared[i], doc):
+                    for a, b in zip(src.words, dst.words):
+                        b["head"], b["deprel"] = a["head"], a["deprel"]
+        return docs
 
 
 def load_models(specs: Sequence[str], device: str = "cpu", dtype: str | None = "auto") -> dict[str, LoadedModel]:

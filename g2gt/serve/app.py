@@ -6,7 +6,7 @@ Routes::
     GET  /models            UDPipe: {"models": {name: components}, "default_model": name}
     GET|POST /process       UDPipe: tokenize / tag / parse (see g2gt.serve.udpipe)
     GET  /v1/models         the models with their descriptions and whether they predict enhanced UD
-    POST /v1/parse          JSON in, JSON out (see g2gt.serve.schema; OpenAPI at /docs)
+    POST /v1/parse          JSON in, a Document's JSON out (g2gt.ud.document; OpenAPI at /docs)
     GET  /health            queue and batch counters
 
 Every request that needs a model becomes one job of the :class:`~g2gt.serve.batching.Batcher`; while it
@@ -32,8 +32,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from ..ud.io import sentence_from_words
 from .adapter import LoadedModel
 from .batching import Batcher, Job, QueueFull
-from .formats import RequestError, locate, read_conllu_text, write_conllu
-from .jsonout import sentence_json
+from .formats import RequestError, read_conllu_text
 from .limits import BodyLimit
 from .memory import release_free_memory
 from .openapi_page import openapi_html
@@ -212,26 +211,20 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
         if req.enhanced and not model.has_enhancer:
             raise RequestError(f"enhanced: the model {model.name!r} has no enhanced-UD part")
         if req.text is not None:
-            work = Work(text=req.text, presegmented=req.presegmented)
+            work = Work(text=req.text, presegmented=req.presegmented, id_prefix="s")
         elif req.sentences is not None:
             work = Work(sentences=_tokens_input(req.sentences))
         else:
             work = Work(sentences=read_conllu_text(req.conllu or ""), split_long=False)
-        sentences = await run_job(request, batcher, Options(model.name, enhanced=req.enhanced), work)
-        if req.text is not None:
-            spans = locate(sentences, req.text)
-        else:
-            spans = [locate([s], s.text or "")[0] for s in sentences]
-        svg = None
+        doc = await run_job(request, batcher, Options(model.name, enhanced=req.enhanced), work)
+        out = doc.to_dict()  # the same JSON as g2gt.load()(text).to_json() and g2gt parse --format json
         if req.svg:
             from ..ud.draw import render_svg
 
-            svg = render_svg
-        out = {"model": model.name,
-               "sentences": [sentence_json(s, sp, req.enhanced, svg(s) if svg else None)
-                             for s, sp in zip(sentences, spans)]}
+            for s, d in zip(doc, out["sentences"]):
+                d["svg"] = render_svg(s)
         if req.return_conllu:
-            out["conllu"] = write_conllu(sentences)
+            out["conllu"] = doc.conllu()
         return JSONResponse(out)
 
     @app.get("/health", summary="queue and batch counters")

@@ -1,6 +1,6 @@
 """The JSON API's request and response shapes (pydantic models: validation of requests, OpenAPI at ``/docs``).
 
-Responses are built as plain dicts by :mod:`g2gt.serve.jsonout` (no validation cost per request); the
+Responses are :meth:`g2gt.ud.document.Document.to_dict` (plain dicts, no validation cost per request); the
 response models here document them.
 """
 
@@ -28,7 +28,7 @@ class ParseRequest(BaseModel):
 
 class WordOut(BaseModel):
     id: int
-    form: str
+    text: str = Field(description="the word's form (FORM)")
     lemma: str | None
     upos: str | None
     xpos: str | None
@@ -37,16 +37,18 @@ class WordOut(BaseModel):
     deprel: str | None
     deps: str | None = Field(description="CoNLL-U DEPS text (enhanced graph), when predicted")
     misc: str | None
-    start: int | None = Field(description="character offset in the text (code points); null if not found")
-    end: int | None
+    start_char: int | None = Field(description="offset in the document's text (code points); a word of a "
+                                               "multiword token has its token's span")
+    end_char: int | None
 
 
 class TokenOut(BaseModel):
-    id: str = Field(description="multiword token range, e.g. 2-3")
-    form: str
-    words: list[int]
-    start: int | None
-    end: int | None
+    id: str = Field(description="the word id, or a multiword token's range such as 2-3")
+    text: str = Field(description="the token as written: text[start_char:end_char]")
+    start_char: int | None
+    end_char: int | None
+    words: list[int] = Field(description="ids of its words")
+    misc: str | None = Field(None, description="a multiword token's MISC")
 
 
 class EdgeOut(BaseModel):
@@ -57,7 +59,7 @@ class EdgeOut(BaseModel):
 
 class EmptyNodeOut(BaseModel):
     id: str
-    form: str
+    text: str
     lemma: str | None
     upos: str | None
     deps: str | None
@@ -66,17 +68,21 @@ class EmptyNodeOut(BaseModel):
 class SentenceOut(BaseModel):
     id: str | None
     text: str | None
-    start: int | None = Field(description="offsets into the request's text (text input) or into the sentence's "
-                                          "own text (sentences / conllu input)")
-    end: int | None
+    start_char: int | None = Field(description="offsets into the document's text: the request's text, or the "
+                                               "tokens joined by spaces for sentences / conllu input")
+    end_char: int | None
+    comments: list[str] = Field(description="the sentence's CoNLL-U comment lines")
+    tokens: list[TokenOut] = Field(description="every surface token")
     words: list[WordOut]
-    tokens: list[TokenOut] = Field(description="multiword tokens only")
-    enhanced: list[EdgeOut] | None = Field(None, description="with enhanced=true")
-    empty_nodes: list[EmptyNodeOut] | None = Field(None, description="with enhanced=true")
+    enhanced: list[EdgeOut] | None = Field(None, description="when the sentence has DEPS (enhanced=true)")
+    empty_nodes: list[EmptyNodeOut] | None = Field(None, description="when there are some")
     svg: str | None = Field(None, description="with svg=true")
 
 
 class ParseResponse(BaseModel):
+    """A :class:`g2gt.ud.document.Document`'s ``to_dict()`` (the JSON of ``g2gt parse --format json``)."""
+
     model: str
+    text: str = Field(description="the document's text, which every offset points into")
     sentences: list[SentenceOut]
     conllu: str | None = Field(None, description="with return_conllu=true")

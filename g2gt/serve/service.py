@@ -1,9 +1,10 @@
-"""What a batch of requests does in a worker thread: segment raw texts together, then parse all sentences
-in one call of the model (through :mod:`g2gt.serve.adapter`), then hand each request its own sentences.
+"""What a batch of requests does in a worker thread: every request's input goes to
+:meth:`g2gt.serve.adapter.LoadedModel.run` (:func:`g2gt.ud.pipe.parse_many`: raw texts segmented together,
+all sentences parsed in one call of the model, one :class:`~g2gt.ud.document.Document` per request back).
 
 A request's work is a :class:`Work` (raw text, or sentences already read); requests share a batch when they
-ask for the same :class:`Options` (model and steps). One request's bad input never fails the others: if the
-joint call raises, each request is run alone and only the one that fails gets the error.
+ask for the same :class:`Options` (model and steps). One request's bad input never fails the others: a
+request that fails is answered with its own error and the others are parsed without it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..ud.document import Document
 from ..ud.io import Sentence
 from .adapter import LoadedModel
 from .formats import RequestError, limit_lengths, merge_sentences
@@ -35,12 +37,14 @@ class Options:
 class Work:
     """One request's input: ``text`` (raw, to be segmented; ``presegmented``: one sentence per line) or
     ``sentences`` (tokenized already). ``split_long``: cut sentences over the length limit instead of
-    refusing them."""
+    refusing them. ``id_prefix``: the sentences of a text are numbered ``{id_prefix}1, {id_prefix}2 ...``
+    (``""``: UDPipe's ``1, 2 ...``; ``"s"``: the library's own ids, as ``g2gt parse`` writes them)."""
 
     text: str | None = None
     sentences: list[Sentence] | None = None
     presegmented: bool = False
     split_long: bool = True
+    id_prefix: str = ""
 
     @property
     def size(self) -> int:
@@ -52,7 +56,7 @@ class Work:
 
 class ParseService:
     """The batch runner for :class:`g2gt.serve.batching.Batcher`: ``run(options, works)`` -> for each work
-    its parsed sentences, or the exception it caused."""
+    its :class:`~g2gt.ud.document.Document`, or the exception it caused."""
 
     def __init__(self, models: dict[str, LoadedModel], max_sentence_words: int = 500, batch_tokens: int = 500) -> None:
         self.models = models
@@ -61,64 +65,46 @@ class ParseService:
 
     def run(self, options: Options, works: Sequence[Work]) -> list:
         model = self.models[options.model]
-        inputs: list = [None] * len(works)
-        results: list = [None] * len(works)
-        try:
-            segmented = self._segment(model, works)
-        except Exception as e:  # a segmenter failure: isolate it per request
-            if len(works) == 1:
-                return [_as_request_error(e)]
-            return [self.run(options, [w])[0] for w in works]
-        for i, (w, sents) in enumerate(zip(works, segmented)):
+        inputs: list = []
+        early: dict[int, Exception] = {}
+        for i, w in enumerate(works):
             try:
-                inputs[i] = limit_lengths(sents, self.max_sentence_words, w.split_long)
-            except RequestError as e:
-                results[i] = e
-        todo = [i for i in range(len(works)) if results[i] is None]
-        flat = [s for i in todo for s in inputs[i]]
-        try:
-            parsed = model.parse(flat, options.tag, options.parse, options.enhanced, self.batch_tokens)
-        except Exception as e:
-            if len(todo) == 1:
-                results[todo[0]] = _as_request_error(e)
-                return results
-            for i in todo:  # find the request that breaks the batch; the others still get their parse
-                results[i] = self.run(options, [works[i]])[0]
-            return results
-        k = 0
-        for i in todo:
-            n = len(inputs[i])
-            results[i] = parsed[k:k + n]
-            k += n
-        return results
+                inputs.append(self._input(model, w))
+            except Exception as e:  # a segmenter failure on a presegmented text: that request only
+                early[i] = _as_request_error(e)
+                inputs.append([])
+
+        def prepare(i: int, sentences: list[Sentence]) -> list[Sentence]:
+            w = works[i]
+            if w.sentences is None:  # ids count from 1 in every request
+                for k, s in enumerate(sentences, 1):
+                    s.metadata["sent_id"] = f"{w.id_prefix}{k}"
+            return limit_lengths(sentences, self.max_sentence_words, w.split_long)
+
+        docs = model.run(inputs, options.tag, options.parse, options.enhanced, self.batch_tokens, prepare)
+        out: list = []
+        for i, (w, doc) in enumerate(zip(works, docs)):
+            if i in early:
+                out.append(early[i])
+            elif isinstance(doc, Document):
+                if w.presegmented:
+                    doc.text = w.text or ""
+                out.append(doc)
+            else:
+                out.append(_as_request_error(doc))
+        return out
 
     @staticmethod
-    def _segment(model: LoadedModel, works: Sequence[Work]) -> list[list[Sentence]]:
-        """Every work's sentences; all raw texts (all lines of presegmented ones) in one segmenter call."""
-        texts: list[str] = []
-        plan: list[tuple[int, int]] = []  # (first text, number of texts) per work
-        for w in works:
-            if w.sentences is not None:
-                plan.append((len(texts), 0))
-                continue
-            parts = [line for line in (w.text or "").splitlines() if line.strip()] if w.presegmented else [w.text or ""]
-            plan.append((len(texts), len(parts)))
-            texts.extend(parts)
-        segs = model.segment_many(texts) if texts else []
-        out = []
-        for w, (a, n) in zip(works, plan):
-            if w.sentences is not None:
-                out.append(w.sentences)
-                continue
-            if w.presegmented:
-                lines = [segs[j] for j in range(a, a + n) if segs[j]]
-                sents = [merge_sentences(line, str(k)) for k, line in enumerate(lines, 1)]
-            else:
-                sents = segs[a] if n else []
-            for k, s in enumerate(sents, 1):  # ids count from 1 in every request
-                s.metadata["sent_id"] = str(k)
-            out.append(sents)
-        return out
+    def _input(model: LoadedModel, w: Work) -> str | list[Sentence]:
+        """What the pipeline reads for a work: its text, its sentences, or the lines of a presegmented text
+        segmented (all in one call) and each made one sentence."""
+        if w.sentences is not None:
+            return w.sentences
+        if not w.presegmented:
+            return w.text or ""
+        lines = [line for line in (w.text or "").splitlines() if line.strip()]
+        segs = [s for s in model.segment(lines) if s] if lines else []
+        return [merge_sentences(line, str(k)) for k, line in enumerate(segs, 1)]
 
 
 def _as_request_error(e: Exception) -> Exception:

@@ -24,7 +24,7 @@ from urllib.parse import unquote_to_bytes
 
 from .._version import __version__
 from .adapter import LoadedModel
-from .formats import READERS, WRITERS, RequestError, decode_utf8, locate, surface_tokens
+from .formats import READERS, WRITERS, RequestError, decode_utf8, surface_tokens
 from .service import Options, Work
 
 __all__ = ["parse_urlencoded", "parse_multipart", "ProcessPlan", "plan_process", "finish_process",
@@ -196,10 +196,12 @@ def plan_process(models: Mapping[str, LoadedModel], params: Mapping[str, str]) -
 def finish_process(plan: ProcessPlan, sentences: list) -> dict:
     """The JSON answer of ``/process`` for the processed ``sentences``."""
     if plan.ranges:
-        for s, (_, spans) in zip(sentences, locate(sentences, plan.data)):
-            for tok, idx in surface_tokens(s):
-                span = spans[idx[0]] if idx else None
-                if span is not None:
+        from ..ud.document import token_spans
+
+        for s, spans in zip(sentences, token_spans(sentences, plan.data)):
+            surface = {id(tok) for tok, _ in surface_tokens(s)}
+            for tok, span in zip(s.tokens, spans):
+                if span is not None and id(tok) in surface:
                     misc = tok["misc"] if isinstance(tok["misc"], dict) else {}
                     tok["misc"] = {**misc, "TokenRange": f"{span[0]}:{span[1]}"}
     header = [f"# generator = g2gt {__version__}, g2gt serve", f"# g2gt_model = {plan.model.name}"]

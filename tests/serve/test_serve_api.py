@@ -25,8 +25,8 @@ MAX_WORDS = 40
 
 @pytest.fixture(scope="module")
 def models():
-    loaded = load_models(["en_ewt"])
-    first = loaded["en_ewt"]
+    loaded = load_models(["en_combined"])
+    first = loaded["en_combined"]
     loaded["second"] = LoadedModel("second", first.nlp, {**first.card, "language": "xx"})  # same weights
     return loaded
 
@@ -56,18 +56,18 @@ def test_models_lists_components_and_default(server):
     status, data = server.request("GET", "/models")
     assert status == 200
     info = json.loads(data)
-    assert info["default_model"] == "en_ewt"
-    assert info["models"]["en_ewt"] == ["tokenizer", "tagger", "parser"]
-    assert set(info["models"]) == {"en_ewt", "second"}
+    assert info["default_model"] == "en_combined"
+    assert info["models"]["en_combined"] == ["tokenizer", "tagger", "parser"]
+    assert set(info["models"]) == {"en_combined", "second"}
 
 
 @pytest.mark.parametrize("how", ["urlencoded", "multipart", "get"])
 def test_process_tokenize_tag_parse_matches_the_library(server, models, how):
     status, out = process(server, {"data": TEXT, "tokenizer": "", "tagger": "", "parser": ""}, how)
     assert status == 200, out
-    assert out["model"] == "en_ewt" and out["acknowledgements"]
+    assert out["model"] == "en_combined" and out["acknowledgements"]
     sents = parse_conllu_string(out["result"])
-    direct = models["en_ewt"].nlp(TEXT)
+    direct = models["en_combined"].nlp(TEXT)
     assert [s.forms for s in sents] == [s.forms for s in direct]
     assert [s.heads for s in sents] == [s.heads for s in direct]  # one request = one batch: the same call
     assert [s.upos for s in sents] == [s.upos for s in direct]
@@ -121,9 +121,9 @@ def test_process_tokenizer_options(server):
 
 def test_process_picks_a_model_by_name_or_language(server):
     assert process(server, {"data": TEXT, "tokenizer": "", "model": "second"})[1]["model"] == "second"
-    assert process(server, {"data": TEXT, "tokenizer": "", "model": "en"})[1]["model"] == "en_ewt"
+    assert process(server, {"data": TEXT, "tokenizer": "", "model": "en"})[1]["model"] == "en_combined"
     status, msg = process(server, {"data": TEXT, "model": "cs_pdt"})
-    assert status == 400 and "cs_pdt" in msg and "en_ewt" in msg and "second" in msg
+    assert status == 400 and "cs_pdt" in msg and "en_combined" in msg and "second" in msg
 
 
 @pytest.mark.parametrize("fields, expect", [
@@ -173,18 +173,36 @@ def test_long_sentences_are_split_or_refused(server):
 def test_v1_parse_text_gives_offsets_tags_and_trees(server):
     text = "  I don't know.\n\nHe left early."
     status, out = server.json("/v1/parse", {"text": text, "svg": True, "return_conllu": True})
-    assert status == 200
+    assert status == 200 and out["text"] == text
     assert len(out["sentences"]) == 2
     for s in out["sentences"]:
-        assert text[s["start"]:s["end"]] == s["text"]
+        assert text[s["start_char"]:s["end_char"]] == s["text"]
         assert check_tree([w["head"] for w in s["words"]]) is None
+        for t in s["tokens"]:
+            assert text[t["start_char"]:t["end_char"]] == t["text"]
         for w in s["words"]:
             assert w["upos"] and w["deprel"] and w["lemma"]
-            assert text[w["start"]:w["end"]] in (w["form"], *(t["form"] for t in s["tokens"]))
+            assert text[w["start_char"]:w["end_char"]] in (w["text"], *(t["text"] for t in s["tokens"]))
         assert s["svg"].count('class="word"') == len(s["words"])
-    mwt = out["sentences"][0]["tokens"][0]
-    assert mwt["form"] == "don't" and mwt["words"] == [2, 3] and text[mwt["start"]:mwt["end"]] == "don't"
+    mwt = out["sentences"][0]["tokens"][1]
+    assert mwt["text"] == "don't" and mwt["words"] == [2, 3] and text[mwt["start_char"]:mwt["end_char"]] == "don't"
     assert parse_conllu_string(out["conllu"])[1].forms == ["He", "left", "early", "."]
+
+
+def test_v1_parse_json_is_the_documents_and_the_clis(server, models, capsys):
+    """One JSON for one text: the server's /v1/parse, g2gt.load()(text).to_json() and g2gt parse --format json."""
+    from g2gt.cli.main import main
+
+    text = "I don't think so.  Müller's café opened — in 2019!\n\nA new paragraph."
+    status, served = server.json("/v1/parse", {"text": text})
+    assert status == 200
+    nlp = models["en_combined"].nlp
+    doc = nlp(text)
+    doc.model = "en_combined"  # the name the server gives the model
+    assert served == json.loads(doc.to_json())
+    assert main(["parse", "--model", "en_combined", "--text", text, "--format", "json", "--threads", "1"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert cli == {**served, "model": cli["model"]} and cli["model"] == nlp.name
 
 
 def test_v1_parse_enhanced_edges_match_deps(server):
@@ -200,10 +218,11 @@ def test_v1_parse_enhanced_edges_match_deps(server):
 def test_v1_parse_tokens_and_conllu_input(server):
     status, out = server.json("/v1/parse", {"sentences": [["The", "cat", "sat", "."], ["Yes", "."]]})
     assert status == 200 and [len(s["words"]) for s in out["sentences"]] == [4, 2]
-    assert out["sentences"][0]["words"][1]["start"] == 4  # offsets into the sentence's own text
+    assert out["text"] == "The cat sat . Yes ."  # pre-tokenized: the tokens joined by spaces
+    assert out["sentences"][0]["words"][1]["start_char"] == 4 and out["sentences"][1]["start_char"] == 14
     conllu = "# text = Hi all\n1\tHi\t_\t_\t_\t_\t_\t_\t_\t_\n2\tall\t_\t_\t_\t_\t_\t_\t_\t_\n\n"
     status, out = server.json("/v1/parse", {"conllu": conllu})
-    assert status == 200 and [w["form"] for w in out["sentences"][0]["words"]] == ["Hi", "all"]
+    assert status == 200 and [w["text"] for w in out["sentences"][0]["words"]] == ["Hi", "all"]
 
 
 @pytest.mark.parametrize("payload, expect", [
@@ -267,7 +286,7 @@ def test_concurrent_requests_share_one_batch(server):
         results = [f.result() for f in futures]
     assert all(status == 200 for status, _ in results)
     for text, (_, out) in zip(texts, results):
-        assert [w["form"] for w in out["sentences"][0]["words"]] == text[:-1].split() + ["."]
+        assert [w["text"] for w in out["sentences"][0]["words"]] == text[:-1].split() + ["."]
     assert batcher.stats["batches"] == batches + 1  # all eight in one batch (the held one was counted before)
     assert batcher.stats["max_batch_jobs"] >= len(texts)
 
@@ -293,12 +312,12 @@ def test_two_workers_share_the_models(models):
         with ThreadPoolExecutor(6) as pool:
             results = list(pool.map(lambda t: live.json("/v1/parse", {"text": t}), texts))
         assert live.app.state.batcher.stats["failed"] == 0
-    nlp = models["en_ewt"].nlp
+    nlp = models["en_combined"].nlp
     agree = total = 0
     for text, (status, out) in zip(texts, results):
         assert status == 200
         direct = nlp(text)
-        assert [[w["form"] for w in s["words"]] for s in out["sentences"]] == [s.forms for s in direct]
+        assert [[w["text"] for w in s["words"]] for s in out["sentences"]] == [s.forms for s in direct]
         for s, d in zip(out["sentences"], direct):
             agree += sum(w["head"] == h for w, h in zip(s["words"], d.heads))
             total += len(d)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import platform
+import sys
 import threading
 import time
 
@@ -12,7 +14,7 @@ import pytest
 
 from g2gt.serve.batching import Batcher, Job, QueueFull
 from g2gt.serve.formats import (
-    RequestError, decode_utf8, limit_lengths, locate, merge_sentences, read_horizontal, read_vertical,
+    RequestError, decode_utf8, limit_lengths, merge_sentences, read_horizontal, read_vertical,
     surface_tokens, write_plaintext,
 )
 from g2gt.serve.service import Options, ParseService, Work
@@ -185,10 +187,27 @@ def test_batcher_calls_on_idle_once_per_busy_period():
     batcher.close()
 
 
-def test_release_free_memory_runs():
+def _rss_bytes() -> int:
+    import resource
+
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+@pytest.mark.skipif(not (sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"),
+                    reason="malloc_trim is glibc's; elsewhere release_free_memory is a no-op returning False")
+def test_release_free_memory_gives_freed_heap_back():
+    """200 MB of heap blocks freed behind one live block stay in the process until malloc_trim returns them."""
     from g2gt.serve.memory import release_free_memory
 
-    assert release_free_memory() in (True, False)  # True on glibc; a no-op elsewhere
+    release_free_memory()
+    blocks = [bytearray(100_000) for _ in range(2000)]  # below glibc's mmap threshold: on the heap
+    keep = bytearray(100_000)  # a live block above them, so free() cannot shrink the heap by itself
+    del blocks
+    before = _rss_bytes()
+    assert release_free_memory() is True
+    assert before - _rss_bytes() > 100_000_000
+    del keep
 
 
 # --------------------------------------------------------------------------- formats
@@ -226,17 +245,6 @@ def test_surface_tokens_merge_and_split_keep_multiword_tokens():
     assert limit_lengths([s], max_words=0, split=False) == [s]
 
 
-def test_locate_finds_sentences_and_words():
-    text = "  I don't\nknow.  Yes!"
-    a = _mwt_sentence()
-    b = sentence_from_words(["Yes", "!"], space_after=[False, True])
-    (span_a, words_a), (span_b, words_b) = locate([a, b], text)
-    assert text[span_a[0]:span_a[1]] == "I don't\nknow." and text[span_b[0]:span_b[1]] == "Yes!"
-    assert [text[x:y] for x, y in words_a] == ["I", "don't", "don't", "know", "."]
-    missing = locate([sentence_from_words(["zzz"])], text)
-    assert missing == [(None, [None])]
-
-
 def test_plaintext_writer_rebuilds_or_normalizes():
     (s,) = parse_conllu_string("1\tHi\t_\t_\t_\t_\t_\t_\t_\tSpacesBefore=\\s|SpacesAfter=\\n\\n\n"
                                "2\tthere\t_\t_\t_\t_\t_\t_\t_\tSpaceAfter=No\n3\t!\t_\t_\t_\t_\t_\t_\t_\t_\n\n")
@@ -262,24 +270,29 @@ def test_urlencoded_and_multipart_bodies():
 
 
 # --------------------------------------------------------------------------- the batch runner
-class _FakeModel:
-    """Stands in for :class:`g2gt.serve.adapter.LoadedModel`: 'parses' by copying; fails on the word BOOM."""
+class _FakeParser:
+    """A parse stage that 'parses' by copying and fails on the word BOOM."""
 
-    name = "fake"
     calls = 0
 
-    def segment_many(self, texts):
-        return [[sentence_from_words(t.split())] if t.split() else [] for t in texts]
-
-    def parse(self, sentences, tag=True, parse=True, enhanced=False, max_tokens=500):
+    def parse(self, sentences, refine_steps=None, algorithm="mst", use_input_graph=False, batch_tokens=500,
+              progress=False, keep=()):
         self.calls += 1
         if any("BOOM" in s.forms for s in sentences):
             raise ValueError("word BOOM cannot be parsed")
         return [s.copy() for s in sentences]
 
 
+def _fake_model():
+    from g2gt.serve.adapter import LoadedModel
+    from g2gt.ud.pipeline import Pipeline
+
+    nlp = Pipeline(tokenize=lambda t: [sentence_from_words(t.split())] if t.split() else [], parse=_FakeParser())
+    return LoadedModel("fake", nlp)
+
+
 def test_parse_service_isolates_the_request_that_fails():
-    model = _FakeModel()
+    model = _fake_model()
     service = ParseService({"fake": model}, max_sentence_words=4)
     works = [Work(text="one two"), Work(text="x BOOM y"), Work(sentences=[sentence_from_words(["a", "b"])]),
              Work(text="far too many words here now")]
@@ -288,4 +301,6 @@ def test_parse_service_isolates_the_request_that_fails():
     assert isinstance(out[1], RequestError) and "BOOM" in str(out[1])
     assert [s.forms for s in out[2]] == [["a", "b"]]
     assert [len(s) for s in out[3]] == [4, 2]  # cut, not refused: raw text
+    assert out[0].text == "one two" and out[0].model == "fake"
+    assert model.nlp.parser.calls == 1 + 4  # one joint call, then each request alone to find the bad one
     assert [s.sent_id for s in out[0]] == ["1"]

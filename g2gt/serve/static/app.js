@@ -95,11 +95,13 @@ function renderSentence(sentence, index) {
   section.dataset.sentence = String(index);
   const title = element("h2");
   title.appendChild(element("span", "sid", `#${sentence.id ?? index + 1}`));
-  title.appendChild(document.createTextNode(sentence.text ?? sentence.words.map((w) => w.form).join(" ")));
+  title.appendChild(document.createTextNode(sentence.text ?? sentence.words.map((w) => w.text).join(" ")));
   section.appendChild(title);
   const tree = element("div", "tree");
   // the server's drawing (g2gt.ud.draw: every text in it is XML-escaped), parsed as SVG, not as HTML
   const doc = new DOMParser().parseFromString(sentence.svg, "image/svg+xml");
+  // the heading above already shows the sentence's text: drop the drawing's own title line
+  doc.documentElement.querySelectorAll("text.title").forEach((t) => t.remove());
   tree.appendChild(document.importNode(doc.documentElement, true));
   section.appendChild(tree);
   if (sentence.enhanced) {
@@ -119,7 +121,7 @@ function renderTable(sentence) {
   const head = table.createTHead().insertRow();
   for (const c of COLUMNS) head.appendChild(element("th", "", c));
   const body = table.createTBody();
-  const tokensAt = new Map(sentence.tokens.map((t) => [t.words[0], t]));
+  const tokensAt = new Map(sentence.tokens.filter((t) => t.words.length > 1).map((t) => [t.words[0], t]));
   const emptyAfter = new Map();
   for (const e of sentence.empty_nodes || []) {
     const at = parseInt(e.id, 10);
@@ -134,13 +136,13 @@ function renderTable(sentence) {
       tr.insertCell().textContent = c === null || c === undefined ? "_" : String(c).replaceAll("|", "|\u200b");
     }
   };
-  for (const e of emptyAfter.get(0) || []) row([e.id, e.form, e.lemma, e.upos, null, null, null, null, e.deps, null], "empty");
+  for (const e of emptyAfter.get(0) || []) row([e.id, e.text, e.lemma, e.upos, null, null, null, null, e.deps, null], "empty");
   for (const w of sentence.words) {
     const t = tokensAt.get(w.id);
-    if (t) row([t.id, t.form, null, null, null, null, null, null, null, null], "mwt");
-    row([w.id, w.form, w.lemma, w.upos, w.xpos, w.feats, w.head, w.deprel, w.deps, w.misc], "word");
+    if (t) row([t.id, t.text, null, null, null, null, null, null, null, t.misc], "mwt");
+    row([w.id, w.text, w.lemma, w.upos, w.xpos, w.feats, w.head, w.deprel, w.deps, w.misc], "word");
     for (const e of emptyAfter.get(w.id) || []) {
-      row([e.id, e.form, e.lemma, e.upos, null, null, null, null, e.deps, null], "empty");
+      row([e.id, e.text, e.lemma, e.upos, null, null, null, null, e.deps, null], "empty");
     }
   }
   return table;
@@ -161,8 +163,8 @@ function nodeKey(id) {
 
 function drawGraph(sentence) {
   // nodes: words and empty nodes in id order; arcs above them from head to dependent, stacked by span
-  const nodes = sentence.words.map((w) => ({id: String(w.id), form: w.form}))
-    .concat((sentence.empty_nodes || []).map((e) => ({id: e.id, form: e.form + " (" + e.id + ")"})))
+  const nodes = sentence.words.map((w) => ({id: String(w.id), form: w.text}))
+    .concat((sentence.empty_nodes || []).map((e) => ({id: e.id, form: e.text + " (" + e.id + ")"})))
     .sort((a, b) => nodeKey(a.id) - nodeKey(b.id));
   const x = new Map();
   let at = 20;
