@@ -25,6 +25,7 @@ ROOT = Path(g2gt.__file__).resolve().parent.parent
 # one invocation per command with its required arguments (files need not exist: only parsing is checked)
 COMMANDS = {
     "train parser": ["train", "parser", "--out", "o"],
+    "train distill": ["train", "distill", "--teacher", "t", "--out", "o"],
     "train seq2seq": ["train", "seq2seq", "--out", "o"],
     "train enhanced": ["train", "enhanced", "--out", "o"],
     "enhance": ["enhance", "--copy-basic", "in.conllu"],
