@@ -10,9 +10,11 @@ COMMAND_MODULES = [
     "g2gt.cli.seq2seq",   # train seq2seq, translate, evaluate-mt
     "g2gt.cli.ud",        # evaluate, draw
     "g2gt.cli.enhanced",  # train enhanced, enhance
+    "g2gt.cli.coref",     # train coref, coref
     "g2gt.cli.models",    # models, export-model
     "g2gt.cli.treebank",  # train segmenter, train pipeline, package
     "g2gt.cli.average",   # average (checkpoint averaging)
     "g2gt.cli.bench",     # bench
     "g2gt.cli.serve",     # serve
+    "g2gt.cli.kernel",    # build-kernel
 ]

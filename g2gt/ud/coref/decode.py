@@ -1,0 +1,72 @@
+"""From the model's scores to mentions and entities.
+
+For one window (:meth:`g2gt.ud.coref.model.CorefModel.predict`):
+
+1. every word whose head tag is not 0 heads a mention; its type is the tag's entity type, its extent
+   ``[start, end]`` the argmax of the start / end scores (inside its subtree);
+2. mention heads are visited left to right; each takes its best-scoring earlier mention head as antecedent
+   when that score is above 0 (the score of "no antecedent"), else it starts a new entity;
+3. the entities are the connected components of the antecedent links (:func:`clusters_from_links`);
+   a mention without links is a singleton entity.
+
+A word heads at most one mention, so two mentions differ in their heads (their extents may coincide).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from .io import Mention
+
+__all__ = ["clusters_from_links", "decode_window"]
+
+
+def clusters_from_links(n: int, links: Sequence[tuple[int, int]]) -> list[list[int]]:
+    """Connected components of ``n`` items joined by ``links`` ``(i, j)``, each sorted, in order of their first
+    item (union-find)."""
+    parent = list(range(n))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for i, j in links:
+        ri, rj = find(i), find(j)
+        if ri != rj:
+            parent[max(ri, rj)] = min(ri, rj)
+    groups: dict[int, list[int]] = {}
+    for k in range(n):
+        groups.setdefault(find(k), []).append(k)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def decode_window(pred: dict[str, torch.Tensor], b: int, n: int, offset: int, etypes: Sequence[str],
+                  first_eid: int = 1) -> list[Mention]:
+    """Mentions with entity ids (``first_eid``, ``first_eid + 1`` ... as strings, in order of their first
+    mention) of window ``b`` of ``n`` words starting at document position ``offset`` (module docstring)."""
+    tag = pred["tag"][b, :n].tolist()
+    heads = [i for i in range(n) if tag[i] > 0]
+    if not heads:
+        return []
+    start, end = pred["start"][b, :n].tolist(), pred["end"][b, :n].tolist()
+    ant = pred["antecedent"][b, :n, :n]
+    idx = torch.tensor(heads, device=ant.device)
+    sub = ant[idx][:, idx]  # [M, M], -inf on and above the diagonal
+    links = []
+    if len(heads) > 1:
+        best, arg = sub.max(-1)
+        links = [(k, int(arg[k])) for k in range(1, len(heads)) if float(best[k]) > 0.0]
+    groups = clusters_from_links(len(heads), links)
+    out: list[Mention] = []
+    for g_i, group in enumerate(groups):
+        for k in group:
+            h = heads[k]
+            t = tag[h] - 1
+            out.append(Mention(str(first_eid + g_i), list(range(offset + start[h], offset + end[h] + 1)),
+                               etypes[t] if 0 <= t < len(etypes) else "", "", offset + h))
+    out.sort(key=lambda m: (m.start, -m.end))
+    return out

@@ -1,0 +1,121 @@
+"""``Coreferencer.load(path)(sentences)``: mentions and entities of parsed documents, as CorefUD ``Entity=``.
+
+The input is parsed sentences (gold or predicted trees; FORM, LEMMA, UPOS, FEATS, HEAD, DEPREL are read),
+grouped into documents by ``# newdoc`` (:func:`g2gt.ud.coref.io.documents`). Each document is encoded in
+windows of whole sentences of at most ``max_words`` words (default 2048: GUM's longest document fits in one),
+and mentions are linked only inside a window. The output sentences are copies whose words' MISC carry the
+predicted ``Entity`` brackets (and no ``SplitAnte`` / ``Bridge``); every other MISC item, column and comment
+is kept. The entity layout is the document's ``# global.Entity`` when it has one, else the training
+treebank's (declared on the document's first sentence), so that the output can be scored against it.
+
+The name follows the pipeline's stage nouns (``Parser``, ``Enhancer``): the stage resolves coreference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, save_stage
+from .data import CorefVocab, DocExample, make_batch, make_doc, window_graph, windows
+from .decode import decode_window
+from .io import DEFAULT_LAYOUT, Mention, documents, write_mentions
+from .model import CorefConfig, CorefModel
+
+__all__ = ["Coreferencer", "FILE_NAME"]
+
+FILE_NAME = "coref.pt"
+
+
+def _checkpoint_file(path: str | Path) -> Path:
+    p = Path(path)
+    if p.is_dir() and (p / FILE_NAME).is_file():
+        return p / FILE_NAME
+    from ...core.checkpoint import resolve_checkpoint
+
+    return resolve_checkpoint(p)
+
+
+class Coreferencer:
+    """A trained coreference model (see the module docstring)."""
+
+    kind = "coref"
+
+    def __init__(self, model: CorefModel, vocab: CorefVocab, layout: str = DEFAULT_LAYOUT,
+                 max_words: int = 2048) -> None:
+        self.model = model
+        self.vocab = vocab
+        self.layout = layout
+        self.max_words = max_words
+        self.record: dict = {}
+        self.file: Path | None = None
+        self.dtype: torch.dtype = torch.float32
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | torch.device = "cpu",
+             dtype: torch.dtype | str | None = "float32") -> "Coreferencer":
+        """Load ``coref.pt`` of a model folder, ``best.pt`` (else ``last.pt``) of a folder written by
+        ``g2gt train coref``, or a checkpoint file (``weights_only=True``, ``strict=True``)."""
+        from ...core.checkpoint import load_checkpoint
+
+        file = _checkpoint_file(path)
+        ck = load_checkpoint(file, device)
+        extra = ck.get("task", {})
+        if extra.get("kind") != cls.kind or "vocab" not in extra:
+            raise ValueError(f"{file}: not a coreference checkpoint (train one with 'g2gt train coref')")
+        model = CorefModel(CorefConfig.from_dict(ck["model_config"]))
+        model.load_state_dict(ck["model"], strict=True)
+        dt = inference_dtype(dtype, device, int8_auto=False)
+        out = cls(prepare_for_inference(model, dt, device), CorefVocab.from_dict(extra["vocab"]),
+                  extra.get("layout") or DEFAULT_LAYOUT)
+        out.record, out.file, out.dtype = checkpoint_record(ck), file, dt
+        return out
+
+    def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
+        """Write this stage as one checkpoint file (``coref.pt`` in a model folder) that :meth:`load` reads."""
+        record = self.record or {"model_config": self.model.config.to_dict(),
+                                 "task": {"kind": self.kind, "vocab": self.vocab.to_dict(), "layout": self.layout}}
+        return save_stage(path, self.model, record, self.file, False, storage_dtype)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def predict_docs(self, docs: Sequence[DocExample]) -> list[list[Mention]]:
+        """The predicted mentions (entity ids ``1, 2, ...`` per document) of each document."""
+        model, vocab = self.model, self.vocab
+        was = model.training
+        model.eval()
+        out = []
+        with torch.inference_mode():
+            for ex in docs:
+                mentions: list[Mention] = []
+                for a, b in windows(ex, self.max_words):
+                    g = window_graph(ex, vocab, a, b, model.config.max_distance)
+                    pred = model.predict(make_batch([g], vocab).to(self.device))
+                    first = 1 + len({m.eid for m in mentions})
+                    mentions += decode_window(pred, 0, b - a, a, vocab.etypes, first)
+                out.append(mentions)
+        model.train(was)
+        return out
+
+    def resolve(self, sentences: Sequence) -> list:
+        """Copies of ``sentences`` with the predicted ``Entity`` annotations (module docstring)."""
+        for s in sentences:
+            if not s.has_heads:
+                raise ValueError(f"{getattr(s, 'path', '<input>')}:{getattr(s, 'line', 0)}: coreference needs "
+                                 "parsed sentences (HEAD and DEPREL on every word); parse them first")
+        copies = [s.copy() for s in sentences]
+        docs = documents(copies)
+        preds = self.predict_docs([make_doc(d, self.vocab, gold=False) for d in docs])
+        for d, ms in zip(docs, preds):
+            write_mentions(d, ms, None if _has_layout(d) else self.layout)
+        return copies
+
+    __call__ = resolve
+
+
+def _has_layout(doc) -> bool:
+    return any(s.metadata.get("global.Entity") for s in doc)
