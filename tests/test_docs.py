@@ -1,9 +1,9 @@
 """Every ```python and ```bash block of README.md and docs/ runs, and the docs site builds with --strict.
 
-Each page's Python blocks are written, in order, into one script (so a page shares one namespace, and a
-block that starts worker processes runs as a saved script would) and run with ``python`` in a fresh temporary
-folder; the page's bash blocks likewise into one ``bash -euo pipefail`` script, with the ``g2gt`` of this
-interpreter on PATH. A failure names the Markdown file and line of the block.
+Each page becomes one script, run with ``python`` in a fresh temporary folder: its Python blocks in order (so a
+page shares one namespace, and a block that starts worker processes runs as a saved script would), and at its
+place each bash block, run with ``bash -euo pipefail`` and the ``g2gt`` of this interpreter on PATH (the blocks
+share the folder's files). A failure names the Markdown file and line.
 
 Markers, in an HTML comment on the line before a block (several joined by ``;``):
 
@@ -108,15 +108,32 @@ def missing_requirement(name: str) -> str | None:
     return f"{name} cannot be imported"
 
 
+BASH_RUNNER = """\
+import os as _os, subprocess as _subprocess, sys as _sys
+_os.environ["PATH"] = {bindir!r} + _os.pathsep + _os.environ.get("PATH", "")
+
+def _docs_bash(code, where):
+    _sys.stdout.flush(); _sys.stderr.flush()
+    trap = "trap 'echo DOCS-BASH-LINE $LINENO >&2' ERR\\n"
+    done = _subprocess.run(["bash", "-euo", "pipefail", "-c", trap + code])
+    if done.returncode:
+        print(f"DOCS-BASH-FAILED {{where}} {{done.returncode}}", file=_sys.stderr)
+        _sys.exit(done.returncode)
+"""
+
+
 def script_for(blocks: list[Block]) -> tuple[str, list[tuple[int, Block]]]:
-    """The page's script and, for each block, the script line where it starts."""
-    lines, starts = [], []
-    if blocks and blocks[0].lang == "bash":
-        lines.append(f'export PATH="{Path(sys.executable).parent}:$PATH"')
+    """One Python script for a page, in the page's order: its Python blocks as they are (one namespace), each
+    bash block as a call that runs it with ``bash -euo pipefail``; and, for each block, the line it starts at."""
+    lines = BASH_RUNNER.format(bindir=str(Path(sys.executable).parent)).splitlines()
+    starts = []
     for block in blocks:
         lines.append(f"# ---- {block.where}")
         starts.append((len(lines) + 1, block))
-        lines += block.code.splitlines()
+        if block.lang == "python":
+            lines += block.code.splitlines()
+        else:
+            lines.append(f"_docs_bash({block.code!r}, {block.where!r})")
     return "\n".join(lines) + "\n", starts
 
 
@@ -132,21 +149,26 @@ def block_at(starts: list[tuple[int, Block]], script_line: int) -> str:
     return f"{block.page.relative_to(REPO)}:{block.line + script_line - start}"
 
 
+def failure_place(stderr: str, starts: list[tuple[int, Block]]) -> str | None:
+    """Where a page script failed: the Markdown ``page:line`` of the failing line."""
+    bash = re.findall(r"DOCS-BASH-FAILED (\S+):(\d+) ", stderr)
+    if bash:
+        page, first = bash[-1]
+        lines = re.findall(r"DOCS-BASH-LINE (\d+)", stderr)
+        return f"{page}:{int(first) + int(lines[-1]) - 2}" if lines else f"the bash block at {page}:{first}"
+    lines = [int(n) for n in re.findall(r'File "[^"]*page\.py", line (\d+)', stderr)]
+    return block_at(starts, lines[-1]) if lines else None
+
+
 def run_page(blocks: list[Block], tmp_path: Path) -> None:
-    lang = blocks[0].lang
     script, starts = script_for(blocks)
-    name = "page.py" if lang == "python" else "page.sh"
-    (tmp_path / name).write_text(script, encoding="utf-8")
+    (tmp_path / "page.py").write_text(script, encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, name] if lang == "python" else ["bash", "-euo", "pipefail", name]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=PAGE_TIMEOUT_S)
+    proc = subprocess.run([sys.executable, "page.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=PAGE_TIMEOUT_S)
     if proc.returncode == 0:
         return
-    if lang == "python":
-        lines = [int(n) for n in re.findall(rf'File "[^"]*{name}", line (\d+)', proc.stderr)]
-    else:
-        lines = [int(n) for n in re.findall(rf"{name}: line (\d+)", proc.stderr)]
-    where = block_at(starts, lines[-1]) if lines else "one of " + ", ".join(b.where for b in blocks)
+    where = failure_place(proc.stderr, starts) or "one of " + ", ".join(b.where for b in blocks)
     pytest.fail(f"the code block at {where} failed (exit status {proc.returncode}):\n"
                 f"--- stdout (end)\n{proc.stdout[-3000:]}\n--- stderr (end)\n{proc.stderr[-6000:]}",
                 pytrace=False)
@@ -155,13 +177,11 @@ def run_page(blocks: list[Block], tmp_path: Path) -> None:
 def page_cases(slow: bool) -> list:
     cases = []
     for page in PAGES:
-        blocks = extract_blocks(page)
-        for lang in ("python", "bash"):
-            runnable = [b for b in blocks if b.lang == lang and b.skip is None
-                        and not any(missing_requirement(r) for r in b.requires)]
-            chosen = runnable if slow else [b for b in runnable if not b.slow]
-            if chosen and (not slow or any(b.slow for b in chosen)):
-                cases.append(pytest.param(chosen, id=f"{page.relative_to(REPO)}-{lang}"))
+        runnable = [b for b in extract_blocks(page) if b.skip is None
+                    and not any(missing_requirement(r) for r in b.requires)]
+        chosen = runnable if slow else [b for b in runnable if not b.slow]
+        if chosen and (not slow or any(b.slow for b in chosen)):
+            cases.append(pytest.param(chosen, id=str(page.relative_to(REPO))))
     return cases
 
 
@@ -210,6 +230,15 @@ def test_runner_names_the_failing_markdown_line(tmp_path):
     page.write_text("```python\nx = 1\n```\n\ntext\n\n```python\ny = x + 1\nraise ValueError(y)\n```\n")
     blocks = [Block(REPO / "README.md", b.line, b.lang, b.code) for b in extract_blocks(page)]
     with pytest.raises(pytest.fail.Exception, match=r"README.md:9 failed \(exit status 1\)"):
+        run_page(blocks, tmp_path)
+
+
+def test_runner_shares_files_between_blocks_and_names_a_failing_bash_line(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("```python\nopen('f.txt', 'w').write('hi')\n```\n\n```bash\ngrep -q hi f.txt\ng2gt --version\n"
+                    "false\necho never\n```\n")
+    blocks = [Block(REPO / "README.md", b.line, b.lang, b.code) for b in extract_blocks(page)]
+    with pytest.raises(pytest.fail.Exception, match=r"README.md:8 failed \(exit status 1\)"):
         run_page(blocks, tmp_path)
 
 
