@@ -30,7 +30,7 @@ from ..errors import Error
 
 __all__ = [
     "CommandParser", "UsageError", "add_common_options", "add_dataclass_options", "add_signature_options",
-    "field_default",
+    "field_default", "signature_default",
     "option_values", "positive_int", "non_negative_int", "resolve_device", "apply_runtime", "progress_enabled",
     "check_input_path", "check_output_path", "check_folder_path", "add_workers_option", "command_line",
 ]
@@ -331,6 +331,15 @@ def field_default(cls: type, name: str) -> Any:
     """The default of dataclass field ``name`` (for options the common group owns, e.g. ``batch_tokens``)."""
     f = {f.name: f for f in dataclasses.fields(cls)}[name]
     return f.default
+
+
+def signature_default(func: Callable, name: str) -> Any:
+    """The default of keyword argument ``name`` of ``func`` (e.g. ``batch_tokens`` of ``train_parser``, an option
+    the common group owns): the one place such a default is written is the function's signature."""
+    default = inspect.signature(func).parameters[name].default
+    if default is inspect.Parameter.empty:
+        raise ValueError(f"{func.__name__}({name}) has no default")
+    return default
 
 
 def add_signature_options(group: Any, func: Callable, names: Iterable[str], *,

@@ -1,8 +1,9 @@
 """``g2gt train enhanced`` and ``g2gt enhance``: enhanced UD graphs (the DEPS column) from basic trees.
 
-Model options come from :class:`g2gt.ud.enhance.EnhancedConfig`, optimisation options from
-:class:`g2gt.core.config.TrainConfig` and task options from :func:`g2gt.ud.enhance.train_enhanced`'s keyword
-arguments; the CLI defaults that differ from those are declared once below (``*_CLI_DEFAULTS``).
+Model options come from :class:`g2gt.ud.enhance.EnhancedConfig`, optimisation options from the recipe's
+:class:`g2gt.core.config.TrainConfig` (:func:`g2gt.ud.enhance.enhancer_train_config`) and task options (and
+``--batch-tokens``) from :func:`g2gt.ud.enhance.train_enhanced`'s keyword arguments: the command has no defaults
+of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
     UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path, check_input_path,
-    check_output_path, data_file_arg, option_values, progress_enabled,
+    check_output_path, data_file_arg, option_values, progress_enabled, signature_default,
 )
 from .training import ENCODER_HELP, add_training_groups, start_run
 from ..ud.models import DEFAULT_MODEL
@@ -28,10 +29,8 @@ MODEL_HELP = ENCODER_HELP | {
     "head_dropout": "dropout before the edge / label scorers",
     "label_weight": "weight of the label loss against the edge loss",
 }
-MODEL_CLI_DEFAULTS: dict = {}
 TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
                  "eval_every", "seed", "amp")
-TRAIN_CLI_DEFAULTS = {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 250, "cooldown": 0.3}
 TASK_OPTIONS = ("corrupt_prob", "corrupt_max", "parser_prob", "min_freq", "word_dropout")
 TASK_HELP = {
     "corrupt_prob": "fraction of training sentences whose input tree is corrupted (so the model copes with "
@@ -41,7 +40,6 @@ TASK_HELP = {
     "min_freq": "minimum training frequency of a word embedding",
     "word_dropout": "probability of replacing a word by <unk> in training",
 }
-TRAIN_BATCH_TOKENS = 1500
 EMPTY_NODES = ("Empty nodes (8.1) are KEPT, not predicted: the input's empty nodes stay as they are, and so do the "
                "words' DEPS edges to them; an input without empty nodes gives an output without them.")
 
@@ -58,7 +56,7 @@ def register_train(subparsers) -> None:
 
 # ---------------------------------------------------------------------------- train enhanced
 def _configure_train(p: argparse.ArgumentParser) -> None:
-    from ..ud.enhance import EnhancedConfig, train_enhanced
+    from ..ud.enhance import EnhancedConfig, enhancer_train_config, train_enhanced
 
     p.description = (
         "Train a graph-to-graph model that adds the enhanced UD graph (DEPS) to a basic tree. The basic tree "
@@ -85,14 +83,14 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
                       "data become input trees (see --parser-prob)")
     data.add_argument("--resume", action="store_true", help="continue from OUT/last.pt (same budget, same settings)")
     add_training_groups(p, EnhancedConfig, MODEL_OPTIONS, train_enhanced, TASK_OPTIONS, TRAIN_OPTIONS,
-                        model_help=MODEL_HELP, task_help=TASK_HELP, batch_tokens=TRAIN_BATCH_TOKENS,
-                        model_defaults=MODEL_CLI_DEFAULTS, train_defaults=TRAIN_CLI_DEFAULTS)
+                        model_help=MODEL_HELP, task_help=TASK_HELP,
+                        batch_tokens=signature_default(train_enhanced, "batch_tokens"), recipe=enhancer_train_config)
     p.set_defaults(func=run_train)
 
 
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
-    from ..ud.enhance import train_enhanced
+    from ..ud.enhance import enhancer_train_config, train_enhanced
     from ..ud.enhance.task import parser_trees
     from ..ud.io.conllu import read_conllu
 
@@ -109,9 +107,9 @@ def run_train(args: argparse.Namespace) -> int:
     if args.parser is not None:
         trees = parser_trees(args.parser, train, device, progress=progress_enabled(args))
         print(f"parsed the training data with {args.parser} ({time.time() - t0:.0f} s)", file=sys.stderr)
-    tc = start_run(args, TRAIN_OPTIONS, device, "elas")
+    tc = start_run(args, TRAIN_OPTIONS, device, "elas", recipe=enhancer_train_config)
     enhancer, history = train_enhanced(
-        train, dev, args.out, option_values(args, MODEL_OPTIONS), tc, max_tokens=args.batch_tokens,
+        train, dev, args.out, option_values(args, MODEL_OPTIONS), tc, batch_tokens=args.batch_tokens,
         parser_trees=trees, resume=args.resume, **option_values(args, TASK_OPTIONS))
     best = max(history, key=lambda h: h.get("elas", 0)) if history else {}
     print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (internal, gold trees) ELAS {best.get('elas', 0):.2f} "
@@ -171,7 +169,8 @@ def run_enhance(args: argparse.Namespace) -> int:
 
         with open_output(args.output) as f:
             for text in enhance_parallel(args.model or DEFAULT_MODEL, sents, args.workers, device,
-                                         args.batch_tokens or 3000, progress_enabled(args)):
+                                         args.batch_tokens or signature_default(Enhancer.enhance, "batch_tokens"),
+                                         progress_enabled(args)):
                 f.write(text)
         out = None
     else:
@@ -179,7 +178,8 @@ def run_enhance(args: argparse.Namespace) -> int:
             enhancer = Enhancer.load(args.model or DEFAULT_MODEL, device)
         except FileNotFoundError as e:
             raise UsageError(f"--model {e}") from None
-        out = enhancer.enhance(sents, max_tokens=args.batch_tokens or 3000, progress=progress_enabled(args))
+        out = enhancer.enhance(sents, batch_tokens=args.batch_tokens or signature_default(Enhancer.enhance, "batch_tokens"),
+                               progress=progress_enabled(args))
     if out is not None:
         write_conllu(out, sys.stdout if args.output == "-" else args.output)
     nw = sum(len(s) for s in sents)

@@ -26,7 +26,6 @@ from .training import add_training_groups, start_run
 SEG_MODEL_SKIP = ("vocab_size", "spaces_in_tokens", "space_words")
 SEG_TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
                      "eval_every", "seed", "amp")
-SEG_TRAIN_CLI_DEFAULTS = {"max_minutes": 20.0}
 SEG_TASK_OPTIONS = ("english_rules", "spaces_in_tokens", "expander")
 SEG_TASK_HELP = {
     "english_rules": "English clitic rules for unseen multiword tokens (default: on when the --train file is "
@@ -114,7 +113,7 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
         p, SegmenterConfig, _seg_model_options(), train_segmenter, SEG_TASK_OPTIONS, SEG_TRAIN_OPTIONS,
         task_help=SEG_TASK_HELP, batch_tokens=None, model_flags={}, more_configs={"training text": SegmentDataConfig},
         task_title="language", task_defaults={"english_rules": None}, more_task_options=expander_steps,
-        recipe=default_train_config, train_defaults=SEG_TRAIN_CLI_DEFAULTS)
+        recipe=default_train_config)
     p.set_defaults(func=run_segmenter)
 
 

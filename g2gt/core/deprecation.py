@@ -2,16 +2,19 @@
 
 g2gt uses one name per concept: ``batch_tokens`` for a token budget, ``num_heads`` / ``num_layers`` /
 ``num_labels`` for sizes, ``causal`` for a causal mask. A function or config that used to take another
-name reads it through :func:`renamed_kwargs`, which moves the value to the new name and warns once per
-call site, so a caller's code keeps running while it is updated.
+name reads it through :func:`renamed_kwargs` (or is decorated with :func:`renamed_params`), which moves the
+value to the new name and warns once per call site, so a caller's code keeps running while it is updated.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
-__all__ = ["renamed_kwargs", "warn_renamed"]
+__all__ = ["renamed_kwargs", "renamed_params", "warn_renamed"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def warn_renamed(old: str, new: str, where: str, stacklevel: int = 3) -> None:
@@ -35,3 +38,25 @@ def renamed_kwargs(kwargs: dict[str, Any], renames: Mapping[str, str], where: st
             warn_renamed(old, new, where, stacklevel)
             out[new] = out.pop(old)
     return out
+
+
+def renamed_params(**renames: str) -> Callable[[F], F]:
+    """Decorator: keyword arguments ``old=...`` of the decorated function are passed on as ``renames[old]``,
+    with a :class:`DeprecationWarning`. The signature seen by :func:`inspect.signature` (and so by the CLI
+    options generated from it) is the function's own, with the new names only::
+
+        @renamed_params(max_tokens="batch_tokens")
+        def predict(self, sentences, batch_tokens=3000): ...
+    """
+    def decorate(fn: F) -> F:
+        where = fn.__qualname__
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not renames.keys().isdisjoint(kwargs):
+                kwargs = renamed_kwargs(kwargs, renames, where, stacklevel=4)
+            return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

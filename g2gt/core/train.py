@@ -9,7 +9,7 @@ folder with atomic checkpoints and exact resume (:mod:`g2gt.core.checkpoint`), a
 multi-process training with ``DistributedDataParallel`` under ``torchrun`` (gloo
 on CPU, nccl on GPU) through the very same code path.
 
-The task protocol (duck-typed)::
+The task protocol is :class:`g2gt.core.task.Task` (a :class:`typing.Protocol`)::
 
     class MyTask:
         def train_batches(self, epoch, rank, world_size, skip=0) -> Iterable[batch]
@@ -17,7 +17,7 @@ The task protocol (duck-typed)::
         def num_tokens(self, batch) -> int            # what the loss is normalised by
         def loss(self, model, batch) -> Tensor         # SUM of the per-token losses
         def evaluate(self, model) -> dict[str, float]  # must contain config.metric
-        def checkpoint_extra(self) -> dict             # vocabularies etc. (weights_only-safe)
+        def checkpoint_extra(self) -> dict             # optional: vocabularies, "kind" (weights_only-safe)
 
 Each optimizer step normalises by the tokens of all its micro-batches on all
 ranks, so one process with ``accum_steps = k`` and ``k`` processes with
@@ -53,9 +53,10 @@ from .runtime import (
     set_rng_state, set_threads,
 )
 from .schedule import estimate_total_steps, lr_multiplier, make_schedule, warmup_length
+from .task import Task
 
 __all__ = [
-    "TrainConfig", "Trainer", "save_atomic", "load_checkpoint", "make_schedule", "autocast_dtype", "autocast_context",
+    "Task", "TrainConfig", "Trainer", "save_atomic", "load_checkpoint", "make_schedule", "autocast_dtype", "autocast_context",
     "move_to_device",
     "dataclass_from_dict", "set_threads",
 ]
@@ -86,7 +87,7 @@ class Trainer:
     ``clock``: seconds for the wall-clock budget (tests pass a fake one).
     """
 
-    def __init__(self, model: nn.Module, task, config: TrainConfig, out_dir: str | os.PathLike,
+    def __init__(self, model: nn.Module, task: Task, config: TrainConfig, out_dir: str | os.PathLike,
                  model_config: dict | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         if config.accum_steps < 1:
             raise ValueError(f"accum_steps must be >= 1, got {config.accum_steps}")

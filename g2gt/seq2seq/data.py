@@ -6,11 +6,10 @@ parallel files whose line counts differ raise :class:`MisalignedError` naming bo
 
 from __future__ import annotations
 
-import gzip
 import os
-from pathlib import Path
 from typing import IO
 
+from ..core.files import iter_lines
 from ..errors import Error
 
 __all__ = ["MisalignedError", "check_aligned", "read_lines", "read_parallel", "read_training_data"]
@@ -20,48 +19,15 @@ class MisalignedError(Error):
     """Parallel files whose line counts differ."""
 
 
-def _open_binary(path: Path) -> IO[bytes]:
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    if path.is_dir():
-        raise ValueError(f"{path}: is a folder, expected a text file")
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
-
-
 def read_lines(path: str | os.PathLike | IO, name: str | None = None) -> list[str]:
-    """All lines of a plain or ``.gz`` UTF-8 file (or an open stream) without their
-    line ends (``\\n`` / ``\\r\\n``). A UTF-8 byte-order mark at the start is dropped.
+    """All lines of a plain or ``.gz`` UTF-8 file, ``"-"`` (stdin) or an open stream, without their line ends
+    (``\\n`` / ``\\r\\n``); a UTF-8 byte-order mark at the start is dropped. The library's one line reader,
+    :func:`g2gt.core.files.iter_lines`, read to the end.
 
-    Raises ``ValueError("FILE:LINE: not valid UTF-8 ...")`` naming the offending line, and
-    ``ValueError("FILE: not a gzip file")`` for a ``.gz`` name that is not (complete) gzip.
+    Raises :class:`g2gt.core.files.InputError` (a ``ValueError``) naming the file and line: ``FILE:LINE: not
+    valid UTF-8 ...``, a ``.gz`` name that is not (complete) gzip, a directory.
     """
-    if hasattr(path, "read"):
-        f, close = path, False
-        name = name or getattr(path, "name", "<stream>")
-        f = getattr(f, "buffer", f)  # text streams (stdin): read their bytes
-    else:
-        f, close, name = _open_binary(Path(path)), True, name or str(path)
-    out: list[str] = []
-    try:
-        for lineno, raw in enumerate(f, 1):
-            if isinstance(raw, str):
-                out.append(raw.rstrip("\r\n"))
-                continue
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{name}:{lineno}: not valid UTF-8 ({e.reason} at byte {e.start} of the line)") from None
-            if lineno == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            out.append(line.rstrip("\r\n"))
-    except gzip.BadGzipFile as e:
-        raise ValueError(f"{name}: not a gzip file ({e})") from None
-    except EOFError:
-        raise ValueError(f"{name}: the gzip file is truncated") from None
-    finally:
-        if close:
-            f.close()
-    return out
+    return list(iter_lines(path, name))
 
 
 def check_aligned(n_src: int, src_name: str, n_tgt: int, tgt_name: str) -> None:

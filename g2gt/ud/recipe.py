@@ -41,7 +41,10 @@ snapshots, ``--average-last``) and scored on the dev set with the official CoNLL
 from the gold tokenisation (:mod:`g2gt.ud.recipe_eval`); the card gets the scores, the multiword-token
 accuracy, whether ``# text`` was rebuilt exactly, the UD validator's verdict, the commands, the wall time
 and the CPU. The training settings of each stage are the defaults of its own command (``g2gt train
-segmenter / parser / enhanced``): :data:`PARSER_RECIPE`, :data:`ENHANCER_RECIPE`.
+segmenter / parser / enhanced``), read from the same place: the config dataclasses, the recipes'
+:class:`TrainConfig` makers (:func:`g2gt.ud.tokenize.train.default_train_config`,
+:func:`g2gt.ud.parse.parser_train_config`, :func:`g2gt.ud.enhance.enhancer_train_config`) and the training
+functions' signatures (``batch_tokens``).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_MINUTES", "STAGE_SHARES", "SEGMENTER_FLOOR", "EXPANDER_MIN_MINUTES", "PARSER_RECIPE", "ENHANCER_RECIPE", "TreebankFiles",
+__all__ = ["DEFAULT_MINUTES", "STAGE_SHARES", "SEGMENTER_FLOOR", "EXPANDER_MIN_MINUTES", "TreebankFiles",
            "find_treebank", "split_budget", "train_pipeline"]
 
 DEFAULT_MINUTES = 30.0
@@ -66,13 +69,6 @@ SEGMENTER_FLOOR = 1.0
 #: the expander trains only when the segmenter stage has at least this many minutes (else the character model
 #: needs all of them)
 EXPANDER_MIN_MINUTES = 2.0
-#: ``g2gt train parser``'s defaults (g2gt/cli/parsing.py; a test checks they agree): model overrides,
-#: optimisation overrides, padded words per batch
-PARSER_RECIPE = {"model": {"num_layers": 4, "ffn_dim": 512, "dropout": 0.15},
-                 "train": {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 200}, "batch_tokens": 1500}
-#: ``g2gt train enhanced``'s defaults (g2gt/cli/enhanced.py)
-ENHANCER_RECIPE = {"model": {}, "train": {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 250, "cooldown": 0.3},
-                   "batch_tokens": 1500}
 _UD_FILE = re.compile(r"^(?P<name>(?P<lang>[a-z]{2,3})_[a-z0-9]+)-ud-(?P<split>train|dev|test)\.conllu(\.gz)?$")
 
 
@@ -186,7 +182,6 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     """Train every stage ``files`` supports into ``out/<stage>``, write ``out/model`` and score it on dev
     (module docstring). ``command``: what the card and the stage folders record as the pipeline's command;
     ``sources``: ``{stage: model}``, stages taken as they are from trained models. Returns the model card as written to ``out/model/model.json``."""
-    from ..core.config import TrainConfig
     from .io.conllu import read_conllu
     from .models import part_checkpoint
     from .models.export import export_model, source_commands, stage_commands
@@ -224,18 +219,20 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     from .enhance import train_enhanced
     from .parse import train_parser
 
-    for k, (stage, recipe, metric, fit) in enumerate((("parser", PARSER_RECIPE, "las", train_parser),
-                                                      ("enhancer", ENHANCER_RECIPE, "elas", train_enhanced)), 2):
+    from .enhance import enhancer_train_config
+    from .parse import parser_train_config
+
+    for k, (stage, recipe, fit) in enumerate((("parser", parser_train_config, train_parser),
+                                              ("enhancer", enhancer_train_config, train_enhanced)), 2):
         if stage not in trained:
             continue
         folder = out / stage
-        fresh = TrainConfig(**recipe["train"], max_minutes=minutes[stage], metric=metric, metric_mode="max",
-                            **limit, **runtime)
+        fresh = recipe(max_minutes=minutes[stage], **limit, **runtime)
         _say(f"[{k}/{len(stages)}] {stage} -> {folder}")
         tc, resumed, reused = _stage_config(folder, resume, lambda fresh=fresh: fresh, **runtime)
         if not reused:
             record_command(folder, command, resumed)
-            fit(train, dev, folder, dict(recipe["model"]), tc, max_tokens=batch_tokens or recipe["batch_tokens"],
+            fit(train, dev, folder, {}, tc, **({"batch_tokens": batch_tokens} if batch_tokens else {}),
                 resume=resumed)
         info[stage] = _stage_info(folder, reused)
 

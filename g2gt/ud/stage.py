@@ -54,13 +54,9 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-__all__ = ["STAGE_FILES", "STAGE_ORDER", "StageContext", "StageSpec", "LazyStage", "register_stage", "registered_stages",
+__all__ = ["StageContext", "StageSpec", "LazyStage", "register_stage", "registered_stages",
            "unregister_stage", "resolve_device", "fast_inference_dtype", "inference_dtype", "prepare_for_inference",
            "stage_checkpoint", "save_stage", "checkpoint_record", "RECORD_KEYS"]
-
-#: stage name -> its file in a model folder, in pipeline order
-STAGE_FILES = {"tokenize": "segmenter.pt", "parse": "parser.pt", "enhance": "enhancer.pt"}
-STAGE_ORDER = tuple(STAGE_FILES)
 
 STORAGE_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
@@ -118,7 +114,8 @@ def prepare_for_inference(model: nn.Module, dtype: torch.dtype, device: str | to
 
 
 def stage_checkpoint(name_or_path: str | os.PathLike, stage: str) -> Path:
-    """The checkpoint file of ``stage`` (a key of :data:`STAGE_FILES`) for a shipped model's name, a model
+    """The checkpoint file of ``stage`` (a part of :data:`g2gt.ud.models.PART_FILES`, the one table of stage
+    files: ``"segmenter"``, ``"parser"``, ``"enhancer"``) for a shipped model's name, a model
     folder, a training folder or a checkpoint file (see :func:`g2gt.ud.models.part_checkpoint`)."""
     from .models import part_checkpoint
 

@@ -131,7 +131,7 @@ def test_batch_tokens_reaches_the_parser(model_dir, tmp_path, monkeypatch):
     original = Parser.parse
 
     def spy(self, sentences, *args, **kw):
-        seen.append(kw.get("max_tokens"))
+        seen.append(kw.get("batch_tokens"))
         return original(self, sentences, *args, **kw)
 
     monkeypatch.setattr(Parser, "parse", spy)

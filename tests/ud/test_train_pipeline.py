@@ -13,7 +13,7 @@ from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.evaluate import METRICS, validate_file
 from g2gt.ud.io import read_conllu, write_conllu
-from g2gt.ud.recipe import ENHANCER_RECIPE, PARSER_RECIPE, STAGE_SHARES, find_treebank, split_budget
+from g2gt.ud.recipe import STAGE_SHARES, find_treebank, split_budget
 from g2gt.ud.runs import run_state
 from g2gt.ud.tokenize import text_from_sentences
 from g2gt.ud.recipe_eval import raw_text
@@ -24,15 +24,6 @@ def _treebank(folder, n_train: int, n_dev: int, name: str = "en_tiny"):
     write_conllu(read_conllu(EWT_SAMPLE_TRAIN)[:n_train], folder / f"{name}-ud-train.conllu")
     write_conllu(read_conllu(EWT_SAMPLE_DEV)[:n_dev], folder / f"{name}-ud-dev.conllu")
     return folder
-
-
-def test_recipes_are_the_commands_defaults():
-    from g2gt.cli import enhanced, parsing
-
-    assert PARSER_RECIPE == {"model": parsing.MODEL_CLI_DEFAULTS, "train": parsing.TRAIN_CLI_DEFAULTS,
-                             "batch_tokens": parsing.TRAIN_BATCH_TOKENS}
-    assert ENHANCER_RECIPE == {"model": enhanced.MODEL_CLI_DEFAULTS, "train": enhanced.TRAIN_CLI_DEFAULTS,
-                               "batch_tokens": enhanced.TRAIN_BATCH_TOKENS}
 
 
 def test_split_budget():

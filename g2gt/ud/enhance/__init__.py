@@ -26,11 +26,11 @@ from .enhancer import Enhancer
 from .graph import edges_from_networkx, enhanced_channel, enhanced_graph, enhanced_networkx
 from .labels import fill_template, sentence_markers, template_label
 from .model import EnhancedConfig, EnhancedModel
-from .task import EnhancedTask, enhanced_scores, train_enhanced
+from .task import EnhancedTask, enhancer_train_config, enhanced_scores, train_enhanced
 
 __all__ = [
     "Enhancer", "EnhancedConfig", "EnhancedModel", "EnhancedVocab", "EnhancedTask",
-    "train_enhanced", "enhanced_scores", "sentence_edges", "template_coverage", "template_label", "fill_template",
+    "train_enhanced", "enhancer_train_config", "enhanced_scores", "sentence_edges", "template_coverage", "template_label", "fill_template",
     "sentence_markers", "decode_edges", "deps_problems", "enhanced_channel", "enhanced_graph", "enhanced_networkx",
     "edges_from_networkx",
 ]

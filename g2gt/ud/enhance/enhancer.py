@@ -19,6 +19,7 @@ from typing import Sequence
 import torch
 
 from ...core.batch import token_budget_batches
+from ...core.deprecation import renamed_params
 from ..io.conllu import CoNLLUError
 from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, save_stage, stage_checkpoint
 from .data import EnhancedVocab, check_input_tree, deps_sort_key, make_batch, make_example, sentence_edges
@@ -140,7 +141,8 @@ class Enhancer:
         """Inference batches: :func:`g2gt.core.batch.token_budget_batches` without a cap on node pairs."""
         return token_budget_batches(lengths, batch_tokens)
 
-    def predict(self, sentences: Sequence, max_tokens: int = 3000, progress: bool = False,
+    @renamed_params(max_tokens="batch_tokens")
+    def predict(self, sentences: Sequence, batch_tokens: int = 3000, progress: bool = False,
                 check: bool = True) -> list[list[Edge]]:
         """The enhanced edges ``(d, h, relation)`` of every sentence, in input order (sorted by dependent,
         then head); heads are words (0 = ROOT) or, for edges kept from the input, empty-node ids.
@@ -160,7 +162,7 @@ class Enhancer:
             bar = tqdm(total=len(sentences), desc="enhance", unit="sent", leave=False)
         dev = self.device
         with torch.inference_mode():
-            for idx in self._batches([len(ex.words) for ex in examples], max_tokens):
+            for idx in self._batches([len(ex.words) for ex in examples], batch_tokens):
                 batch = make_batch([examples[i] for i in idx], idx, vocab).to(dev)
                 labels, tree, path = model.pair_labels(batch.heads, batch.rels, batch.padding_mask)
                 h = model.encode(batch.words, batch.char_ids, batch.word_types, batch.upos, batch.rels,
@@ -217,10 +219,11 @@ class Enhancer:
         edges = decode_edges(scores[: n + 1, : n + 1], self.threshold, extra, [d for d, _, _ in fixed])
         return edges, fixed
 
-    def enhance(self, sentences: Sequence, max_tokens: int = 3000, progress: bool = False) -> list:
+    @renamed_params(max_tokens="batch_tokens")
+    def enhance(self, sentences: Sequence, batch_tokens: int = 3000, progress: bool = False) -> list:
         """Copies of ``sentences`` with the words' DEPS replaced by the predicted enhanced graph (sorted by
         head, then relation); nothing else changes (see the module docstring)."""
-        preds = self.predict(sentences, max_tokens, progress)
+        preds = self.predict(sentences, batch_tokens, progress)
         return [_set_deps(s, edges) for s, edges in zip(sentences, preds)]
 
     __call__ = enhance

@@ -28,6 +28,8 @@ from torch import Tensor
 
 from ...core.checkpoint import holds_training_folder
 from ...core.batch import BucketBatchSampler
+from ...core.config import TrainConfig
+from ...core.deprecation import renamed_params
 from .data import EnhancedBatch, EnhancedVocab, corrupt_tree, make_batch, make_example, sentence_edges
 from .enhancer import Enhancer
 from .model import EnhancedConfig, EnhancedModel
@@ -62,7 +64,8 @@ class EnhancedTask:
     Args:
         train, dev: sentences with a basic tree and DEPS (``g2gt.ud.io`` sentences).
         vocab: :class:`EnhancedVocab` built on ``train``.
-        max_tokens: padded tokens per batch.
+        batch_tokens: padded tokens per training batch; ``eval_batch_tokens``: per dev batch (old names
+            ``max_tokens`` / ``eval_max_tokens``, deprecated).
         word_dropout: probability of replacing a word id by ``<unk>`` in training.
         corrupt_prob, corrupt_max: noisy input trees (module docstring).
         parser_trees: per training sentence ``(heads, deprels)`` predicted by a parser (1-based heads,
@@ -70,10 +73,11 @@ class EnhancedTask:
         parser_prob: how often the parser's tree is the input when ``parser_trees`` is given.
     """
 
-    def __init__(self, train: Sequence, dev: Sequence, vocab: EnhancedVocab, max_tokens: int = 2000,
+    @renamed_params(max_tokens="batch_tokens", eval_max_tokens="eval_batch_tokens")
+    def __init__(self, train: Sequence, dev: Sequence, vocab: EnhancedVocab, batch_tokens: int = 1500,
                  word_dropout: float = 0.2, corrupt_prob: float = 0.3, corrupt_max: float = 0.15,
                  parser_trees: Sequence[tuple[Sequence[int], Sequence[str]]] | None = None, parser_prob: float = 0.5,
-                 seed: int = 1, eval_max_tokens: int = 3000) -> None:
+                 seed: int = 1, eval_batch_tokens: int = 3000) -> None:
         for name, p in (("corrupt_prob", corrupt_prob), ("corrupt_max", corrupt_max), ("parser_prob", parser_prob),
                         ("word_dropout", word_dropout)):
             if not 0.0 <= p <= 1.0:
@@ -83,13 +87,13 @@ class EnhancedTask:
         self.dev = list(dev)
         for s in self.dev:
             sentence_edges(s)  # file:line errors before training starts
-        self.max_tokens = max_tokens
+        self.batch_tokens = batch_tokens
         self.word_dropout = word_dropout
         self.corrupt_prob = corrupt_prob
         self.corrupt_max = corrupt_max
         self.parser_prob = parser_prob
         self.seed = seed
-        self.eval_max_tokens = eval_max_tokens
+        self.eval_batch_tokens = eval_batch_tokens
         self.parser_trees: list[tuple[list[int], list[int]]] | None = None
         if parser_trees is not None:
             if len(parser_trees) != len(self.train):
@@ -103,7 +107,7 @@ class EnhancedTask:
 
     # -- protocol
     def _sampler(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> BucketBatchSampler:
-        s = BucketBatchSampler(self._lengths, self.max_tokens, True, self.seed,
+        s = BucketBatchSampler(self._lengths, self.batch_tokens, True, self.seed,
                                num_replicas=world_size, rank=rank)
         s.set_epoch(epoch, skip)
         return s
@@ -144,7 +148,7 @@ class EnhancedTask:
 
     def evaluate(self, model) -> dict[str, float]:
         core = model.module if hasattr(model, "module") else model
-        pred = Enhancer(core, self.vocab).predict(self.dev, self.eval_max_tokens)
+        pred = Enhancer(core, self.vocab).predict(self.dev, self.eval_batch_tokens)
         return enhanced_scores(self.dev, pred)
 
     def checkpoint_extra(self) -> dict:
@@ -153,18 +157,33 @@ class EnhancedTask:
                 "parser_prob": self.parser_prob if self.parser_trees is not None else 0.0}
 
 
+@renamed_params(max_tokens="batch_tokens")
 def parser_trees(parser_dir: str | Path, sentences: Sequence, device: str = "cpu", progress: bool = False,
-                 max_tokens: int = 3000) -> list[tuple[list[int], list[str]]]:
+                 batch_tokens: int = 3000) -> list[tuple[list[int], list[str]]]:
     """``(heads, deprels)`` of each sentence as parsed by a g2gt parser model (for ``parser_trees``)."""
     from ..parse import Parser
 
-    parsed = Parser.load(parser_dir, device, dtype="float32").parse(list(sentences), max_tokens=max_tokens, progress=progress)
+    parsed = Parser.load(parser_dir, device, dtype="float32").parse(list(sentences), batch_tokens=batch_tokens,
+                                                                    progress=progress)
     return [([int(h) for h in s.heads], [r or "dep" for r in s.deprels]) for s in parsed]
 
 
+#: the enhancer recipe's optimisation settings where they differ from :class:`TrainConfig`'s
+ENHANCER_TRAIN_DEFAULTS = {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 250, "cooldown": 0.3, "metric": "elas",
+                           "metric_mode": "max"}
+
+
+def enhancer_train_config(**fields) -> TrainConfig:
+    """The enhancer recipe's :class:`TrainConfig` (:data:`ENHANCER_TRAIN_DEFAULTS`, model selection on dev
+    ELAS): the defaults of ``g2gt train enhanced``, :func:`train_enhanced` and ``g2gt train pipeline``;
+    ``fields`` override any field."""
+    return TrainConfig(**{**ENHANCER_TRAIN_DEFAULTS, **fields})
+
+
+@renamed_params(max_tokens="batch_tokens")
 @holds_training_folder
 def train_enhanced(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
-                   train_config=None, *, max_tokens: int = 2000, min_freq: int = 2, lowercase: bool = True,
+                   train_config=None, *, batch_tokens: int = 1500, min_freq: int = 2, lowercase: bool = True,
                    word_dropout: float = 0.2, corrupt_prob: float = 0.3, corrupt_max: float = 0.15,
                    parser_trees: Sequence | None = None, parser_prob: float = 0.5,
                    resume: bool = False) -> tuple[Enhancer, list[dict]]:
@@ -172,12 +191,13 @@ def train_enhanced(train: Sequence, dev: Sequence, out_dir: str | Path, config: 
 
     ``config``: overrides of :class:`EnhancedConfig` fields (e.g. ``{"d_model": 192}``). ``out_dir``
     receives ``best.pt``, ``last.pt``, ``log.jsonl`` and ``config.json``. When resuming, the vocabulary
-    and model configuration come from ``last.pt``.
+    and model configuration come from ``last.pt``. ``train_config``: default :func:`enhancer_train_config`;
+    ``batch_tokens``: padded words per training batch (old name ``max_tokens``, deprecated). The defaults are
+    those of ``g2gt train enhanced``.
     """
-    from ...core.config import TrainConfig
     from ...core.run import resume_checkpoint, run_training
 
-    tc = train_config or TrainConfig(lr=1e-3, metric="elas", metric_mode="max")
+    tc = train_config or enhancer_train_config()
     ck = resume_checkpoint(out_dir, resume)
     if ck is not None:
         vocab = EnhancedVocab.from_dict(ck["task"]["vocab"])
@@ -188,9 +208,9 @@ def train_enhanced(train: Sequence, dev: Sequence, out_dir: str | Path, config: 
                              len(vocab.labels), **(config or {}))
     torch.manual_seed(tc.seed)
     model = EnhancedModel(cfg)
-    task = EnhancedTask(train, dev, vocab, max_tokens, word_dropout, corrupt_prob, corrupt_max, parser_trees,
+    task = EnhancedTask(train, dev, vocab, batch_tokens, word_dropout, corrupt_prob, corrupt_max, parser_trees,
                         parser_prob, tc.seed)
-    task_info = {"max_tokens": max_tokens, "min_freq": min_freq, "lowercase": lowercase, "word_dropout": word_dropout,
+    task_info = {"batch_tokens": batch_tokens, "min_freq": min_freq, "lowercase": lowercase, "word_dropout": word_dropout,
                  "corrupt_prob": corrupt_prob, "corrupt_max": corrupt_max, "parser_trees": parser_trees is not None,
                  "parser_prob": parser_prob}
     data_info = {"train_sentences": len(train), "dev_sentences": len(dev), "train_words": sum(len(s) for s in train),

@@ -1,6 +1,7 @@
 """Graph-to-graph Transformer dependency parsing (RNGTr-style iterative refinement), one module per idea:
 
-* :mod:`~g2gt.ud.parse.config` — :class:`ParserConfig` (torch-free);
+* :mod:`~g2gt.ud.parse.config` — :class:`ParserConfig` and :func:`parser_train_config`, the recipe's defaults
+  (torch-free);
 * :mod:`~g2gt.ud.parse.vocab` — :class:`ParserVocab` (words, characters, tags, relations, lemma rules);
 * :mod:`~g2gt.ud.parse.lemma_rules` — lemmas as edit scripts;
 * :mod:`~g2gt.ud.parse.batching` — examples, padded :class:`ParseBatch`, dependency-channel labels;
@@ -25,7 +26,7 @@ from ..._lazy import lazy_exports
 from typing import TYPE_CHECKING
 
 _EXPORTS = {
-    "ParserConfig": "config",
+    "ParserConfig": "config", "parser_train_config": "config",
     "ParserVocab": "vocab", "sentence_feats": "vocab",
     "ParseBatch": "batching", "make_batch": "batching", "make_example": "batching", "dependency_labels": "batching",
     "corrupt_graph": "batching", "length_batches": "batching",
@@ -41,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .batching import (
         ParseBatch, corrupt_graph, dependency_labels, length_batches, make_batch, make_example,
     )
-    from .config import ParserConfig
+    from .config import ParserConfig, parser_train_config
     from .decode import ParseResult, SentenceParse, Tree, decode_sentences
     from .model import DecodedBatch, ParserModel
     from .parser import Parser, fast_inference_dtype, inference_dtype, rule_segmenter
@@ -50,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .vocab import ParserVocab, sentence_feats
 
 __all__ = [
-    "ParserConfig", "ParserVocab", "sentence_feats", "ParseBatch", "make_batch", "make_example",
+    "ParserConfig", "parser_train_config", "ParserVocab", "sentence_feats", "ParseBatch", "make_batch", "make_example",
     "dependency_labels", "corrupt_graph", "length_batches", "ParserModel", "DecodedBatch", "ParseResult",
     "SentenceParse", "Tree", "decode_sentences", "ParsingTask", "attachment_scores", "tag_accuracies",
     "Parser", "fast_inference_dtype", "inference_dtype", "rule_segmenter", "train_parser",

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from ...core.batch import GraphBatch, collate, token_budget_batches
-from ...core.deprecation import renamed_kwargs
+from ...core.deprecation import renamed_params
 from ...core.graph import ChainChannel, Graph
 from .vocab import ROOT, ParserVocab, sentence_feats
 
@@ -120,31 +120,16 @@ def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: ParserV
     return ParseBatch(gb, char_ids, wt, list(index), corrupt_seed, treebank)
 
 
-def length_batches(lengths: Sequence[int], batch_tokens: int | None = None, max_pairs: int | None = None,
-                   **old) -> list[list[int]]:
+@renamed_params(max_tokens="batch_tokens")
+def length_batches(lengths: Sequence[int], batch_tokens: int, max_pairs: int | None = None) -> list[list[int]]:
     """Indices of ``lengths`` sorted by length (stable) and cut into batches of at most ``batch_tokens``
     padded nodes (``longest * count``) and at most ``max_pairs`` padded node pairs (``longest**2 * count``,
     default ``256 * batch_tokens``): attention and arc scores grow with the pairs, so long sentences get
     batches of their own (as in Stanza) while sentences up to 256 nodes are cut by ``batch_tokens`` alone.
     An item longer than ``batch_tokens`` gets a batch of its own (:func:`g2gt.core.batch.token_budget_batches`,
     ``shuffle=False``). ``max_tokens`` is the deprecated name of ``batch_tokens``."""
-    batch_tokens = _budget(batch_tokens, old, "length_batches")
     max_pairs = 256 * batch_tokens if max_pairs is None else max_pairs
     return token_budget_batches(lengths, batch_tokens, max_pairs=max_pairs)
-
-
-def _budget(batch_tokens: int | None, old: dict, where: str) -> int:
-    """``batch_tokens``, or the value of its deprecated spelling ``max_tokens`` in ``old``."""
-    old = renamed_kwargs(old, {"max_tokens": "batch_tokens"}, where, stacklevel=5)
-    value = old.pop("batch_tokens", None)
-    if old:
-        raise TypeError(f"{where}() got unexpected keyword argument(s) {sorted(old)}")
-    if value is not None and batch_tokens is not None:
-        raise TypeError(f"{where}(): got both 'max_tokens' and 'batch_tokens'; pass only 'batch_tokens'")
-    batch_tokens = value if batch_tokens is None else batch_tokens
-    if batch_tokens is None:
-        raise TypeError(f"{where}() needs batch_tokens (padded nodes per batch)")
-    return batch_tokens
 
 
 def dependency_labels(heads: Tensor, rels: Tensor, valid: Tensor, dtype: torch.dtype = torch.long) -> Tensor:

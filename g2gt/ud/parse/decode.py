@@ -1,7 +1,7 @@
 """Sentences in, parses out: THE inference path of the parser, used by dev evaluation during training
 (:class:`g2gt.ud.parse.ParsingTask`), by :class:`g2gt.ud.parse.Parser` and by ``benchmarks/parse_speed.py``.
 
-:func:`decode_sentences` cuts the sentences into length-sorted batches of at most ``max_tokens`` padded
+:func:`decode_sentences` cuts the sentences into length-sorted batches of at most ``batch_tokens`` padded
 nodes, runs :meth:`ParserModel.decode` on each and turns its ids into strings
 (:class:`SentenceParse`, in input order, inside a :class:`ParseResult`).
 """
@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 
 from torch import Tensor
 
+from ...core.deprecation import renamed_params
 from .batching import length_batches, make_batch, make_example
 from .lemma_rules import apply_rule, rule_applies
 from .model import ParserModel
@@ -80,16 +81,17 @@ class ParseResult(Sequence[SentenceParse]):
         return [s.iterations[min(k, len(s.iterations) - 1)] for s in self.sentences]  # type: ignore[index]
 
 
+@renamed_params(max_tokens="batch_tokens")
 def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence, max_distance: int,
                      refine_steps: int = 2, algorithm: str = "mst", use_input_graph: bool = False,
-                     max_tokens: int = 3000, progress: bool = False,
+                     batch_tokens: int = 3000, progress: bool = False,
                      record_iterations: bool = False, treebank: int = 0) -> ParseResult:
     """Parse ``sentences`` (objects with ``forms``, e.g. :class:`g2gt.ud.io.Sentence`) with ``model``.
 
     ``refine_steps``: refinement passes after iteration 0 (a sentence stops early at a fixed point).
     ``use_input_graph``: the sentences' own HEAD / DEPREL columns are iteration 0's graph; they must
     form one single-rooted tree per sentence, else a :class:`ValueError` naming ``file:line``.
-    ``max_tokens``: padded nodes per batch. ``treebank``: the treebank whose conventions to follow (an index
+    ``batch_tokens``: padded nodes per batch. ``treebank``: the treebank whose conventions to follow (an index
     into ``model.config.treebanks``; 0 = the default). Every output is exactly one single-rooted tree.
     """
     if algorithm not in ("mst", "eisner"):
@@ -106,7 +108,7 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(examples), desc="parse", unit="sent", leave=False)
-    for idx in length_batches([len(ex.words) for ex in examples], max_tokens):
+    for idx in length_batches([len(ex.words) for ex in examples], batch_tokens):
         batch = make_batch([examples[i] for i in idx], idx, vocab, max_distance).to(device)
         res = model.decode(batch, refine_steps, root_rel, algorithm, use_input_graph, LEMMA_TOPK,
                            record_history=record_iterations)

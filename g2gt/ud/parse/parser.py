@@ -25,6 +25,7 @@ from typing import Iterable, Sequence
 import torch
 from torch import Tensor
 
+from ...core.deprecation import renamed_params
 from ..io import Sentence, parse_conllu_string, sentence_from_words
 from ..stage import (
     checkpoint_record, fast_inference_dtype, inference_dtype, prepare_for_inference, save_stage, stage_checkpoint,
@@ -100,7 +101,7 @@ class Parser:
             return names.index(name)
         if names:
             raise ValueError(f"treebank {name!r}: this parser was trained on {', '.join(names)}; choose one of "
-                             "them (or None for the first)")
+                             "them (the default is the first, {names[0]})")
         raise ValueError(f"treebank {name!r}: this parser was trained on one treebank and has no treebank "
                          "choice (drop the treebank setting)")
 
@@ -152,25 +153,31 @@ class Parser:
         return ("head", "deprel", "upos") + tuple(self.model.taggers)  # tagger names are column names
 
     # ------------------------------------------------------------------ parsing
+    @renamed_params(max_tokens="batch_tokens")
     def predict(self, sentences: Sequence, refine_steps: int | None = None, algorithm: str = "mst",
-                use_input_graph: bool = False, max_tokens: int = 3000, progress: bool = False,
+                use_input_graph: bool = False, batch_tokens: int = 3000, progress: bool = False,
                 record_iterations: bool = False, treebank: str | None = None) -> ParseResult:
         """The predictions for ``sentences`` (objects with ``forms``, e.g. :class:`Sentence`), in order.
 
         ``refine_steps``: refinement iterations (default: the model's). ``algorithm``: ``"mst"``
         (non-projective) or ``"eisner"`` (projective). ``use_input_graph``: the sentences' own
         HEAD / DEPREL are iteration 0's graph (a :class:`ValueError` naming ``file:line`` if one is not a
-        single-rooted tree). ``max_tokens``: padded nodes per batch. ``record_iterations``: keep every
+        single-rooted tree). ``batch_tokens``: padded nodes per batch (old name ``max_tokens``, deprecated).
+        ``record_iterations``: keep every
         iteration's trees (:attr:`SentenceParse.iterations`). ``treebank``: for this call instead of
         :attr:`treebank`.
         """
         T = self.refine_steps if refine_steps is None else refine_steps
+        if not (isinstance(T, int) and T >= 0):
+            raise ValueError(f"refine_steps must be a whole number >= 0 (refinement iterations after the first "
+                             f"parse), got {T!r}")
         tb = self._treebank if treebank is None else self._treebank_index(treebank)
         return decode_sentences(self.model, self.vocab, sentences, self.max_distance, T, algorithm, use_input_graph,
-                                max_tokens, progress, record_iterations, tb)
+                                batch_tokens, progress, record_iterations, tb)
 
+    @renamed_params(max_tokens="batch_tokens")
     def parse(self, x: str | Iterable, refine_steps: int | None = None, algorithm: str = "mst",
-              use_input_graph: bool = False, max_tokens: int = 3000, progress: bool = False,
+              use_input_graph: bool = False, batch_tokens: int = 3000, progress: bool = False,
               keep: Iterable[str] | str = (), treebank: str | None = None) -> list[Sentence]:
         """Parsed copies of the input (see the module docstring for the columns).
 
@@ -182,7 +189,7 @@ class Parser:
         """
         kept = check_keep(keep)
         sentences = self.to_sentences(x)
-        pred = self.predict(sentences, refine_steps, algorithm, use_input_graph, max_tokens, progress,
+        pred = self.predict(sentences, refine_steps, algorithm, use_input_graph, batch_tokens, progress,
                             treebank=treebank)
         return [_apply(s, p, kept) for s, p in zip(sentences, pred)]
 

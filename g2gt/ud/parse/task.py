@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from ...core.batch import BucketBatchSampler
+from ...core.deprecation import renamed_params
 from .batching import TAG_HEADS, ParseBatch, corrupt_graph, dependency_labels, make_batch, make_example
 from .decode import decode_sentences
 from .vocab import ParserVocab, sentence_feats
@@ -36,7 +37,7 @@ class ParsingTask:
         train, dev: sentences (:class:`g2gt.ud.io.Sentence`) with gold trees.
         vocab: :class:`ParserVocab` built on ``train``.
         max_distance: clip distance of the position channel.
-        max_tokens: padded tokens per batch.
+        batch_tokens: padded tokens per batch (old name ``max_tokens``, deprecated).
         refine_train: ``"self"``, ``"corrupt"`` or ``"none"``.
         refine_steps: refinement iterations used by :meth:`evaluate`.
         train_treebanks: each training sentence's treebank (index into ``ParserConfig.treebanks``; default: all 0).
@@ -44,8 +45,9 @@ class ParsingTask:
         more_dev: further dev sets ``(name, sentences, treebank)``, evaluated and logged as ``"NAME.las"`` etc.
     """
 
+    @renamed_params(max_tokens="batch_tokens")
     def __init__(self, train: Sequence, dev: Sequence, vocab: ParserVocab, max_distance: int = 8,
-                 max_tokens: int = 4000, refine_train: str = "self", refine_steps: int = 2,
+                 batch_tokens: int = 1500, refine_train: str = "self", refine_steps: int = 2,
                  corrupt_max: float = 0.3, word_dropout: float = 0.2, seed: int = 1,
                  eval_algorithm: str = "mst", graph_channel: bool = True, train_treebanks: Sequence[int] | None = None,
                  dev_treebank: int = 0, more_dev: Sequence[tuple[str, Sequence, int]] = ()) -> None:
@@ -65,7 +67,7 @@ class ParsingTask:
         self.dev_treebank = dev_treebank
         self.more_dev = [(name, list(sents), tb) for name, sents, tb in more_dev]
         self.max_distance = max_distance
-        self.max_tokens = max_tokens
+        self.batch_tokens = batch_tokens
         self.refine_train = refine_train if graph_channel else "none"
         self.refine_steps = refine_steps if graph_channel else 0
         self.corrupt_max = corrupt_max
@@ -78,7 +80,7 @@ class ParsingTask:
     def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterator[ParseBatch]:
         # The corruption seed follows the batch's position in the global (all-rank) order,
         # so k ranks corrupt exactly like one process with accum_steps = k.
-        sampler = BucketBatchSampler(self._lengths, self.max_tokens, True, self.seed,
+        sampler = BucketBatchSampler(self._lengths, self.batch_tokens, True, self.seed,
                                      num_replicas=world_size, rank=rank)
         sampler.set_epoch(epoch, skip)
         base = (self.seed * 7919 + epoch) * 1_000_003

@@ -12,16 +12,18 @@ from typing import Any, Sequence
 
 from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
-from .config import ParserConfig
+from ...core.deprecation import renamed_params
+from .config import ParserConfig, parser_train_config
 from .treebanks import as_named_sets, treebank_index, treebank_list
 
 __all__ = ["train_parser"]
 
 
+@renamed_params(max_tokens="batch_tokens")
 @holds_training_folder
 def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mapping[str, Sequence],
                  out_dir: str | Path, config: dict | None = None, train_config: TrainConfig | None = None,
-                 refine_train: str = "self", refine_steps: int = 2, max_tokens: int = 4000, min_freq: int = 2,
+                 refine_train: str = "self", refine_steps: int = 2, batch_tokens: int = 1500, min_freq: int = 2,
                  lowercase: bool = True, word_dropout: float = 0.2, corrupt_max: float = 0.3, resume: bool = False,
                  tags: bool = True, treebank_embedding: bool = True, average_last: int = 0) -> tuple[Any, list[dict]]:
     """Build vocabularies, model and task; train; return ``(best Parser, dev history)``.
@@ -34,7 +36,9 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
     evaluated and logged as ``NAME.las`` ..., each parsed as its own treebank when the model knows it.
 
     ``config``: overrides of :class:`ParserConfig` fields (e.g. ``{"d_model": 256}``). ``train_config``: the
-    :class:`TrainConfig` (default: lr 1e-3, model selection on dev LAS); its ``init_from`` names a trained
+    :class:`TrainConfig` (default: :func:`~g2gt.ud.parse.config.parser_train_config`, the recipe of ``g2gt train
+    parser``: lr 1.5e-3, model selection on dev LAS); ``batch_tokens``: padded words per training batch (old
+    name ``max_tokens``, deprecated); the defaults of every argument are those of the command. Its ``init_from`` names a trained
     parser to warm-start from (:mod:`g2gt.ud.parse.warm`: its architecture, ``config`` overriding, its
     vocabulary with new labels appended, its matching weights; optimizer and schedule fresh). ``tags``: also
     train XPOS, UFeats and lemma (edit-rule) heads where the training data has those columns; with a lemma head
@@ -56,7 +60,7 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
     from .task import ParsingTask
     from .vocab import ParserVocab, unambiguous_lemmas
 
-    tc = with_averaging(train_config or TrainConfig(lr=1e-3, metric="las", metric_mode="max"), average_last)
+    tc = with_averaging(train_config or parser_train_config(), average_last)
     train_sets, dev_sets = as_named_sets(train), as_named_sets(dev)
     dev_names = [name for name, _ in dev_sets[1:]]
     if len(set(dev_names)) < len(dev_names) or None in dev_names:
@@ -102,11 +106,11 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
                   + ", ".join(f"{k} +{len(v)}" for k, v in added.items()), file=sys.stderr)
     train_tbs = [treebank_index(cfg.treebanks, name) for name, sents in train_sets for _ in sents]
     more_dev = [(name, sents, treebank_index(cfg.treebanks, name)) for name, sents in dev_sets[1:]]
-    task = ParsingTask(all_train, dev_sets[0][1], vocab, cfg.max_distance, max_tokens, refine_train, refine_steps,
+    task = ParsingTask(all_train, dev_sets[0][1], vocab, cfg.max_distance, batch_tokens, refine_train, refine_steps,
                        corrupt_max, word_dropout, tc.seed, graph_channel=cfg.graph_channel,
                        train_treebanks=train_tbs, dev_treebank=treebank_index(cfg.treebanks, dev_sets[0][0]),
                        more_dev=more_dev)
-    task_info = {"refine_train": task.refine_train, "refine_steps": task.refine_steps, "max_tokens": max_tokens,
+    task_info = {"refine_train": task.refine_train, "refine_steps": task.refine_steps, "batch_tokens": batch_tokens,
                  "min_freq": min_freq, "lowercase": lowercase, "word_dropout": word_dropout,
                  "corrupt_max": corrupt_max, "treebank_embedding": treebank_embedding, "average_last": average_last}
     data_info = {"train_sentences": len(all_train), "dev_sentences": len(dev_sets[0][1]),

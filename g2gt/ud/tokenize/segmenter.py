@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import torch
 
+from ...core.deprecation import warn_renamed
 from ..io.sentence import Sentence
 from .chars import CharVocab
 from .config import SegmenterConfig
@@ -40,21 +41,34 @@ class Segmenter:
         model: the character tagger (its dtype and device are used as they are).
         vocab: the training character vocabulary.
         lexicon: multiword-token splits.
-        batch_windows: windows per forward pass (memory = ``batch_windows * window`` characters).
+        batch_tokens: characters per forward pass, padding included (memory grows with it): the texts' windows
+            of ``window`` characters are read ``batch_tokens // window`` at a time (at least one; the default
+            6144 is 64 windows of the shipped models' 96 characters). ``batch_windows=N``, the old spelling,
+            still works for one release (``N * window`` characters, with a :class:`DeprecationWarning`).
         max_sentence_tokens: longer predicted sentences are cut where the model's sentence-end score is
             highest (0 = no limit).
     """
 
-    def __init__(self, model: SegmenterModel, vocab: CharVocab, lexicon: MWTLexicon, batch_windows: int = 64,
-                 max_sentence_tokens: int = 250) -> None:
+    def __init__(self, model: SegmenterModel, vocab: CharVocab, lexicon: MWTLexicon, batch_tokens: int = 6144,
+                 max_sentence_tokens: int = 250, *, batch_windows: int | None = None) -> None:
         self.model = model.eval()
         self.record: dict = {}  # the checkpoint's config / vocabularies / training record, for save()
         self.file: Path | None = None
         self.dtype: torch.dtype = torch.float32
         self.vocab = vocab
         self.lexicon = lexicon
-        self.batch_windows = batch_windows
+        if batch_windows is not None:
+            warn_renamed("batch_windows", "batch_tokens (characters: batch_windows * window)", "Segmenter")
+            batch_tokens = batch_windows * model.config.window
+        if batch_tokens < 1:
+            raise ValueError(f"batch_tokens must be a positive number of characters, got {batch_tokens}")
+        self.batch_tokens = batch_tokens
         self.max_sentence_tokens = max_sentence_tokens
+
+    @property
+    def batch_windows(self) -> int:
+        """Windows per forward pass: ``batch_tokens // window``, at least 1."""
+        return max(1, self.batch_tokens // self.model.config.window)
 
     kind = CHECKPOINT_KIND
 

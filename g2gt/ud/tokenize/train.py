@@ -59,9 +59,10 @@ EXPANDER_STEPS = 800
 
 
 def default_train_config(**overrides) -> TrainConfig:
-    """The :class:`g2gt.core.train.TrainConfig` of the segmenter recipe (``overrides`` replace fields)."""
+    """The :class:`g2gt.core.train.TrainConfig` of the segmenter recipe, the defaults of ``g2gt train segmenter``
+    and :func:`train_segmenter` (a 20-minute budget; ``overrides`` replace fields)."""
     base = dict(lr=2e-3, warmup=0.05, schedule="inverse_sqrt", cooldown=0.2, weight_decay=0.01, grad_clip=1.0,
-                eval_every=250, log_every=20, metric="score", metric_mode="max")
+                max_minutes=20.0, eval_every=250, log_every=20, metric="score", metric_mode="max")
     base.update(overrides)
     return TrainConfig(**base)
 

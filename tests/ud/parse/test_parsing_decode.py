@@ -43,7 +43,7 @@ MODEL_CONFIG_KEYS = [
     "graph_channel", "arc_dim", "label_dim", "char_dim", "char_filters", "head_dropout", "activation",
 ]
 VOCAB_KEYS = ["words", "chars", "upos", "rels", "lowercase", "max_word_chars", "xpos", "feats", "lemma_rules"]
-TASK_KEYS = ["vocab", "max_distance", "refine_steps", "refine_train"]
+TASK_KEYS = ["kind", "vocab", "max_distance", "refine_steps", "refine_train"]  # "kind": what the file holds
 
 
 @pytest.fixture(scope="module")
