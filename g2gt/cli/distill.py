@@ -86,8 +86,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                       help="unlabeled text of the same language, repeatable (see --text-format)")
     data.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs)")
     data.add_argument("--resume", action="store_true",
-                      help="continue from OUT/last.pt (same budget and settings; the teachers and --text files are "
-                           "read back from it)")
+                      help="continue from OUT/last.pt: the student, teachers, --text files and distillation settings "
+                           "are read back from it (give the same budget)")
     add_training_groups(p, ParserConfig, MODEL_OPTIONS, train_distill, TASK_OPTIONS, TRAIN_OPTIONS,
                         model_help=MODEL_HELP, task_help=TASK_HELP, batch_tokens=TRAIN_BATCH_TOKENS,
                         model_defaults=MODEL_CLI_DEFAULTS, train_defaults=TRAIN_CLI_DEFAULTS,

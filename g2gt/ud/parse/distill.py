@@ -89,6 +89,18 @@ def _resumed_text(ck: dict, out_dir, text: Sequence, text_format: str, text_max_
     return text, text_format, text_max_words
 
 
+def _resumed_settings(ck: dict, given: dict) -> dict:
+    """The distillation settings a resumed run continues with: the stored ones (``last.pt``), so that it goes on
+    as it was started; a note on stderr for each given value they replace."""
+    task = ck.get("task", {})
+    stored = {**{k: task[k] for k in ("refine_train", "refine_steps") if k in task}, **(task.get("distill") or {})}
+    out = {k: stored.get(k, v) for k, v in given.items()}
+    changed = [f"{k} {out[k]} (not {v})" for k, v in given.items() if out[k] != v]
+    if changed:
+        print("resuming with the run's own settings: " + ", ".join(changed), file=sys.stderr)
+    return out
+
+
 @holds_training_folder
 def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_dir: str | Path,
                   text: Sequence[str | Path] = (), config: dict | None = None,
@@ -108,8 +120,11 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     ``teacher_refine_steps``: refinement passes of each teacher for its targets (-1 = each teacher's default).
     The others are :func:`train_parser`'s.
 
-    With ``resume``, the student's vocabulary and configuration are read back from ``last.pt``; the teachers and
-    text files must be the ones it was trained with (``teachers`` / ``text`` may be empty: the stored ones).
+    With ``resume``, the student's vocabulary and configuration, the teachers (with their refinement passes), the
+    text files and the distillation settings (``temperature``, ``gold_weight``, ``refine_train``, ``refine_steps``,
+    ``word_dropout``, ``batch_tokens``) are read back from ``last.pt``: the run goes on as it was started (naming
+    other teachers or text files is an error; ``teachers`` / ``text`` may be empty). The budget is
+    ``train_config``'s.
     """
     import torch
 
@@ -132,6 +147,11 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
                              f"{', '.join(names)}; resume with the same --teacher options (or none)")
         names = stored
         text, text_format, text_max_words = _resumed_text(ck, out_dir, text, text_format, text_max_words)
+        kept = _resumed_settings(ck, dict(temperature=temperature, gold_weight=gold_weight, refine_train=refine_train,
+                                          refine_steps=refine_steps, word_dropout=word_dropout,
+                                          batch_tokens=batch_tokens))
+        temperature, gold_weight, refine_train = kept["temperature"], kept["gold_weight"], kept["refine_train"]
+        refine_steps, word_dropout, batch_tokens = kept["refine_steps"], kept["word_dropout"], kept["batch_tokens"]
         vocab = ParserVocab.from_dict(ck["task"]["vocab"])
         cfg = ParserConfig.from_dict(ck["model_config"])
     elif not names:
@@ -140,15 +160,14 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
                                          "num_lemma_rules", "treebanks"})
     if fixed:
         raise ValueError(f"{', '.join(fixed)} cannot be set: the student takes its sizes from the first teacher")
-    steps = None if teacher_refine_steps < 0 else teacher_refine_steps
-    first = Teacher.load(names[0], refine_steps=steps)
+    steps = [None if teacher_refine_steps < 0 else teacher_refine_steps] * len(names)
+    if ck is not None:  # each teacher's passes as stored
+        steps = list(ck["task"]["distill"].get("teacher_refine_steps") or steps)
+    loaded = [Teacher.load(name, refine_steps=k) for name, k in zip(names, steps)]
     if ck is None:
-        vocab = first.vocab
+        vocab = loaded[0].vocab
         cfg = vocab.config(**(config or {}))
     lost: dict[str, dict[str, list[str]]] = {}
-    loaded = [first]
-    for name in names[1:]:
-        loaded.append(Teacher.load(name, refine_steps=steps))
     for t in loaded:
         dropped = t.map_into(vocab)
         if dropped:
@@ -178,7 +197,8 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     task = DistillTask(sentences, gold, loaded, eval_task, temperature, gold_weight, refine, batch_tokens,
                        word_dropout, tc.seed, info={"teacher_refine_steps": settings["teacher_refine_steps"],
                                                     "text": [str(p) for p in text], "text_format": text_format,
-                                                    "text_max_words": text_max_words})
+                                                    "text_max_words": text_max_words,
+                                                    "word_dropout": word_dropout, "batch_tokens": batch_tokens})
     task_info = {"distill": settings, "refine_train": refine, "refine_steps": eval_task.refine_steps,
                  "batch_tokens": batch_tokens, "word_dropout": word_dropout, "text_format": text_format,
                  "text_max_words": text_max_words, "average_last": average_last, "dropped_classes": lost}

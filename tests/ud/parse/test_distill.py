@@ -176,8 +176,9 @@ def test_resume_continues_bit_exactly(teachers, data, tmp_path):
     train_distill(list(teachers), train, dev, tmp_path / "full", [text], train_config=_tc(max_steps=6), **kw)
     train_distill(list(teachers), train, dev, tmp_path / "part", [text], train_config=_tc(max_steps=3), **kw)
     torch.manual_seed(999)  # another RNG state must not matter
-    # the teachers and the text files are read back from last.pt
-    train_distill([], train, dev, tmp_path / "part", train_config=_tc(max_steps=6), resume=True, **kw)
+    # the teachers, the text files and the settings are read back from last.pt (the values given here are not used)
+    train_distill([], train, dev, tmp_path / "part", train_config=_tc(max_steps=6), resume=True,
+                  **{**kw, "temperature": 1.0, "refine_steps": 0, "gold_weight": 0.0, "teacher_refine_steps": 2})
     a = torch.load(tmp_path / "full" / "last.pt", weights_only=True)
     b = torch.load(tmp_path / "part" / "last.pt", weights_only=True)
     assert a["step"] == b["step"] == 6
