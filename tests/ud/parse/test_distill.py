@@ -232,6 +232,10 @@ def test_cli_records_its_commands_and_resumes_without_teachers(teachers, tmp_pat
     commands = run_commands(out)
     assert len(commands) == 2 and "--teacher" in commands[0] and "--resume" in commands[1]
     assert main(["train", "distill", *common]) == 2  # no teacher and no --resume: a usage error
+    model = tmp_path / "model"
+    assert main(["export-model", "--parser", str(out), "-o", str(model)]) == 0
+    assert "g2gt train distill --teacher" in json.loads((model / "model.json").read_text())["commands"]["parser"]
+    assert main(["parse", "--model", str(model), "--text", "A short test."]) == 0
 
 
 def test_teacher_with_other_position_clipping_reads_its_own(teachers, data):
