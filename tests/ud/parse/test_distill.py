@@ -248,3 +248,9 @@ def test_teacher_with_other_position_clipping_reads_its_own(teachers, data):
     wm = b_near.student.words_mask
     assert torch.equal(b_far.teacher_batches[0].position, b_near.student.position)
     assert torch.allclose(far.targets(b_far).arcs[wm], near.targets(b_near).arcs[wm], atol=1e-6)
+
+
+def test_distill_task_is_a_trainer_task():
+    from g2gt.core.task import Task
+
+    assert issubclass(DistillTask, Task)
