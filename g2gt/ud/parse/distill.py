@@ -79,7 +79,9 @@ def _resumed_text(ck: dict, out_dir, text: Sequence, text_format: str, text_max_
     """The text files and their reading of a resumed run: the stored ones when ``text`` is empty, else
     ``text`` (which must name the stored files: other data would not continue the run)."""
     stored = (ck.get("task", {}).get("distill") or {})
-    files = [str(p) for p in stored.get("text", [])]
+    if "text" not in stored:  # a run from before the text files were recorded: the ones given
+        return text, text_format, text_max_words
+    files = [str(p) for p in stored["text"]]
     if not text:
         return files, stored.get("text_format", text_format), int(stored.get("text_max_words", text_max_words))
     if [str(p) for p in text] != files:

@@ -254,3 +254,14 @@ def test_distill_task_is_a_trainer_task():
     from g2gt.core.task import Task
 
     assert issubclass(DistillTask, Task)
+
+
+def test_resume_of_a_run_without_recorded_text_files_takes_the_given_ones(tmp_path):
+    from g2gt.ud.parse.distill import _resumed_text
+
+    old = {"task": {"distill": {"teachers": ["t"]}}}
+    assert _resumed_text(old, tmp_path, ["a.txt"], "lines", 50) == (["a.txt"], "lines", 50)
+    new = {"task": {"distill": {"teachers": ["t"], "text": ["a.txt"], "text_format": "lines", "text_max_words": 50}}}
+    assert _resumed_text(new, tmp_path, [], "auto", 100) == (["a.txt"], "lines", 50)
+    with pytest.raises(ValueError, match="text files"):
+        _resumed_text(new, tmp_path, ["b.txt"], "lines", 50)
