@@ -7,7 +7,7 @@ Sequoia for French) hold about 30-40 short texts each: greetings, thanks, short 
 statements, a few lines of two sentences. Each text (one line of ``LANG_everyday.txt``) is parsed *alone*, as
 ``g2gt parse --text "..."`` or ``nlp(text)`` does, and the outputs together are scored against the gold file
 with the official CoNLL 2018 scorer (:func:`g2gt.ud.evaluate.evaluate`): Tokens, Sentences, UPOS, UAS, LAS
-(and the rest with ``--json``).
+(also Words, Lemmas, CLAS and BLEX with ``--json``; the sets have no XPOS or features).
 
     python benchmarks/everyday.py                      # every shipped or installed model with a set
     python benchmarks/everyday.py --model en_ewt --model runs/fr/model
@@ -29,6 +29,8 @@ import g2gt.data  # noqa: E402
 
 EVERYDAY_DIR = Path(g2gt.data.__file__).resolve().parent / "everyday"
 SHOWN = ("Tokens", "Sentences", "UPOS", "UAS", "LAS")
+#: the metrics the gold files support (their XPOS, FEATS and DEPS are ``_``)
+SCORED = ("Tokens", "Sentences", "Words", "UPOS", "Lemmas", "UAS", "LAS", "CLAS", "BLEX")
 CARD_KEY = "everyday_scores_official_scorer"
 
 
@@ -45,7 +47,7 @@ def texts_of(raw: Path) -> list[str]:
 
 def score_model(model: str, dtype: str = "auto") -> tuple[str, dict] | None:
     """``(language, {metric: F1 x 100})`` of ``model`` on its language's everyday set; None without a set."""
-    from g2gt.ud.evaluate import METRICS, evaluate
+    from g2gt.ud.evaluate import evaluate
     from g2gt.ud.io.conllu import read_conllu
     from g2gt.ud.models import model_card
     from g2gt.ud.pipeline import Pipeline
@@ -58,8 +60,7 @@ def score_model(model: str, dtype: str = "auto") -> tuple[str, dict] | None:
     nlp = Pipeline.load(model, dtype=dtype)
     pred = [s for text in texts_of(raw) for s in nlp(text)]  # each text alone
     ev = evaluate(read_conllu(gold_file), pred, gold_name=str(gold_file), pred_name=str(model))
-    return language, {k: round(ev.scores[k].f1 * 100, 2) for k in METRICS if k in ev.scores
-                      and k not in ("ELAS", "EULAS")}
+    return language, {k: round(ev.scores[k].f1 * 100, 2) for k in SCORED}
 
 
 def card_entry(language: str, scores: dict) -> dict:

@@ -104,6 +104,15 @@ def _readme(name: str, card: dict) -> str:
                   "| input | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
         lines += [f"| {k} | " + " | ".join(f"{v.get(m, 0):.2f}" for m in metrics) + " |" for k, v in scores.items()]
         lines.append("")
+    everyday = card.get("everyday_scores_official_scorer") or {}
+    rows = {k: v for k, v in everyday.items() if isinstance(v, dict)}
+    if rows:
+        metrics = [m for m in ("Tokens", "Sentences", "UPOS", "UAS", "LAS") if m in next(iter(rows.values()))]
+        lines += [f"Everyday input ({everyday.get('set', 'short texts, each parsed alone')}; "
+                  "`python benchmarks/everyday.py`):", "",
+                  "| input | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
+        lines += [f"| {k} | " + " | ".join(f"{v[m]:.2f}" for m in metrics) + " |" for k, v in rows.items()]
+        lines.append("")
     lines += _commands(card.get("commands") or {})
     lines += [f"The model card is `g2gt_model_{name}/model/model.json`.", ""]
     return "\n".join(lines)

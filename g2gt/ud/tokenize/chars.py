@@ -30,8 +30,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["CLASSES", "GAPS", "CharVocab", "Compact", "char_class", "code_points", "gap_types", "is_line_break",
-           "PAD_ID", "UNK_ID"]
+__all__ = ["CLASSES", "GAPS", "FINAL_PUNCT", "CharVocab", "Compact", "char_class", "code_points", "gap_types",
+           "is_line_break", "PAD_ID", "UNK_ID"]
 
 PAD_ID, UNK_ID = 0, 1
 CLASSES = ("pad", "space", "line_break", "upper", "lower", "other_letter", "digit", "number", "open", "close",
@@ -45,6 +45,8 @@ GAPS = ("none", "space", "spaces", "line_break", "blank_line")
 _LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 _BREAK_CPS = np.array(sorted(ord(c) for c in _LINE_BREAKS), dtype="<u4")
 _FINAL = frozenset(".!?\u2026\u3002\uff01\uff1f\u061f\u0964\u203c\u2047\u2048\u2049\uff0e")
+#: sentence-final punctuation (class ``final_punct``): . ! ? … and their CJK, Arabic and Devanagari forms
+FINAL_PUNCT = _FINAL
 _QUOTES = frozenset("'\"`\u00b4")
 _BY_CATEGORY = {
     "Lu": "upper", "Lt": "upper", "Ll": "lower", "Lo": "other_letter", "Lm": "other_letter",

@@ -24,9 +24,12 @@ ambiguous ones (``its``: 57 of 221 in EWT train, ``lets`` 5 of 7).
    writes them, ``gonna`` / ``wanna`` / ``gotta`` / ``cannot``;
 4. otherwise the token stays one word.
 
-Every rule-based split concatenates back to the surface. In a segmenter checkpoint's ``task`` entry the
-lexicon is ``mwt`` (the table), ``mwt_always``, ``mwt_rules`` and ``mwt_expander``
-(:meth:`MWTLexicon.checkpoint_entries` / :meth:`MWTLexicon.from_checkpoint`).
+Every rule-based split concatenates back to the surface. The lexicon also keeps ``final_tokens``, the
+training surfaces that end in sentence-final punctuation (``etc.``, ``mr.``, ``u.s.``): at the end of a
+sentence only these keep their final ``.`` / ``!`` / ``?`` (:func:`g2gt.ud.tokenize.spans.split_final_punct`).
+In a segmenter checkpoint's ``task`` entry the lexicon is ``mwt`` (the table), ``mwt_always``, ``mwt_rules``,
+``mwt_final_tokens`` and ``mwt_expander`` (:meth:`MWTLexicon.checkpoint_entries` /
+:meth:`MWTLexicon.from_checkpoint`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from .casing import apply_case
+from .chars import FINAL_PUNCT
 
 if TYPE_CHECKING:  # pragma: no cover
     from .expander import MWTExpander
@@ -76,7 +80,10 @@ def split_clitics(surface: str) -> list[str]:
 class MWTLexicon:
     """Lowercased surface -> lowercased words, learned from ``(surface, words)`` pairs, and the set
     ``always`` of lowercased surfaces that are split whatever the character model says; ``rules``
-    (:data:`RULES`) and an optional learned ``expander`` for surfaces not in the table.
+    (:data:`RULES`) and an optional learned ``expander`` for surfaces not in the table. ``final_tokens``:
+    the lowercased training surfaces of two or more characters that end in sentence-final punctuation
+    (:data:`g2gt.ud.tokenize.chars.FINAL_PUNCT`), the only ones that keep it at a sentence end; ``None`` (a
+    segmenter saved before they were learned) leaves such tokens as the character model cut them.
 
     >>> lex = MWTLexicon.learn([("don't", ["do", "n't"]), ("Gonna", ["Gon", "na"])])
     >>> lex.expand("DON'T"), lex.expand("gonna"), lex.expand("Obama's"), lex.expand("xyz")
@@ -84,7 +91,7 @@ class MWTLexicon:
     """
 
     def __init__(self, table: dict[str, list[str]] | None = None, always: Iterable[str] = (), rules: str = "en",
-                 expander: MWTExpander | None = None) -> None:
+                 expander: MWTExpander | None = None, final_tokens: Iterable[str] | None = None) -> None:
         if rules not in RULES:
             raise ValueError(f"MWTLexicon rules must be one of {RULES}, got {rules!r}")
         self.table: dict[str, list[str]] = {k: list(v) for k, v in (table or {}).items()}
@@ -92,13 +99,15 @@ class MWTLexicon:
         self.rules = rules
         self.expander = expander
         self.candidate_score = CANDIDATE_SCORE
+        self.final_tokens: frozenset[str] | None = None if final_tokens is None else frozenset(final_tokens)
 
     @classmethod
     def learn(cls, pairs: Iterable[tuple[str, Sequence[str]]], min_count: int = 1,
               min_share: float = 0.75) -> MWTLexicon:
         """Most frequent split of each lowercased surface (ties: the first seen); ``always``: the surfaces
         seen at least ``min_count`` times that were multiword tokens in at least ``min_share`` of them
-        (``pairs`` must then include the one-word tokens too)."""
+        (``pairs`` must then include the one-word tokens too); ``final_tokens``: the surfaces of two or more
+        characters that end in sentence-final punctuation."""
         counts: dict[str, Counter[tuple[str, ...]]] = defaultdict(Counter)
         seen: Counter[str] = Counter()
         for surface, words in pairs:
@@ -106,7 +115,8 @@ class MWTLexicon:
             if len(words) > 1:
                 counts[surface.lower()][tuple(w.lower() for w in words)] += 1
         always = [s for s, c in counts.items() if seen[s] >= min_count and c.total() >= min_share * seen[s]]
-        return cls({s: list(c.most_common(1)[0][0]) for s, c in counts.items()}, always)
+        final = [s for s in seen if len(s) > 1 and s[-1] in FINAL_PUNCT]
+        return cls({s: list(c.most_common(1)[0][0]) for s, c in counts.items()}, always, final_tokens=final)
 
     def words(self, surface: str, predicted_mwt: bool, score: float = 0.0) -> list[str]:
         """The syntactic words of a token the character model did (``predicted_mwt``) or did not mark as
@@ -168,6 +178,8 @@ class MWTLexicon:
     def checkpoint_entries(self) -> dict:
         """The lexicon's entries of a segmenter checkpoint's ``task`` dict (weights_only-safe)."""
         out = {"mwt": self.to_dict(), "mwt_always": sorted(self.always), "mwt_rules": self.rules}
+        if self.final_tokens is not None:
+            out["mwt_final_tokens"] = sorted(self.final_tokens)
         if self.expander is not None:
             out["mwt_expander"] = self.expander.to_dict()
         return out
@@ -181,4 +193,5 @@ class MWTLexicon:
             from .expander import MWTExpander
 
             expander = MWTExpander.from_dict(task["mwt_expander"], device)
-        return cls(task.get("mwt", {}), task.get("mwt_always", ()), task.get("mwt_rules", "en"), expander)
+        return cls(task.get("mwt", {}), task.get("mwt_always", ()), task.get("mwt_rules", "en"), expander,
+                   task.get("mwt_final_tokens"))

@@ -115,7 +115,8 @@ class Segmenter:
                 raise TypeError(f"text {i} is a {type(t).__name__}, expected str (raw text); for words that are "
                                 "already tokenized, build sentences with g2gt.ud.io.sentence_from_words")
         out = predict_probs(self.model, self.vocab, texts, self.batch_windows, self.device)
-        return [decode_text(t, *o, max_sentence_tokens=self.max_sentence_tokens) for t, o in zip(texts, out)]
+        return [decode_text(t, *o, max_sentence_tokens=self.max_sentence_tokens, final_tokens=self.lexicon.final_tokens)
+                for t, o in zip(texts, out)]
 
     def spans(self, text: str) -> Spans:
         """Token spans (``starts``, ``ends``, ``mwt``) and sentences (token ranges) of one text."""

@@ -14,7 +14,13 @@ Hard rules make the result well formed whatever the model says:
   alone between whitespace it is not a token at all (its characters are kept as whitespace-like
   separators, see :mod:`g2gt.ud.tokenize.output`);
 * a blank line (two or more line breaks between tokens) always ends a sentence, and so does the text's end;
-* a sentence longer than ``max_sentence_tokens`` is cut where the model's sentence-end score is highest.
+* a sentence longer than ``max_sentence_tokens`` is cut where the model's sentence-end score is highest;
+* (:func:`split_final_punct`, given the training data's ``final_tokens``) a sentence's last token that ends
+  in sentence-final punctuation after a letter or digit (``Hi.``, ``Hi!``) keeps it only when the training
+  data had that token (``etc.``, ``Inc.``); else the punctuation is a token of its own. Treebank text rarely
+  ends a sentence on a short capitalised word, so the character model takes ``Hi.`` at the end of a text for
+  an abbreviation (``Dr.``, ``St.``) although it ends the sentence there; a treebank's abbreviations are
+  listed in its training data, and one that ends a sentence is kept whole.
 """
 
 from __future__ import annotations
@@ -23,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chars import is_line_break
+from .chars import FINAL_PUNCT, is_line_break
 
-__all__ = ["Spans", "decode_spans", "joinable_spaces", "line_breaks"]
+__all__ = ["Spans", "decode_spans", "joinable_spaces", "line_breaks", "split_final_punct"]
 
 ZWJ = "\u200d"
 _BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -153,3 +159,31 @@ def _limit(sentences: list[tuple[int, int]], limit: int, score: np.ndarray | Non
             a = cut + 1
         out.append((a, b))
     return out
+
+
+def split_final_punct(text: str, spans: Spans, final_tokens: frozenset[str] | None) -> Spans:
+    """``spans`` with the final punctuation (:data:`g2gt.ud.tokenize.chars.FINAL_PUNCT`) of each sentence's
+    last token made a token of its own when that token has two or more characters, a letter or digit before
+    the punctuation and, lowercased, is not one of ``final_tokens`` (the training data's tokens that end in
+    such punctuation, :attr:`g2gt.ud.tokenize.mwt.MWTLexicon.final_tokens`): ``Hi.`` -> ``Hi`` ``.``, ``etc.``
+    kept. Sentence boundaries do not move; the new token is not a multiword token. ``final_tokens`` None:
+    ``spans`` unchanged."""
+    if final_tokens is None or not spans.sentences:
+        return spans
+    cut = []
+    for _, b in spans.sentences:
+        k = b - 1
+        s, e = int(spans.starts[k]), int(spans.ends[k])
+        if e - s > 1 and text[e - 1] in FINAL_PUNCT and text[e - 2].isalnum() and text[s:e].lower() not in final_tokens:
+            cut.append(k)
+    if not cut:
+        return spans
+    at = np.array(cut, dtype=np.int64)
+    punct_start = spans.ends[at] - 1
+    starts = np.insert(spans.starts, at + 1, punct_start)
+    ends = np.insert(spans.ends, at, punct_start)
+    mwt = np.insert(spans.mwt, at + 1, False)
+    score = None if spans.mwt_score is None else np.insert(spans.mwt_score, at + 1, 0.0).astype(np.float32)
+    shift = np.searchsorted(at, np.arange(len(spans) + 1), side="left")  # [K + 1]: tokens inserted before k
+    sentences = [(a + int(shift[a]), b + int(shift[b])) for a, b in spans.sentences]
+    return Spans(starts, ends, mwt, sentences, score)

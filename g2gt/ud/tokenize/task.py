@@ -164,7 +164,7 @@ class SegmentTask:
         outs = predict_probs(model, self.vocab, texts)
         nll, chars = 0.0, 0
         for r, cp in zip(self.dev, outs):
-            sp = decode_text(r.text, *cp)
+            sp = decode_text(r.text, *cp, final_tokens=self.lexicon.final_tokens)
             probs = cp.probs
             s, e = sp.starts.tolist(), sp.ends.tolist()
             mwt = sp.mwt.tolist()

@@ -237,7 +237,8 @@ def relearn_lexicon(checkpoint: str | os.PathLike, train_sentences: Iterable,
                     out: str | os.PathLike) -> MWTLexicon:
     """Write segmenter ``checkpoint`` (a file or a training folder) to file ``out`` with its multiword-token
     lexicon learned anew from ``train_sentences`` (:func:`learn_lexicon`); the weights and every other entry
-    are kept. For segmenters saved before the lexicon had its ``always`` set (checkpoint key ``mwt_always``)."""
+    are kept. For segmenters saved before the lexicon had its ``always`` set (checkpoint key ``mwt_always``) or
+    its ``final_tokens`` (``mwt_final_tokens``)."""
     from ...core.checkpoint import expect_kind, load_checkpoint, resolve_checkpoint, save_atomic
     from .data import documents_from_sentences
     from .segmenter import CHECKPOINT_KIND
@@ -247,7 +248,8 @@ def relearn_lexicon(checkpoint: str | os.PathLike, train_sentences: Iterable,
     expect_kind(ck, file, CHECKPOINT_KIND)
     extra = ck.get("task") or {}
     lexicon = learn_lexicon(documents_from_sentences(train_sentences))
-    ck["task"] = {**extra, "mwt": lexicon.to_dict(), "mwt_always": sorted(lexicon.always)}
+    ck["task"] = {**extra, "mwt": lexicon.to_dict(), "mwt_always": sorted(lexicon.always),
+                  "mwt_final_tokens": sorted(lexicon.final_tokens)}
     save_atomic(ck, out)
     return lexicon
 

@@ -116,3 +116,68 @@ def test_warm_start_continues_a_segmenter_with_its_characters_and_weights(tmp_pa
         assert torch.equal(a, b), name  # lr 0: the source's weights, unchanged
     ck = torch.load(tmp_path / "b" / "last.pt", weights_only=True)
     assert ck["train_config"]["init_from"].endswith("best.pt")
+
+
+# --------------------------------------------------------------------------- a sentence's final punctuation
+def _spans(text: str, cuts: list[int], sentence_ends: list[int]):
+    """Spans of ``text`` cut after characters ``cuts`` (and at spaces), sentences ending after tokens ending at
+    characters ``sentence_ends``."""
+    from g2gt.ud.tokenize.chars import CharVocab as V
+    from g2gt.ud.tokenize.spans import decode_spans
+
+    n = len(text)
+    end = np.zeros(n, dtype=bool)
+    end[cuts] = True
+    sent = np.zeros(n, dtype=bool)
+    sent[sentence_ends] = True
+    _, _, is_space, is_glue = V([]).lookup(text)
+    return decode_spans(text, end, sent, np.zeros(n, dtype=bool), is_space, is_glue)
+
+
+def _tokens(text, sp):
+    return [[text[sp.starts[k]:sp.ends[k]] for k in range(a, b)] for a, b in sp.sentences]
+
+
+def test_final_punct_is_split_from_an_unknown_last_token_of_each_sentence():
+    from g2gt.ud.tokenize.spans import split_final_punct
+
+    text = "Hi. How are you? I like it etc. Bye!"
+    sp = _spans(text, [], [2, 15, 30])  # the model cut no token inside 'Hi.', 'etc.' nor 'Bye!'
+    assert _tokens(text, sp)[0] == ["Hi."]
+    out = split_final_punct(text, sp, frozenset({"etc."}))
+    assert _tokens(text, out) == [["Hi", "."], ["How", "are", "you", "?"], ["I", "like", "it", "etc."], ["Bye", "!"]]
+    assert len(out.mwt) == len(out.starts) == len(out) == len(sp) + 3 and not out.mwt.any()
+    assert split_final_punct(text, sp, None) is sp  # an older segmenter: as the model cut
+
+
+def test_final_punct_rule_keeps_punctuation_runs_single_characters_and_inner_tokens():
+    from g2gt.ud.tokenize.spans import split_final_punct
+
+    text = "Wait... What?! Mr. X. ?"
+    sp = _spans(text, [3, 11], [6, 13, 20, 22])
+    got = _tokens(text, split_final_punct(text, sp, frozenset()))
+    assert got == [["Wait", "..."], ["What", "?!"], ["Mr.", "X", "."], ["?"]]  # 'Mr.' is not a sentence's last
+
+
+def test_lexicon_learns_and_saves_the_final_tokens():
+    from g2gt.ud.tokenize.mwt import MWTLexicon
+
+    lex = MWTLexicon.learn([("Mr.", ["Mr."]), ("etc.", ["etc."]), (".", ["."]), ("Hi", ["Hi"]), ("...", ["..."])])
+    assert lex.final_tokens == {"mr.", "etc.", "..."}
+    again = MWTLexicon.from_checkpoint(lex.checkpoint_entries())
+    assert again.final_tokens == lex.final_tokens
+    assert MWTLexicon.from_checkpoint({"mwt": {}}).final_tokens is None  # saved before: the rule is off
+
+
+def test_the_default_english_segmenter_cuts_greetings_like_treebank_text():
+    from g2gt.ud.models import DEFAULT_MODEL, available_models
+    from g2gt.ud.tokenize import Segmenter
+
+    if DEFAULT_MODEL not in available_models():
+        import pytest
+
+        pytest.skip("no shipped default model here")
+    seg = Segmenter.load(DEFAULT_MODEL)
+    assert seg.tokenize("Hi.") == [["Hi", "."]]
+    assert seg.tokenize("Hi. How are you?") == [["Hi", "."], ["How", "are", "you", "?"]]
+    assert seg.tokenize("Mr. Smith left.") == [["Mr.", "Smith", "left", "."]]  # an abbreviation inside: kept
