@@ -130,9 +130,9 @@ def test_batch_tokens_reaches_the_parser(model_dir, tmp_path, monkeypatch):
     seen = []
     original = Parser.parse
 
-    def spy(self, sentences, *args, **kw):
-        seen.append(kw.get("batch_tokens"))
-        return original(self, sentences, *args, **kw)
+    def spy(self, sentences, *args, batch_tokens=3000, **kw):
+        seen.append(batch_tokens)
+        return original(self, sentences, *args, batch_tokens=batch_tokens, **kw)
 
     monkeypatch.setattr(Parser, "parse", spy)
     out = tmp_path / "p.conllu"
