@@ -29,14 +29,14 @@ MODEL_HELP = ENCODER_HELP | {
 }
 TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
                  "eval_every", "seed", "amp")
-TRAIN_CLI_DEFAULTS = {"lr": 1e-3, "grad_clip": 5.0, "eval_every": 300, "cooldown": 0.3}
+TRAIN_CLI_DEFAULTS = {"lr": 1e-3, "grad_clip": 5.0, "eval_every": 400, "cooldown": 0.3}
 TASK_OPTIONS = ("window", "min_freq", "word_dropout")
 TASK_HELP = {
     "window": "most words of a training window (whole sentences; antecedents are searched inside it)",
     "min_freq": "minimum training frequency of a word embedding",
     "word_dropout": "probability of replacing a word by <unk> in training",
 }
-TRAIN_BATCH_TOKENS = 800
+TRAIN_BATCH_TOKENS = 1024
 
 
 def register(subparsers) -> None:

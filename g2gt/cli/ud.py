@@ -50,13 +50,20 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise UsageError(f"--no-punct and --per-relation need {args.pred} to have exactly the words of {args.gold} "
                          "(gold tokenisation); the official scores (without those options) work for any tokenisation")
     problems = validate_file(args.pred) if args.validate else None
+    coref = _coref_report(args.gold, args.pred) if result.same_words else None
     if args.json:
         d = result.as_dict()
         if problems is not None:
             d["validation_errors"] = problems
+        if coref is not None:
+            d["coreference"] = coref
         print(json.dumps(d, indent=2))
         return 0
     print(result.table(no_punct=args.no_punct, per_relation=args.per_relation))
+    if coref is not None:
+        from ..ud.coref.metrics import coref_table
+
+        print("\n" + coref_table(coref))
     if problems is not None:
         print(f"\nUD validator (level 2) on {args.pred}: {len(problems)} error(s)")
         for p in problems[:50]:
@@ -64,6 +71,15 @@ def run_evaluate(args: argparse.Namespace) -> int:
         if len(problems) > 50:
             print(f"  ... {len(problems) - 50} more")
     return 0
+
+
+def _coref_report(gold: str, pred: str) -> dict | None:
+    """The coreference scores when both files carry CorefUD ``Entity=`` annotations (else None)."""
+    from ..ud.coref.metrics import coref_report, has_entities
+    from ..ud.io.conllu import read_conllu
+
+    g, p = read_conllu(gold), read_conllu(pred)
+    return coref_report(g, p) if has_entities(g) and has_entities(p) else None
 
 
 def _configure_draw(p: argparse.ArgumentParser) -> None:

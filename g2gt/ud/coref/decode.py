@@ -2,12 +2,13 @@
 
 For one window (:meth:`g2gt.ud.coref.model.CorefModel.predict`):
 
-1. every word whose head tag is not 0 heads a mention; its type is the tag's entity type, its extent
-   ``[start, end]`` the argmax of the start / end scores (inside its subtree);
+1. every word whose head tag is not 0 heads a mention; its extent ``[start, end]`` is the argmax of the
+   start / end scores (inside its subtree);
 2. mention heads are visited left to right; each takes its best-scoring earlier mention head as antecedent
    when that score is above 0 (the score of "no antecedent"), else it starts a new entity;
 3. the entities are the connected components of the antecedent links (:func:`clusters_from_links`);
-   a mention without links is a singleton entity.
+   a mention without links is a singleton entity. An entity's type is the type whose probabilities,
+   summed over its mentions' head tags, are the highest (GUM gives every mention of an entity its type).
 
 A word heads at most one mention, so two mentions differ in their heads (their extents may coincide).
 """
@@ -61,11 +62,12 @@ def decode_window(pred: dict[str, torch.Tensor], b: int, n: int, offset: int, et
         best, arg = sub.max(-1)
         links = [(k, int(arg[k])) for k in range(1, len(heads)) if float(best[k]) > 0.0]
     groups = clusters_from_links(len(heads), links)
+    probs = pred["tag_probs"][b, :n, 1:]  # [n, T - 1]: the mention types
     out: list[Mention] = []
     for g_i, group in enumerate(groups):
+        t = int(probs[[heads[k] for k in group]].sum(0).argmax())  # one type per entity (summed votes)
         for k in group:
             h = heads[k]
-            t = tag[h] - 1
             out.append(Mention(str(first_eid + g_i), list(range(offset + start[h], offset + end[h] + 1)),
                                etypes[t] if 0 <= t < len(etypes) else "", "", offset + h))
     out.sort(key=lambda m: (m.start, -m.end))

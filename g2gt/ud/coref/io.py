@@ -202,7 +202,8 @@ def _finish(eid: str, start: int, end: int, fields: str, ti, hi, parts: dict, do
 def format_entity(mentions: Iterable[Mention], layout: str = DEFAULT_LAYOUT) -> dict[int, str]:
     """``{document position: Entity value}`` for contiguous mentions (a discontinuous one is written as its
     full extent). At each word: openings (longest first), one-word mentions, then closings (the latest
-    opened first), so that nested brackets read back as written. Fields: the entity id, ``etype`` where the
+    opened first), as GUM orders them; when a mention opens where another (crossing it) closes and no one-word
+    mention separates them, the closing comes first, so that the brackets read back as written. Fields: the entity id, ``etype`` where the
     layout has it and ``head`` (1-based in the mention) where the layout has it; other fields are left out
     (CorefUD allows trailing fields to be omitted)."""
     names = layout.split("-")[1:]
@@ -229,10 +230,11 @@ def format_entity(mentions: Iterable[Mention], layout: str = DEFAULT_LAYOUT) -> 
             closes.setdefault(b, []).append((a, f"{m.eid})"))
     out: dict[int, str] = {}
     for k in sorted(set(opens) | set(closes) | set(singles)):
-        text = "".join(t for _, t in sorted(opens.get(k, []), key=lambda x: -x[0]))
-        text += "".join(singles.get(k, []))
-        text += "".join(t for _, t in sorted(closes.get(k, []), key=lambda x: -x[0]))
-        out[k] = text
+        o = "".join(t for _, t in sorted(opens.get(k, []), key=lambda x: -x[0]))
+        s = "".join(singles.get(k, []))
+        c = "".join(t for _, t in sorted(closes.get(k, []), key=lambda x: -x[0]))
+        # '(2-place' + '1)' would read as one bracket '(2-place1)': crossing mentions close first
+        out[k] = c + o if o and c and not s else o + s + c
     return out
 
 

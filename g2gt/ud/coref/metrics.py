@@ -32,7 +32,8 @@ from typing import Iterable, Sequence
 
 from .io import Mention
 
-__all__ = ["coref_scores", "score_files", "assignment", "mention_scores", "MATCHES"]
+__all__ = ["coref_scores", "score_files", "assignment", "mention_scores", "coref_report", "coref_table", "has_entities",
+           "MATCHES"]
 
 MATCHES = ("head", "partial", "exact")
 _Key = tuple  # (words tuple, head)
@@ -291,3 +292,43 @@ def score_files(key_path: str, sys_path: str, match: str = "head", singletons: b
             raise ValueError(f"{key_path} and {sys_path} differ in the words of a document (expected the same "
                              "sentences and words, with different Entity annotations)")
     return coref_scores([read_mentions(d) for d in kd], [read_mentions(d) for d in sd], match, singletons)
+
+
+def has_entities(sentences) -> bool:
+    """True when some word of ``sentences`` has an ``Entity`` item in MISC."""
+    return any("Entity" in (t["misc"] or {}) for s in sentences for t in s.words)
+
+
+def coref_report(gold, pred) -> dict:
+    """Every score of :func:`g2gt.ud.coref.metrics.coref_scores` for the three matchings, with and without
+    singletons, plus :func:`mention_scores`: ``{"head": {...}, "head+singletons": {...}, ..., "mentions": {...}}``.
+    ``gold`` / ``pred``: sentences (the same documents and words) with ``Entity=`` annotations."""
+    from .io import documents, read_mentions
+
+    kd, sd = documents(gold), documents(pred)
+    if len(kd) != len(sd) or any([f for s in a for f in s.forms] != [f for s in b for f in s.forms]
+                                 for a, b in zip(kd, sd)):
+        raise ValueError("coreference scores need the gold words and documents in the prediction (the scorer "
+                         "aligns mentions by position); the prediction has other words or documents")
+    km = [read_mentions(d) for d in kd]
+    sm = [read_mentions(d) for d in sd]
+    out: dict = {}
+    for match in MATCHES:
+        for sg in (False, True):
+            out[match + ("+singletons" if sg else "")] = coref_scores(km, sm, match, sg)
+    out["mentions"] = mention_scores(km, sm)
+    return out
+
+
+def coref_table(report: dict) -> str:
+    """A text table of :func:`coref_report` (F1 of MUC, B³, CEAF-e and CoNLL per matching)."""
+    lines = ["Coreference (CorefUD, as the CRAC scorer; primary: CoNLL F1, head match, no singletons)",
+             f"{'matching':<24}{'MUC':>8}{'B3':>8}{'CEAF-e':>8}{'CoNLL':>8}"]
+    for name, s in report.items():
+        if name == "mentions":
+            continue
+        lines.append(f"{name:<24}{s['muc_f1']:>8.2f}{s['bcub_f1']:>8.2f}{s['ceafe_f1']:>8.2f}{s['conll']:>8.2f}")
+    m = report["mentions"]
+    lines.append(f"mentions (head match, with singletons): P {m['mention_p']:.2f} R {m['mention_r']:.2f} "
+                 f"F1 {m['mention_f1']:.2f}; entity type accuracy on matched mentions {m['type_acc']:.2f}%")
+    return "\n".join(lines)

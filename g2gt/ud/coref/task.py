@@ -43,8 +43,8 @@ class CorefTask:
         layout: the treebank's ``global.Entity`` layout (saved with the model for its output).
     """
 
-    def __init__(self, train_docs: Sequence, dev_docs: Sequence, vocab: CorefVocab, window: int = 384,
-                 max_tokens: int = 800, word_dropout: float = 0.1, seed: int = 1, layout: str = DEFAULT_LAYOUT,
+    def __init__(self, train_docs: Sequence, dev_docs: Sequence, vocab: CorefVocab, window: int = 512,
+                 max_tokens: int = 1024, word_dropout: float = 0.1, seed: int = 1, layout: str = DEFAULT_LAYOUT,
                  max_distance: int = 16) -> None:
         if not 0.0 <= word_dropout <= 1.0:
             raise ValueError(f"word_dropout must be in [0, 1], got {word_dropout}")
@@ -109,7 +109,7 @@ class CorefTask:
 
 @holds_training_folder
 def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
-                train_config=None, *, window: int = 384, max_tokens: int = 800, min_freq: int = 2,
+                train_config=None, *, window: int = 512, max_tokens: int = 1024, min_freq: int = 2,
                 word_dropout: float = 0.1, resume: bool = False) -> tuple[Coreferencer, list[dict]]:
     """Build the vocabulary, model and task from training and dev *sentences* (with ``# newdoc`` and
     ``Entity=``); run the Trainer; return the best :class:`Coreferencer`.

@@ -53,6 +53,17 @@ def test_format_entity_nests_as_corefud():
     assert v == {0: "(1-person", 1: "(3-place", 2: "(2-object)3)1)"}
 
 
+def test_crossing_mentions_read_back():
+    ms = [Mention("55", [0, 1, 2], "abstract"), Mention("56", [2, 3], "place")]
+    v = format_entity(ms, "GRP-etype")
+    assert v[2] == "55)(56-place"
+    text = "# newdoc id = d\n" + "".join(
+        f"{i + 1}\tw\tw\tX\t_\t_\t{0 if i == 0 else 1}\t{'root' if i == 0 else 'dep'}\t_\t"
+        f"{'Entity=' + v[i] if i in v else '_'}\n" for i in range(4)) + "\n"
+    got = read_mentions(parse_conllu_string(text), "GRP-etype")
+    assert sorted((m.eid, m.words) for m in got) == [("55", [0, 1, 2]), ("56", [2, 3])]
+
+
 def test_write_then_read_round_trip_keeps_other_misc(doc_sentences, doc_text):
     docs = documents(doc_sentences)
     gold = read_mentions(docs[0])
