@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                     torch.set_num_threads(th)
                     t0 = time.perf_counter()
                     out = parser.predict(sents, refine_steps=T, algorithm=args.algorithm,
-                                         max_tokens=args.batch_tokens, progress=False)
+                                         batch_tokens=args.batch_tokens, progress=False)
                     el = time.perf_counter() - t0
                     key = (dt, th, T)
                     best[key] = max(best.get(key, 0.0), words / el)

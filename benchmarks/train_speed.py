@@ -41,7 +41,7 @@ def worker(data: Path, sentences: int, steps: int, threads: int, batch_tokens: i
     vocab = ParserVocab.build(sents, min_freq=2, lowercase=True, tags=True)
     config = vocab.config()
     task = ParsingTask(sents, sents[:50], vocab, config.max_distance, graph_channel=config.graph_channel,
-                       max_tokens=batch_tokens)
+                       batch_tokens=batch_tokens)
     batches = [b for _, b in zip(range(steps + 1), task.train_batches(0, 0, 1))]
     torch.manual_seed(0)
     model = ParserModel(config)

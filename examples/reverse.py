@@ -46,13 +46,13 @@ class ReverseTask:
 
     Batches are ``(GraphBatch of sources, target inputs [B, m], target outputs [B, m])``
     built by :func:`g2gt.collate` from chain graphs, grouped by
-    :class:`g2gt.BucketBatchSampler` (``max_tokens`` padded tokens per batch).
+    :class:`g2gt.BucketBatchSampler` (``batch_tokens`` padded tokens per batch).
     """
 
-    def __init__(self, train: list[list[int]], dev: list[list[int]], max_distance: int, max_tokens: int,
+    def __init__(self, train: list[list[int]], dev: list[list[int]], max_distance: int, batch_tokens: int,
                  seed: int = 0, eval_batch: int = 256) -> None:
         self.train, self.dev = train, dev
-        self.max_distance, self.max_tokens, self.seed = max_distance, max_tokens, seed
+        self.max_distance, self.batch_tokens, self.seed = max_distance, batch_tokens, seed
         self.eval_batch = eval_batch
         self.eval_seconds = 0.0
         self.lengths = [len(s) + 1 for s in train]  # the target has an extra BOS / EOS
@@ -64,7 +64,7 @@ class ReverseTask:
         return src, tgt_in, tgt_out
 
     def _sampler(self, epoch: int, rank: int, world_size: int, skip: int) -> BucketBatchSampler:
-        s = BucketBatchSampler(self.lengths, self.max_tokens, seed=self.seed, num_replicas=world_size, rank=rank)
+        s = BucketBatchSampler(self.lengths, self.batch_tokens, seed=self.seed, num_replicas=world_size, rank=rank)
         s.set_epoch(epoch, skip)
         return s
 
@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--minutes", type=float, default=0.0,
                    help="wall-clock budget in minutes, evaluation included (default 0 = none)")
     t.add_argument("--steps", type=int, default=500, help="optimizer steps (default 500; 0 = until --minutes)")
-    t.add_argument("--max-tokens", type=int, default=256, help="padded tokens per batch (default 256)")
+    t.add_argument("--batch-tokens", type=int, default=256, help="padded tokens per batch (default 256)")
     t.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (default 2e-3)")
     t.add_argument("--warmup", type=int, default=100, help="warmup steps (default 100)")
     t.add_argument("--schedule", choices=["inverse_sqrt", "cosine", "constant"], default="cosine",
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         encoder_labels=[num_chain_labels(k)], decoder_max_distance=k, positions=args.positions,
         pad_id=PAD, bos_id=BOS, eos_id=EOS)
     model = G2GTransformer(cfg)
-    task = ReverseTask(train, dev, k, args.max_tokens, seed=args.seed)
+    task = ReverseTask(train, dev, k, args.batch_tokens, seed=args.seed)
     tcfg = TrainConfig(
         lr=args.lr, warmup_steps=args.warmup, schedule=args.schedule, max_steps=args.steps,
         max_minutes=args.minutes, eval_every=args.eval_every,

@@ -29,7 +29,7 @@ def test_reverse_help(tmp_path):
 def test_reverse(tmp_path):
     """A tiny budget: the script trains through the Trainer, evaluates and prints a real accuracy."""
     out = _run([str(ROOT / "examples" / "reverse.py"), "--steps", "30", "--eval-every", "15", "--train-size", "2000",
-                "--dev-size", "50", "--d-model", "32", "--ffn", "64", "--max-tokens", "256", "--threads", "1",
+                "--dev-size", "50", "--d-model", "32", "--ffn", "64", "--batch-tokens", "256", "--threads", "1",
                 "--quiet", "--out", str(tmp_path / "run")], tmp_path)
     m = re.search(r"^exact_match=([0-9.]+) on 50 held-out", out, re.M)
     assert m, out
