@@ -89,8 +89,26 @@ def _silence_stdout() -> None:
         pass
 
 
+def _plain_g2gt_warnings() -> None:
+    """Show g2gt's own warnings (text starting with ``g2gt:``) as that one line, without Python's file, line and
+    source prefix; other warnings as Python shows them (``warnings.formatwarning`` is meant to be replaced)."""
+    import warnings
+
+    default = warnings.formatwarning
+    if getattr(default, "g2gt", False):
+        return
+
+    def formatwarning(message, category, filename, lineno, line=None):
+        text = str(message)
+        return text + "\n" if text.startswith("g2gt:") else default(message, category, filename, lineno, line)
+
+    formatwarning.g2gt = True  # type: ignore[attr-defined]
+    warnings.formatwarning = formatwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``g2gt`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    _plain_g2gt_warnings()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     args._argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed (command_line)

@@ -229,3 +229,83 @@ def test_default_attention_budget_keeps_chunks_small():
     rows = attn._query_chunk(1, 5001, 5001)
     assert 100 <= rows <= 1000
     assert torch.tensor(rows * 8 * 5001 * 4).item() < 100 * 2**20  # one chunk's float32 scores under 100 MB
+
+
+# ---------------------------------------------------------------------------- bounded input
+PEAK_RSS = """
+import resource, subprocess, sys
+done = subprocess.run([sys.executable, "-m", "g2gt", *sys.argv[1:]], capture_output=True, text=True)
+sys.stderr.write(done.stderr)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+"""
+
+
+def _peak_rss(*argv: str, timeout: float) -> tuple[int, int, str]:
+    """``(exit status, peak RSS in bytes, stderr)`` of ``g2gt ARGV`` (the peak of that one child process)."""
+    done = subprocess.run([sys.executable, "-c", PEAK_RSS, *argv], capture_output=True, text=True, env=ENV,
+                          timeout=timeout)
+    rc, peak = (int(v) for v in done.stdout.split())
+    return rc, peak, done.stderr
+
+
+def _long_line(words: int) -> str:
+    vocab = "the cat sat on a mat and then he left with my dog who was very happy about it".split()
+    return " ".join(vocab[(7 * i) % len(vocab)] for i in range(words)) + "\n"
+
+
+def test_a_long_line_is_parsed_in_pieces_within_bounded_memory(model_dir, tmp_path):  # noqa: F811
+    """A 20,000-word line (--lines: one sentence) is cut into pieces of at most 1000 words with one warning line
+    naming it and its length; every word is parsed; the process stays far below 2 GB."""
+    src, out = tmp_path / "long.txt", tmp_path / "long.conllu"
+    src.write_text("Short one .\n" + _long_line(20_000))
+    rc, peak, err = _peak_rss("parse", "--model", str(model_dir), "--lines", str(src), "-o", str(out),
+                              timeout=900)
+    assert rc == 0, err
+    notes = [ln for ln in err.splitlines() if "over the limit" in ln]
+    assert notes == ["g2gt: sentence 2 has 20,000 words, over the limit of 1,000 words per sentence "
+                     "(G2GT_MAX_SENTENCE_WORDS); parsed as 20 sentences of at most 1,000 words (2.1 ... 2.20)"]
+    sents = read_conllu(out)
+    assert [s.sent_id for s in sents] == ["1"] + [f"2.{k}" for k in range(1, 21)]
+    assert sum(len(s) for s in sents[1:]) == 20_000 and max(len(s) for s in sents) == 1000
+    assert all(check_tree(s.heads) is None for s in sents)
+    assert peak < 2 * 2**30, f"peak RSS {peak / 2**30:.2f} GB"
+
+
+@pytest.mark.slow
+def test_a_100k_word_line_with_the_shipped_model_stays_within_2_gb(tmp_path):
+    """The shipped model on one 100,000-word line: split, parsed, peak RSS under 2 GB (without the guard it
+    asked for about 40 GB)."""
+    src, out = tmp_path / "huge.txt", tmp_path / "huge.conllu"
+    src.write_text(_long_line(100_000))
+    rc, peak, err = _peak_rss("parse", "--lines", str(src), "-o", str(out), timeout=3000)
+    assert rc == 0, err
+    assert sum(1 for ln in err.splitlines() if "100,000 words, over the limit" in ln) == 1
+    assert sum(len(s) for s in read_conllu(out)) == 100_000
+    assert peak < 2 * 2**30, f"peak RSS {peak / 2**30:.2f} GB"
+
+
+@pytest.mark.parametrize("flag", ["--raw", "--lines"])
+def test_control_characters_never_reach_form_or_lemma(model_dir, tmp_path, flag):  # noqa: F811
+    """NUL, BEL and a vertical tab in raw text: dropped (the tab separates words), counted in one warning line;
+    FORM and LEMMA hold none (the UD validator's rule)."""
+    src, out = tmp_path / "nul.txt", tmp_path / "nul.conllu"
+    src.write_bytes(b"He\x00 sat\x07 down.\x0bThen he left.\n")
+    r = _g2gt("parse", "--model", str(model_dir), flag, str(src), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.decode()
+    notes = [ln for ln in err.splitlines() if "control character" in ln]
+    assert len(notes) == 1 and "removed 3 control character(s) (U+0000 x1, U+0007 x1, U+000B x1)" in notes[0]
+    assert notes[0].startswith("g2gt: ")  # one line, no Python file / source prefix
+    sents = read_conllu(out)
+    forms = [f for s in sents for f in s.forms]
+    assert forms == ["He", "sat", "down", ".", "Then", "he", "left", "."]
+    assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for s in sents for w in s.words
+                   for c in (w["form"] or "") + (w["lemma"] or ""))
+
+
+def test_one_sentence_is_counted_in_the_singular(model_dir, tmp_path):  # noqa: F811
+    src = tmp_path / "one.txt"
+    src.write_text("Hello there .\n")
+    r = _g2gt("parse", "--model", str(model_dir), "--lines", str(src), "-o", str(tmp_path / "one.conllu"))
+    assert r.returncode == 0, r.stderr
+    assert "parsed 1 sentence, 3 words in " in r.stderr.decode()

@@ -173,6 +173,14 @@ def test_no_graph_channel_model_has_one_channel(train_sents):
     assert all(o.passes == 1 for o in out)  # no graph channel: one pass, whatever refine_steps says
 
 
+@pytest.mark.parametrize("bad", [-1, 1.5, "2"])
+def test_negative_or_fractional_refine_steps_are_refused_as_on_the_command_line(train_sents, dev_sents, bad):
+    p = _parser(train_sents)
+    with pytest.raises(ValueError, match=f"refine_steps must be a whole number >= 0 .*got {bad!r}"):
+        p.parse(dev_sents[:2], refine_steps=bad)
+    assert len(p.parse(dev_sents[:2], refine_steps=0)) == 2
+
+
 def test_refine_cyclic_input_names_file_and_line(train_sents, tmp_path):
     p = _parser(train_sents)
     text = ("# sent_id = a\n1\tA\ta\tX\t_\t_\t0\troot\t_\t_\n\n"

@@ -111,8 +111,9 @@ def test_treebank_vectors_change_outputs_only_through_the_chosen_treebank():
     assert p.predict(dev) == as_a
     p.treebank = None  # the default is the first treebank
     assert p.treebank == "a" and p.predict(dev) == as_a
-    with pytest.raises(ValueError, match="trained on a, b"):
+    with pytest.raises(ValueError, match="trained on a, b; choose one of them") as e:
         p.treebank = "c"
+    assert "the default is the first, a" in str(e.value) and "None" not in str(e.value)  # read by CLI users too
 
 
 def test_zero_treebank_vectors_compute_exactly_the_model_without_them():
