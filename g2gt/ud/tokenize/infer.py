@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from .chars import CharVocab
-from .spans import Spans, decode_spans, joinable_spaces, split_final_punct
+from .spans import Spans, attach_final_punct, decode_spans, joinable_spaces, split_final_punct
 
 __all__ = ["CharProbs", "window_plan", "predict_probs", "decode_text"]
 
@@ -112,8 +112,9 @@ def decode_text(text: str, probs: np.ndarray, is_space: np.ndarray, is_glue: np.
                 joinable: np.ndarray | None = None, max_sentence_tokens: int = 0,
                 final_tokens: frozenset[str] | None = None) -> Spans:
     """Token / sentence / multiword decisions from the label probabilities (module docstring), then
-    :func:`g2gt.ud.tokenize.spans.decode_spans` (``joinable``: see :class:`CharProbs`) and, given the training
-    data's ``final_tokens``, :func:`g2gt.ud.tokenize.spans.split_final_punct`."""
+    :func:`g2gt.ud.tokenize.spans.decode_spans` (``joinable``: see :class:`CharProbs`),
+    :func:`g2gt.ud.tokenize.spans.attach_final_punct` and, given the training data's ``final_tokens``,
+    :func:`g2gt.ud.tokenize.spans.split_final_punct`."""
     p = probs
     end_tok = p[:, 0] < 0.5
     sent_score = p[:, 2] + p[:, 4]
@@ -122,4 +123,4 @@ def decode_text(text: str, probs: np.ndarray, is_space: np.ndarray, is_glue: np.
     mwt_share = (p[:, 3] + p[:, 4]) / np.maximum(p[:, 1:].sum(1), 1e-9)
     spans = decode_spans(text, end_tok, sent, mwt, is_space, is_glue, sent_score, max_sentence_tokens, joinable,
                          mwt_share)
-    return split_final_punct(text, spans, final_tokens)
+    return split_final_punct(text, attach_final_punct(text, spans), final_tokens)

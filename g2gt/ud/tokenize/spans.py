@@ -15,6 +15,9 @@ Hard rules make the result well formed whatever the model says:
   separators, see :mod:`g2gt.ud.tokenize.output`);
 * a blank line (two or more line breaks between tokens) always ends a sentence, and so does the text's end;
 * a sentence longer than ``max_sentence_tokens`` is cut where the model's sentence-end score is highest;
+* (:func:`attach_final_punct`) a sentence made only of sentence-final punctuation (``!``, ``?!``, ``...``) is
+  the end of the sentence before it on the same line when that one has none: French writes ``Merci !`` with a
+  space, which a model trained on text with few exclamations takes for two sentences;
 * (:func:`split_final_punct`, given the training data's ``final_tokens``) a sentence's last token that ends
   in sentence-final punctuation after a letter or digit (``Hi.``, ``Hi!``) keeps it only when the training
   data had that token (``etc.``, ``Inc.``); else the punctuation is a token of its own. Treebank text rarely
@@ -31,7 +34,7 @@ import numpy as np
 
 from .chars import FINAL_PUNCT, is_line_break
 
-__all__ = ["Spans", "decode_spans", "joinable_spaces", "line_breaks", "split_final_punct"]
+__all__ = ["Spans", "attach_final_punct", "decode_spans", "joinable_spaces", "line_breaks", "split_final_punct"]
 
 ZWJ = "\u200d"
 _BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -187,3 +190,24 @@ def split_final_punct(text: str, spans: Spans, final_tokens: frozenset[str] | No
     shift = np.searchsorted(at, np.arange(len(spans) + 1), side="left")  # [K + 1]: tokens inserted before k
     sentences = [(a + int(shift[a]), b + int(shift[b])) for a, b in spans.sentences]
     return Spans(starts, ends, mwt, sentences, score)
+
+
+def attach_final_punct(text: str, spans: Spans) -> Spans:
+    """``spans`` with each sentence that holds only tokens of sentence-final punctuation
+    (:data:`g2gt.ud.tokenize.chars.FINAL_PUNCT`: ``!``, ``?!``, ``...``) joined to the sentence before it
+    when that one does not end in such punctuation itself and only spaces separate them (no line break):
+    ``Merci !`` is one sentence, ``Contract. ?`` (a stray ``?`` in e-mail text) stays two. Tokens do not
+    change."""
+    if len(spans.sentences) < 2:
+        return spans
+    starts, ends = spans.starts.tolist(), spans.ends.tolist()
+    out = [spans.sentences[0]]
+    for a, b in spans.sentences[1:]:
+        only_punct = all(all(c in FINAL_PUNCT for c in text[starts[k]:ends[k]]) for k in range(a, b))
+        if only_punct and text[ends[a - 1] - 1] not in FINAL_PUNCT and line_breaks(text[ends[a - 1]:starts[a]]) == 0:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    if len(out) == len(spans.sentences):
+        return spans
+    return Spans(spans.starts, spans.ends, spans.mwt, out, spans.mwt_score)

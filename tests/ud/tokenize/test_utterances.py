@@ -181,3 +181,16 @@ def test_the_default_english_segmenter_cuts_greetings_like_treebank_text():
     assert seg.tokenize("Hi.") == [["Hi", "."]]
     assert seg.tokenize("Hi. How are you?") == [["Hi", "."], ["How", "are", "you", "?"]]
     assert seg.tokenize("Mr. Smith left.") == [["Mr.", "Smith", "left", "."]]  # an abbreviation inside: kept
+
+
+def test_a_sentence_of_final_punctuation_alone_ends_the_one_before_on_its_line():
+    from g2gt.ud.tokenize.spans import attach_final_punct
+
+    text = "Merci ! Bien. ? Fin\n!"
+    sp = _spans(text, [], [4, 6, 12, 14, 18, 20])  # the model ends a sentence after every token
+    out = attach_final_punct(text, sp)
+    # 'Merci !' joins; '?' after 'Bien.' (which has its own end) stays; '!' after a line break stays
+    assert _tokens(text, out) == [["Merci", "!"], ["Bien."], ["?"], ["Fin"], ["!"]]
+    assert out.starts is sp.starts and out.ends is sp.ends  # tokens do not change
+    one = _spans("Bravo", [], [4])
+    assert attach_final_punct("Bravo", one) is one
