@@ -10,28 +10,46 @@ import torch
 from g2gt.core import _compat
 
 
-def test_amx_tile_supported_is_a_bool():
-    has = _compat.amx_tile_supported()
-    assert isinstance(has, bool)
-    private = getattr(torch.cpu, "_is_amx_tile_supported", None)
-    assert has == (bool(private()) if private is not None else False)
-    if has:  # AMX implies the CPU reports the amx_tile flag on Linux
-        cpuinfo = Path("/proc/cpuinfo")
-        if cpuinfo.exists():
-            assert "amx_tile" in cpuinfo.read_text()
+def _cpu_flags() -> set[str] | None:
+    """The CPU's feature flags as Linux reports them (``/proc/cpuinfo``), None elsewhere: an independent
+    source for what torch's private probes say."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.exists():
+        return None
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return None
 
 
-def test_cpu_bf16_supported_is_a_bool():
-    has = _compat.cpu_bf16_supported()
-    assert isinstance(has, bool)
-    private = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
-    native = bool(private()) if private is not None else False
-    assert has == (native or _compat.amx_tile_supported())
-    if has:  # on Linux the CPU reports one of the flags
-        cpuinfo = Path("/proc/cpuinfo")
-        if cpuinfo.exists():
-            flags = cpuinfo.read_text()
-            assert "avx512_bf16" in flags or "amx_tile" in flags
+def test_amx_tile_supported_matches_the_cpu_flags():
+    flags = _cpu_flags()
+    if flags is None:
+        pytest.skip("needs Linux's /proc/cpuinfo to know the answer independently")
+    assert _compat.amx_tile_supported() is ("amx_tile" in flags)
+
+
+def test_cpu_bf16_supported_matches_the_cpu_flags():
+    flags = _cpu_flags()
+    if flags is None:
+        pytest.skip("needs Linux's /proc/cpuinfo to know the answer independently")
+    assert _compat.cpu_bf16_supported() is bool({"avx512_bf16", "amx_tile"} & flags)
+
+
+@pytest.mark.parametrize("probe", ["_is_amx_tile_supported", "_is_avx512_bf16_supported"])
+def test_cpu_probes_say_no_when_torch_lacks_them_or_they_fail(probe, monkeypatch):
+    """Never raises: a torch without the private probe, or a probe that fails, means "not supported"."""
+    def boom():
+        raise RuntimeError("probe failed")
+
+    for replacement in (None, boom):
+        if replacement is None:
+            monkeypatch.delattr(torch.cpu, probe, raising=False)
+        else:
+            monkeypatch.setattr(torch.cpu, probe, replacement, raising=False)
+        assert _compat._cpu_probe(probe) is False
+    monkeypatch.setattr(torch.cpu, probe, lambda: 1, raising=False)
+    assert _compat._cpu_probe(probe) is True
 
 
 def test_int8_linear_quantizer_keeps_linear_outputs_close():
