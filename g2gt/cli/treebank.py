@@ -26,12 +26,14 @@ from .training import add_training_groups, start_run
 SEG_MODEL_SKIP = ("vocab_size", "spaces_in_tokens", "space_words")
 SEG_TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
                      "eval_every", "seed", "amp")
-SEG_TASK_OPTIONS = ("english_rules", "spaces_in_tokens", "expander")
+SEG_TASK_OPTIONS = ("english_rules", "spaces_in_tokens", "expander", "average_last")
 SEG_TASK_HELP = {
     "english_rules": "English clitic rules for unseen multiword tokens (default: on when the --train file is "
                      "named en_*)",
     "spaces_in_tokens": "a single space may be inside a token, as in Vietnamese words (default: on when at "
                         "least 1% of the training tokens hold a space)",
+    "average_last": "keep the weights of the last N evaluations' checkpoints (OUT/step-NNNNNNN.pt) and write their "
+                    "average to OUT/averaged.pt at the end, with its dev scores in OUT/config.json (0 = off)",
     "expander": "train the learned multiword-token expander (default: when the training data has at least 50 "
                 "different multiword tokens)",
 }
@@ -112,7 +114,7 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
     add_training_groups(
         p, SegmenterConfig, _seg_model_options(), train_segmenter, SEG_TASK_OPTIONS, SEG_TRAIN_OPTIONS,
         task_help=SEG_TASK_HELP, batch_tokens=None, model_flags={}, more_configs={"training text": SegmentDataConfig},
-        task_title="language", task_defaults={"english_rules": None}, more_task_options=expander_steps,
+        task_title="language and averaging", task_defaults={"english_rules": None}, more_task_options=expander_steps,
         recipe=default_train_config)
     p.set_defaults(func=run_segmenter)
 
@@ -168,7 +170,7 @@ def run_segmenter(args: argparse.Namespace) -> int:
                           SegmenterConfig(**option_values(args, _seg_model_options())), tc, args.resume,
                           SegmentDataConfig(**option_values(args, SegmentDataConfig.__dataclass_fields__)),
                           english_rules=english, spaces_in_tokens=args.spaces_in_tokens, expander=args.expander,
-                          expander_train_config=expander_budget(tc, args.expander_steps))
+                          expander_train_config=expander_budget(tc, args.expander_steps), average_last=args.average_last)
     print(f"done in {(time.time() - t0) / 60:.1f} min: {seg}; best.pt in {args.out}", file=sys.stderr)
     return 0
 

@@ -88,7 +88,8 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
                     config: SegmenterConfig | None = None, train_config: TrainConfig | None = None,
                     resume: bool = False, data_config: SegmentDataConfig | None = None, *,
                     english_rules: bool = False, spaces_in_tokens: bool | None = None, expander: bool | None = None,
-                    expander_config: ExpanderConfig | None = None, expander_train_config: TrainConfig | None = None):
+                    expander_config: ExpanderConfig | None = None, expander_train_config: TrainConfig | None = None,
+                    average_last: int = 0):
     """Train on CoNLL-U sentences (:class:`g2gt.ud.io.Sentence`, e.g. from :func:`g2gt.ud.io.read_conllu`) with
     their ``# newdoc`` / ``# newpar`` structure; checkpoints and ``log.jsonl`` go to ``out_dir``.
 
@@ -104,7 +105,7 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     :class:`g2gt.ud.tokenize.Segmenter` of ``best.pt``.
     """
     from ...core.checkpoint import load_checkpoint
-    from ...core.train import Trainer
+    from ...core.run import run_training, with_averaging
     from .chars import CharVocab
     from .data import documents_from_sentences, render_document
     from .model import SegmenterModel
@@ -116,6 +117,7 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     if tc.metric not in METRICS:
         raise ValueError(f"TrainConfig.metric={tc.metric!r} is not a segmenter metric; use one of {METRICS} "
                          "(e.g. default_train_config())")
+    tc = with_averaging(tc, average_last)
     data = data_config or SegmentDataConfig()
     train_docs = documents_from_sentences(train_sentences)
     dev_docs = documents_from_sentences(dev_sentences)
@@ -156,7 +158,14 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     if source is not None:
         model.load_state_dict(source.model.state_dict(), strict=True)
     task = SegmentTask(train_docs, dev_docs, vocab, lexicon, cfg, data, seed=tc.seed)
-    Trainer(model, task, tc, out_dir).fit(resume=resume)
+    task_info = {"english_rules": lexicon.rules == "en", "spaces_in_tokens": cfg.spaces_in_tokens,
+                 "expander": lexicon.expander is not None, "multiword_tokens": len(lexicon),
+                 "data_config": data.to_dict(), "average_last": average_last,
+                 **({"init_from": tc.init_from} if source is not None else {})}
+    data_info = {"train_documents": len(train_docs), "dev_documents": len(dev_docs),
+                 "train_sentences": sum(len(d.sentences) for d in train_docs), "characters": len(vocab)}
+    run_training(model, task, tc, out_dir, cfg.to_dict(), task_info=task_info, data_info=data_info, resume=resume,
+                 average_last=average_last)
     return Segmenter.load(out_dir)
 
 
