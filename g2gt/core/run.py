@@ -1,4 +1,5 @@
-"""One training run in a folder, the way the task recipes run it (``train_parser``, ``train_enhanced``).
+"""One training run in a folder, the way the task recipes run it (``train_parser``, ``train_enhanced``,
+``train_segmenter``; ``train_seq2seq`` still runs its own Trainer subclass).
 
 A recipe builds its vocabulary, model config and task, then :func:`run_training`:
 
