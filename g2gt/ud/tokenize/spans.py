@@ -167,17 +167,20 @@ def _limit(sentences: list[tuple[int, int]], limit: int, score: np.ndarray | Non
 def split_final_punct(text: str, spans: Spans, final_tokens: frozenset[str] | None) -> Spans:
     """``spans`` with the final punctuation (:data:`g2gt.ud.tokenize.chars.FINAL_PUNCT`) of each sentence's
     last token made a token of its own when that token has two or more characters, a letter or digit before
-    the punctuation and, lowercased, is not one of ``final_tokens`` (the training data's tokens that end in
-    such punctuation, :attr:`g2gt.ud.tokenize.mwt.MWTLexicon.final_tokens`): ``Hi.`` -> ``Hi`` ``.``, ``etc.``
-    kept. Sentence boundaries do not move; the new token is not a multiword token. ``final_tokens`` None:
-    ``spans`` unchanged."""
+    the punctuation, is not one of ``final_tokens`` (lowercased: the training data's tokens that end in such
+    punctuation, :attr:`g2gt.ud.tokenize.mwt.MWTLexicon.final_tokens`) and is not written like an
+    abbreviation (an initial ``K.``, inner periods ``p.m.``): ``Hi.`` -> ``Hi`` ``.``; ``etc.``, ``K.`` and
+    ``μ.μ.`` kept. Sentence boundaries do not move; the new token is not a multiword token. ``final_tokens``
+    None: ``spans`` unchanged."""
     if final_tokens is None or not spans.sentences:
         return spans
     cut = []
     for _, b in spans.sentences:
         k = b - 1
         s, e = int(spans.starts[k]), int(spans.ends[k])
-        if e - s > 1 and text[e - 1] in FINAL_PUNCT and text[e - 2].isalnum() and text[s:e].lower() not in final_tokens:
+        word = text[s:e - 1]
+        if (e - s > 1 and text[e - 1] in FINAL_PUNCT and word[-1].isalnum() and text[s:e].lower() not in final_tokens
+                and not _abbreviation_like(word)):
             cut.append(k)
     if not cut:
         return spans
@@ -211,3 +214,9 @@ def attach_final_punct(text: str, spans: Spans) -> Spans:
     if len(out) == len(spans.sentences):
         return spans
     return Spans(spans.starts, spans.ends, spans.mwt, out, spans.mwt_score)
+
+
+def _abbreviation_like(word: str) -> bool:
+    """Whether ``word`` (a token without its final period) is written like an abbreviation: one letter (an
+    initial) or with a period inside (``p.m``, ``U.S``)."""
+    return (len(word) == 1 and word.isalpha()) or "." in word
