@@ -272,6 +272,14 @@ class Document(list):
                 for i, d in enumerate(self.to_dict()["sentences"]) for w in d["words"]]
 
     # ------------------------------------------------------------------ formats
+    @property
+    def entities(self) -> list[dict]:
+        """Coreference entities of the ``Entity=`` annotations (``nlp(text, coref=True)``), each with its id,
+        type and mentions (sentence index, 1-based word span, text): :func:`g2gt.ud.coref.io.entities`."""
+        from .coref.io import entities
+
+        return entities(self)
+
     def to_dict(self) -> dict:
         """The JSON object of the module docstring (plain dicts and lists)."""
         return {"model": self.model, "text": self.text,

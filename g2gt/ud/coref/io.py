@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 __all__ = ["Mention", "documents", "entity_layout", "read_mentions", "write_mentions", "format_entity",
-           "parse_entity", "DEFAULT_LAYOUT", "CorefFormatError"]
+           "parse_entity", "entities", "DEFAULT_LAYOUT", "CorefFormatError"]
 
 DEFAULT_LAYOUT = "eid-etype-head-other"
 _PART = re.compile(r"(.+?)\[([0-9]+)/([0-9]+)\]\Z")
@@ -279,3 +279,26 @@ def write_mentions(doc: Sequence, mentions: Iterable[Mention], layout: str | Non
                     misc = _set_item(misc, key, None)
                 tok["misc"] = _set_item(misc, "Entity", values.get(k))
             k += 1
+
+
+def entities(sentences: Sequence) -> list[dict]:
+    """The entities of annotated sentences (``Entity=`` in MISC), per document in order of their first mention:
+    ``{"document": k, "id": eid, "type": etype, "mentions": [{"sentence": s, "start": a, "end": b, "text": ...,
+    "head": h}]}`` with ``s`` the sentence's index in ``sentences`` and ``a`` / ``b`` / ``h`` 1-based word ids in
+    it (``end`` inclusive, in sentence ``end_sentence``, which differs from ``sentence`` only for a mention
+    across sentences; ``head`` is None when the layout has no head field)."""
+    out: list[dict] = []
+    base = 0
+    for k, doc in enumerate(documents(sentences)):
+        where = [(base + si, i + 1) for si, s in enumerate(doc) for i in range(len(s))]
+        forms = [f for s in doc for f in s.forms]
+        base += len(doc)
+        by_eid: dict[str, dict] = {}
+        for m in read_mentions(doc):
+            e = by_eid.setdefault(m.eid, {"document": k, "id": m.eid, "type": m.etype, "mentions": []})
+            (s0, a), (s1, b) = where[m.start], where[m.end]
+            e["mentions"].append({"sentence": s0, "start": a, "end": b, "end_sentence": s1,
+                                  "text": " ".join(forms[w] for w in m.words),
+                                  "head": where[m.head][1] if m.head is not None else None})
+        out += list(by_eid.values())
+    return out

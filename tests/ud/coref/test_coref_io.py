@@ -90,3 +90,15 @@ def test_write_declares_a_layout_when_the_document_has_none():
     out = to_conllu_string(sents)
     assert "# global.Entity = eid-etype-head-other" in out
     assert "Entity=(1-person-1)|SpaceAfter=No" in out
+
+
+def test_entities_view(doc_sentences):
+    from g2gt.ud.coref.io import entities
+
+    es = entities(doc_sentences)
+    assert [e["id"] for e in es] == ["1", "2", "3"]
+    mary = es[0]
+    assert mary["type"] == "person"
+    assert [(m["sentence"], m["start"], m["end"], m["text"]) for m in mary["mentions"]] == [
+        (0, 1, 1, "Mary"), (1, 1, 1, "She"), (1, 4, 4, "her")]
+    assert es[2]["mentions"][0]["text"] == "her old book" and es[2]["mentions"][0]["end_sentence"] == 1

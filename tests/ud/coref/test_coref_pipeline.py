@@ -44,6 +44,8 @@ def test_coref_stage_runs_on_request(folder_with_coref):
     assert [s.forms for s in doc] == [s.forms for s in plain]
     assert documents(list(doc))[0][0].metadata.get("global.Entity")
     read_mentions(list(doc))  # well-formed brackets (a tiny model may find few mentions)
+    for e in doc.entities:  # the Document's view of them
+        assert e["mentions"] and all(1 <= m["start"] <= m["end"] for m in e["mentions"])
 
 
 def test_coref_needs_the_stage():
