@@ -6,6 +6,7 @@ graphs, parses are dependency graphs, and PyG users get a MessagePassing layer.
 """
 
 from ._lazy import lazy_exports
+from .core.deprecation import renamed_params
 from .ud.models import DEFAULT_MODEL
 from typing import TYPE_CHECKING
 
@@ -35,8 +36,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only ("X as X
     from .ud.pipeline import Pipeline as Pipeline
 
 
+@renamed_params(model="name_or_path")
 def load(name_or_path: str = DEFAULT_MODEL, device: str = "auto", dtype: str | None = "auto",
-         threads: int | None = None, exclude=(), config: dict | None = None, tokenizer: str = "auto", **old):
+         threads: int | None = None, exclude=(), config: dict | None = None, tokenizer: str = "auto"):
     """The ready-to-use pipeline: ``nlp = g2gt.load(); doc = nlp("Some text.")`` -> a
     :class:`~g2gt.ud.document.Document` (parsed sentences with character offsets, ``to_json()``, ``conllu()``).
 
@@ -52,7 +54,7 @@ def load(name_or_path: str = DEFAULT_MODEL, device: str = "auto", dtype: str | N
     from .ud.pipeline import Pipeline
 
     return Pipeline.load(name_or_path, device=device, dtype=dtype, threads=threads, exclude=exclude, config=config,
-                         tokenizer=tokenizer, **old)
+                         tokenizer=tokenizer)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator
 
+from ..core.deprecation import renamed_params
 from .corpus import FilesReport, plan_files
-from .pool import ProcessPool
+from .pool import ProcessPool, worker_setup
 from .models import DEFAULT_MODEL
 
 __all__ = ["Recipe", "EnhanceRecipe", "ParallelPipeline", "enhance_parallel", "job_plan", "map_batch_runs",
@@ -52,25 +53,9 @@ _MAIN_PROCESS_OPTIONS = ("progress",)
 
 
 # ---------------------------------------------------------------------------- the worker's recipe
-def worker_setup(keep_freed: bool = True) -> None:
-    """What every worker process (local or Ray actor) does before loading a model: no oneDNN primitive cache
-    (``ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`` unless the environment sets it: the cache keeps a compiled kernel
-    per input shape, and a corpus brings ever new batch shapes: README, "Corpus scale", gives what it saves)
-    and, with ``keep_freed``,
-    :func:`g2gt.core._compat.keep_freed_memory` as the ``g2gt`` command does."""
-    import os
-
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")  # read by oneDNN when it first runs
-    if keep_freed:
-        from ..core._compat import keep_freed_memory
-
-        keep_freed_memory()
-
-
 @dataclass(frozen=True)
 class Recipe:
-    """What a worker needs to build its pipeline (picklable; the fields are :func:`g2gt.load`'s, ``modules``
-    the modules whose :func:`~g2gt.ud.stage.register_stage` calls to import first).
+    """What a worker needs to build its pipeline (picklable; the fields are :func:`g2gt.load`'s).
     ``keep_freed_memory``: apply :func:`g2gt.core._compat.keep_freed_memory` in the worker, as the ``g2gt``
     command does in its own process. Calling it (in the worker) loads the pipeline and returns the job
     handler."""
@@ -80,28 +65,12 @@ class Recipe:
     dtype: str | None = "auto"
     tokenizer: str = "auto"
     keep_freed_memory: bool = True
-    exclude: tuple[str, ...] = ()
-    config: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
-    modules: tuple[str, ...] = ()
-
-    @classmethod
-    def from_pipeline(cls, nlp) -> "Recipe":
-        """The recipe of a pipeline made by :meth:`g2gt.ud.pipeline.Pipeline.load` (``nlp.recipe``)."""
-        r = nlp.recipe
-        config = tuple((k, tuple(sorted(v.items()))) for k, v in sorted(r["config"].items()))
-        return cls(r["name_or_path"], str(r["device"]), r["dtype"], r["tokenizer"], True, tuple(r["exclude"]),
-                   config, tuple(m for m in r["modules"] if m != "__main__"))
 
     def __call__(self) -> "JobHandler":
         worker_setup(self.keep_freed_memory)
-        import importlib
-
         from .pipeline import Pipeline
 
-        for module in self.modules:
-            importlib.import_module(module)
-        return JobHandler(Pipeline.load(self.model, self.device, self.dtype, tokenizer=self.tokenizer,
-                                        exclude=self.exclude, config={k: dict(v) for k, v in self.config}))
+        return JobHandler(Pipeline.load(self.model, self.device, self.dtype, tokenizer=self.tokenizer))
 
 
 @functools.cache
@@ -120,12 +89,10 @@ def parse_options() -> tuple[str, ...]:
 def check_options(options: dict) -> dict:
     """``options`` for ``Pipeline.__call__`` (a ``ValueError`` naming an unknown one), ``batch_tokens`` filled
     in (the old name ``max_tokens`` is read with a DeprecationWarning)."""
-    from .pipeline import BATCH_TOKENS, deprecated
+    from ..core.deprecation import renamed_kwargs
+    from .pipeline import BATCH_TOKENS
 
-    options = dict(options)
-    old = deprecated(options, "max_tokens", "batch_tokens", "parse options")
-    if old is not None and options.get("batch_tokens") is None:
-        options["batch_tokens"] = old
+    options = renamed_kwargs(options, {"max_tokens": "batch_tokens"}, "parse options")
     known = parse_options()
     unknown = set(options) - set(known)
     if unknown:
@@ -165,7 +132,7 @@ class JobHandler:
 @dataclass(frozen=True)
 class EnhanceRecipe:
     """A worker of ``g2gt enhance --workers N``: :meth:`g2gt.ud.enhance.Enhancer.load` ``(model, device)`` once,
-    then ``("enhance", sentences, {"max_tokens": n}) -> their CoNLL-U text``."""
+    then ``("enhance", sentences, {"batch_tokens": n}) -> their CoNLL-U text``."""
 
     model: str = DEFAULT_MODEL
     device: str = "cpu"
@@ -179,22 +146,20 @@ class EnhanceRecipe:
 
         def handle(job: tuple[str, Any, dict]) -> list[str]:
             _, sentences, options = job
-            from .pipeline import budget
-
-            out = enhancer.enhance(sentences, **budget(enhancer.enhance, options["max_tokens"]))
-            return [s.serialize() for s in out]
+            return [s.serialize() for s in enhancer.enhance(sentences, batch_tokens=options["batch_tokens"])]
 
         return handle
 
 
-def enhance_parallel(model: str, sentences: list, workers: int, device: str = "cpu", max_tokens: int = 3000,
+@renamed_params(max_tokens="batch_tokens")
+def enhance_parallel(model: str, sentences: list, workers: int, device: str = "cpu", batch_tokens: int = 3000,
                      progress: bool = False, stats: dict | None = None) -> Iterator[str]:
-    """``Enhancer.load(model, device).enhance(sentences, max_tokens)`` with ``workers`` processes, as CoNLL-U
+    """``Enhancer.load(model, device).enhance(sentences, batch_tokens)`` with ``workers`` processes, as CoNLL-U
     texts in input order and the same bytes (one job per run of the enhancer's own batches)."""
     with ProcessPool(EnhanceRecipe(str(model), str(device)), workers, preload=("torch",)) as pool:
         yield from map_batch_runs(pool, sentences, None,
-                                  lambda part: job_plan([len(s.forms) + 1 for s in part], max_tokens, parse=False),
-                                  lambda sents: ("enhance", sents, {"max_tokens": max_tokens}), stats,
+                                  lambda part: job_plan([len(s.forms) + 1 for s in part], batch_tokens, parse=False),
+                                  lambda sents: ("enhance", sents, {"batch_tokens": batch_tokens}), stats,
                                   progress=progress)
 
 
@@ -295,18 +260,13 @@ class ParallelPipeline:
     :meth:`pipe` yields :class:`~g2gt.ud.document.Document` objects as ``Pipeline.pipe`` does.
     """
 
+    @renamed_params(model="name_or_path", chunk="chunk_sentences")
     def __init__(self, name_or_path: str = DEFAULT_MODEL, workers: int = 2, *, device: str = "cpu",
                  dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
                  progress: bool = False, threads: int = 1, start_method: str | None = None, max_tries: int = 3,
-                 keep_freed_memory: bool = True, **old: Any) -> None:
-        from .pipeline import _no_more, deprecated
-
-        model = deprecated(old, "model", "name_or_path", "ParallelPipeline")
-        chunk = deprecated(old, "chunk", "chunk_sentences", "ParallelPipeline")
-        _no_more(old, "ParallelPipeline")
-        name_or_path = model if model is not None else name_or_path
+                 keep_freed_memory: bool = True) -> None:
         self.recipe = Recipe(str(name_or_path), str(device), dtype, tokenizer, keep_freed_memory)
-        self.chunk = chunk if chunk is not None else chunk_sentences
+        self.chunk = chunk_sentences
         self.progress = progress
         self.pool = ProcessPool(self.recipe, workers, threads=threads, start_method=start_method,
                                 max_tries=max_tries, preload=("torch",))

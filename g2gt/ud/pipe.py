@@ -147,28 +147,21 @@ def parse_many(nlp, inputs: Sequence, *, errors: str = "raise", prepare: Prepare
     return results
 
 
-def pipe_documents(nlp, texts: Iterable, n_process: int, options: dict) -> Iterator[Document]:
-    """``Pipeline.pipe``: the groups of :func:`text_groups` through :func:`parse_many`, here or in
-    ``n_process`` worker processes (each loads the pipeline as ``nlp.recipe`` says)."""
+def pipe_documents(nlp, texts: Iterable, n_process: int, options: dict,
+                   worker: Callable[[], Callable] | None = None) -> Iterator[Document]:
+    """``Pipeline.pipe``: the groups of :func:`text_groups` through :func:`parse_many`, here or in ``n_process``
+    worker processes, each built by ``worker`` (a picklable factory of the job handler
+    ``(inputs, options) -> documents``, see :class:`g2gt.ud.pool.ProcessPool`)."""
     options = {k: v for k, v in options.items() if k != "progress"}
     nlp._check_options(bool(options.get("enhanced")), options.get("keep", ()))
     if n_process is None or int(n_process) <= 1:
         for group in text_groups(texts):
             yield from parse_many(nlp, group, **options)
         return
-    from .parallel import Recipe
     from .pool import ProcessPool
 
-    if nlp.recipe is None:
-        raise ValueError("pipe(n_process > 1) needs a pipeline made by g2gt.load / Pipeline.load (each worker "
-                         "process loads it again); this one was built in memory: use n_process=1")
-    if nlp._added:
-        raise ValueError(f"pipe(n_process > 1): the stage(s) {', '.join(sorted(nlp._added))} added with add_stage "
-                         "cannot be rebuilt in a worker process; register them with g2gt.ud.stage.register_stage "
-                         "in an importable module, or use n_process=1")
-    if "__main__" in nlp.recipe["modules"]:
-        raise ValueError("pipe(n_process > 1): a stage registered in the script itself (__main__) cannot be "
-                         "rebuilt in a worker process; move its register_stage into an importable module")
-    with ProcessPool(Recipe.from_pipeline(nlp), int(n_process), preload=("torch",)) as pool:
-        for docs in pool.map(("docs", group, options) for group in text_groups(texts)):
+    if worker is None:
+        raise ValueError("pipe(n_process > 1) needs a worker factory")
+    with ProcessPool(worker, int(n_process), preload=("torch",)) as pool:
+        for docs in pool.map((group, options) for group in text_groups(texts)):
             yield from docs

@@ -27,20 +27,21 @@ bytes from the CLI and the API, sentence ids included.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
-import warnings
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable
 
+from ..core.deprecation import renamed_params
 from .document import Document
 from .io import Sentence
 from .limits import drop_control_characters, limit_sentence_words
 from .models import DEFAULT_MODEL
-from .stage import BUILTIN_STAGES, LazyStage, StageContext, registered_stages
+from .stage import BUILTIN_STAGES, LazyStage, StageContext, StageList, registered_stages
+from .coref import stage as _coref_stage  # noqa: F401  (registers the optional 'coref' stage)
 
 __all__ = ["Pipeline", "RuleTokenizer", "TOKENIZERS", "BATCH_TOKENS", "CHUNK_SENTENCES"]
 
@@ -50,25 +51,6 @@ TOKENIZERS = ("auto", "model", "rule", "stanza")
 BATCH_TOKENS = 3000
 #: sentences parsed at a time by :meth:`Pipeline.stream` (memory does not grow with the input)
 CHUNK_SENTENCES = 2000
-
-
-def deprecated(kwargs: dict, old: str, new: str, where: str) -> Any:
-    """Pop the old keyword ``old`` from ``kwargs`` with a DeprecationWarning (``None`` when not given)."""
-    if old not in kwargs:
-        return None
-    warnings.warn(f"{where}({old}=...) is deprecated; use {new}=...", DeprecationWarning, stacklevel=3)
-    return kwargs.pop(old)
-
-
-def _no_more(kwargs: dict, where: str) -> None:
-    if kwargs:
-        raise TypeError(f"{where}() got unexpected keyword argument(s) {', '.join(sorted(kwargs))}")
-
-
-def budget(method: Callable, n: int) -> dict:
-    """The keyword a stage method takes for its token budget: ``batch_tokens`` (or the older ``max_tokens``)."""
-    params = inspect.signature(method).parameters
-    return {"batch_tokens": n} if "batch_tokens" in params else {"max_tokens": n}
 
 
 class RuleTokenizer:
@@ -92,7 +74,7 @@ class RuleTokenizer:
         return f"RuleTokenizer({self.name!r})"
 
 
-class Pipeline:
+class Pipeline(StageList):
     """Stages ``tokenize`` -> ``parse`` -> ``enhance`` (each optional) and your own, plus the model card.
 
     Args:
@@ -122,9 +104,10 @@ class Pipeline:
 
     # ------------------------------------------------------------------ loading and saving
     @classmethod
+    @renamed_params(model="name_or_path")
     def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str = "auto", dtype: Any = "auto",
              threads: int | None = None, exclude: Iterable[str] = (), config: dict | None = None,
-             tokenizer: str = "auto", **old: Any) -> "Pipeline":
+             tokenizer: str = "auto") -> "Pipeline":
         """A shipped or installed model by name (``g2gt models`` lists them), a model folder (from
         :meth:`save`), or a parser's training folder / checkpoint (then the rule tokenizer and no enhancer).
 
@@ -144,9 +127,6 @@ class Pipeline:
         from .models import PART_FILES, find_model, is_model_folder, model_card
         from .stage import resolve_device
 
-        model = deprecated(old, "model", "name_or_path", "load")
-        _no_more(old, "load")
-        name_or_path = model if model is not None else name_or_path
         if tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
         exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude)
@@ -252,24 +232,6 @@ class Pipeline:
         return Path(str(self.source).rstrip("/\\")).name or None if self.source else None
 
     @property
-    def stages(self) -> dict[str, Any]:
-        """Name -> stage, in the order they run. Loads nothing: a stage loaded on first use (the enhancer)
-        is listed as its :class:`~g2gt.ud.stage.LazyStage` until then."""
-        return dict(self._stages)
-
-    def _get(self, name: str) -> Any:
-        stage = self._stages.get(name)
-        return stage.get() if isinstance(stage, LazyStage) else stage
-
-    def _set(self, name: str, value: Any) -> None:
-        if value is None:
-            self._stages.pop(name, None)
-        elif name in self._stages:
-            self._stages[name] = value
-        else:
-            self._insert(name, value, {"parse": "tokenize", "enhance": "parse"}.get(name))
-
-    @property
     def tokenize(self) -> Callable:
         """The tokenize stage."""
         return self._stages["tokenize"]
@@ -297,46 +259,6 @@ class Pipeline:
     @enhancer.setter
     def enhancer(self, value) -> None:
         self._set("enhance", value)
-
-    def add_stage(self, name: str, stage: Callable[[list[Sentence]], list[Sentence]], *, after: str | None = None,
-                  before: str | None = None) -> "Pipeline":
-        """Add ``stage`` (``list[Sentence] -> list[Sentence]``) under ``name``: right after the stage ``after``
-        or right before ``before`` (default: last). It runs on every call, after the stages before it (with
-        ``enhanced=False`` the enhancer is skipped, the stages after it still run). Returns the pipeline."""
-        if name in self._stages:
-            raise ValueError(f"add_stage: there is already a stage {name!r}; remove_stage({name!r}) first")
-        if not callable(stage) and not isinstance(stage, LazyStage):
-            raise TypeError(f"add_stage({name!r}): a stage is a callable list[Sentence] -> list[Sentence], "
-                            f"got {type(stage).__name__}")
-        if after is not None and before is not None:
-            raise ValueError("add_stage: give after= or before=, not both")
-        self._insert(name, stage, after, before)
-        self._added.add(name)
-        return self
-
-    def remove_stage(self, name: str) -> Any:
-        """Take stage ``name`` out (``tokenize`` cannot be removed); returns it."""
-        if name == "tokenize" or name not in self._stages:
-            raise ValueError(f"remove_stage: no removable stage {name!r}; the stages are {', '.join(self._stages)}")
-        self._added.discard(name)
-        return self._stages.pop(name)
-
-    def _insert(self, name: str, stage: Any, after: str | None, before: str | None = None) -> None:
-        """Put ``stage`` right after ``after`` / right before ``before`` (neither: last). A built-in stage the
-        pipeline lacks stands for the nearest one before it (``after="enhance"`` on a model without an
-        enhancer: after ``parse``)."""
-        anchor = after if after is not None else before
-        if after in BUILTIN_STAGES and after not in self._stages:
-            anchor = next(s for s in reversed(BUILTIN_STAGES[:BUILTIN_STAGES.index(after)]) if s in self._stages)
-        if anchor is not None and anchor not in self._stages:
-            raise ValueError(f"stage {name!r}: no stage {anchor!r} to go {'after' if after else 'before'}; the "
-                             f"stages are {', '.join(self._stages)}")
-        if before == "tokenize":
-            raise ValueError(f"stage {name!r}: nothing runs before tokenize")
-        items = list(self._stages.items())
-        at = len(items) if anchor is None else [k for k, _ in items].index(anchor) + (after is not None)
-        items.insert(at, (name, stage))
-        self._stages = dict(items)
 
     @property
     def learned_tokenizer(self) -> bool:
@@ -376,23 +298,23 @@ class Pipeline:
         return as_sentences(x)
 
     # ------------------------------------------------------------------ running
+    @renamed_params(max_tokens="batch_tokens")
     def __call__(self, x: str | Iterable, *, enhanced: bool = False, keep: Iterable[str] | str = (),
                  refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
                  batch_tokens: int | None = None, progress: bool = False, treebank: str | None = None,
-                 **old: Any) -> Document:
+                 coref: bool = False) -> Document:
         """The :class:`~g2gt.ud.document.Document` of ``x`` (see :meth:`to_sentences`; ``doc.text`` is ``x``
         for raw text, less its control characters: :func:`g2gt.ud.limits.drop_control_characters`): every column predicted by the parse stage (``keep``: input columns kept instead, see
-        :meth:`g2gt.ud.parse.Parser.parse`), DEPS by the enhance stage with ``enhanced=True``, then the stages
-        you added. ``batch_tokens``: padded words per model batch (default :data:`BATCH_TOKENS`). The other
+        :meth:`g2gt.ud.parse.Parser.parse`), DEPS by the enhance stage with ``enhanced=True``, coreference (``Entity=`` in MISC) by the coref
+        stage with ``coref=True``, then the stages you added. ``batch_tokens``: padded words per model batch (default :data:`BATCH_TOKENS`). The other
         arguments are the parser's (``treebank``: for a parser trained on several treebanks, whose
         conventions to follow; see :attr:`g2gt.ud.parse.Parser.treebank`)."""
         options = dict(enhanced=enhanced, keep=keep, refine_steps=refine_steps, algorithm=algorithm,
                        use_input_graph=use_input_graph, batch_tokens=batch_tokens, progress=progress,
-                       treebank=treebank)
-        old_budget = deprecated(old, "max_tokens", "batch_tokens", "Pipeline.__call__")
-        _no_more(old, "Pipeline.__call__")
-        if options["batch_tokens"] is None:
-            options["batch_tokens"] = old_budget
+                       treebank=treebank, coref=coref)
+        if coref and "coref" not in self._stages:
+            raise ValueError(f"this model ({self.source or 'in memory'}) has no coreference stage; load a model "
+                             "folder with coref.pt")
         self._check_options(enhanced, keep)
         if isinstance(x, str):
             x = drop_control_characters(x)  # the text the tokenizer reads, which the offsets point into
@@ -414,7 +336,7 @@ class Pipeline:
     def run_stages(self, sentences: list[Sentence], *, enhanced: bool = False, keep: Iterable[str] | str = (),
                    refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
                    batch_tokens: int | None = None, progress: bool = False,
-                   treebank: str | None = None) -> list[Sentence]:
+                   treebank: str | None = None, coref: bool = False) -> list[Sentence]:
         """Every stage after ``tokenize`` on ``sentences``, in order (see :meth:`__call__` for the options)."""
         n = BATCH_TOKENS if batch_tokens is None else int(batch_tokens)
         out = sentences
@@ -424,15 +346,19 @@ class Pipeline:
                 extra = {} if treebank is None else {"treebank": treebank}  # swapped-in stages need not know it
                 out = parser.parse(out, refine_steps=refine_steps, algorithm=algorithm,
                                    use_input_graph=use_input_graph, progress=progress, keep=keep,
-                                   **budget(parser.parse, n), **extra)
+                                   batch_tokens=n, **extra)
             elif name == "enhance":
                 if enhanced:
                     enhancer = self.enhancer
-                    out = enhancer.enhance(out, progress=progress, **budget(enhancer.enhance, n))
+                    out = enhancer.enhance(out, progress=progress, batch_tokens=n)
+            elif name == "coref":  # on request, like enhance (CorefUD Entity= in MISC)
+                if coref:
+                    out = list(self._get(name)(out))
             else:
                 out = list(self._get(name)(out))
         return out
 
+    @renamed_params(max_tokens="batch_tokens")
     def pipe(self, texts: Iterable, *, batch_tokens: int | None = None, n_process: int = 1, **options: Any
              ) -> Iterator[Document]:
         """One :class:`~g2gt.ud.document.Document` per item of ``texts`` (raw text, or anything
@@ -442,16 +368,32 @@ class Pipeline:
         :meth:`load`; see :mod:`g2gt.ud.parallel`), with the same output. ``options``: :meth:`__call__`'s."""
         from .pipe import pipe_documents
 
-        old_budget = deprecated(options, "max_tokens", "batch_tokens", "Pipeline.pipe")
-        options["batch_tokens"] = batch_tokens if batch_tokens is not None else old_budget
-        return pipe_documents(self, texts, n_process, options)
+        options["batch_tokens"] = batch_tokens
+        worker = self._worker() if n_process is not None and int(n_process) > 1 else None
+        return pipe_documents(self, texts, n_process, options, worker)
 
+    def _worker(self) -> "PipeWorker":
+        """The factory of ``pipe``'s worker processes: this pipeline loaded again as :meth:`load` made it."""
+        if self.recipe is None:
+            raise ValueError("pipe(n_process > 1) needs a pipeline made by g2gt.load / Pipeline.load (each worker "
+                             "process loads it again); this one was built in memory: use n_process=1")
+        if self._added:
+            raise ValueError(f"pipe(n_process > 1): the stage(s) {', '.join(sorted(self._added))} added with "
+                             "add_stage cannot be rebuilt in a worker process; register them with "
+                             "g2gt.ud.stage.register_stage in an importable module, or use n_process=1")
+        if "__main__" in self.recipe["modules"]:
+            raise ValueError("pipe(n_process > 1): a stage registered in the script itself (__main__) cannot be "
+                             "rebuilt in a worker process; move its register_stage into an importable module")
+        r = self.recipe
+        config = tuple((k, tuple(sorted(v.items()))) for k, v in sorted(r["config"].items()))
+        return PipeWorker(r["name_or_path"], str(r["device"]), r["dtype"], r["tokenizer"], tuple(r["exclude"]),
+                          config, r["modules"])
+
+    @renamed_params(chunk="chunk_sentences")
     def stream(self, sentences: Iterable[Sentence], chunk_sentences: int = CHUNK_SENTENCES,
                stats: dict | None = None, **kwargs) -> Iterator[Sentence]:
         """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time (memory does not grow
         with the input); counts ``sentences`` and ``words`` into ``stats`` when given."""
-        old = deprecated(kwargs, "chunk", "chunk_sentences", "Pipeline.stream")
-        chunk_sentences = old if old is not None else chunk_sentences
         it = iter(sentences)
         while part := list(islice(it, chunk_sentences)):
             if stats is not None:
@@ -460,17 +402,35 @@ class Pipeline:
             yield from self(part, **kwargs)
 
     def __repr__(self) -> str:
-        names = ", ".join(f"{k}={_stage_name(v)}" for k, v in self._stages.items())
-        return f"Pipeline({self.name or 'in memory'}: {names})"
+        return f"Pipeline({self.name or 'in memory'}: {self.stages_repr()})"
 
 
-def _stage_name(stage: Any) -> str:
-    """A stage's class for ``repr`` (a function by its name; a lazy stage by the class it will load)."""
-    if isinstance(stage, LazyStage):
-        return stage.cls_name + ("" if stage.loaded else " (not loaded yet)")
-    if inspect.isfunction(stage) or inspect.ismethod(stage):
-        return f"{stage.__qualname__}()"
-    return type(stage).__name__
+@dataclass(frozen=True)
+class PipeWorker:
+    """A worker process of ``pipe(n_process=N)`` (picklable): imports the modules that register stages, loads
+    the pipeline with :meth:`Pipeline.load`'s arguments once, then answers ``(inputs, options) -> documents``
+    (:func:`g2gt.ud.pipe.parse_many`)."""
+
+    name_or_path: str
+    device: str
+    dtype: Any
+    tokenizer: str
+    exclude: tuple[str, ...]
+    config: tuple
+    modules: tuple[str, ...]
+
+    def __call__(self) -> Callable[[tuple], list[Document]]:
+        import importlib
+
+        from .pipe import parse_many
+        from .pool import worker_setup
+
+        worker_setup()
+        for module in self.modules:
+            importlib.import_module(module)
+        nlp = Pipeline.load(self.name_or_path, self.device, self.dtype, exclude=self.exclude,
+                            config={k: dict(v) for k, v in self.config}, tokenizer=self.tokenizer)
+        return lambda job: parse_many(nlp, job[0], **job[1])
 
 
 def _configured(stage: Any, options: dict | None, name: str) -> Any:

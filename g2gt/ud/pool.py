@@ -28,7 +28,7 @@ from collections import deque
 from multiprocessing.connection import wait
 from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["ProcessPool", "JobError", "WorkerFailure", "WorkerLost", "default_start_method"]
+__all__ = ["ProcessPool", "JobError", "WorkerFailure", "WorkerLost", "default_start_method", "worker_setup"]
 
 
 class JobError(ValueError):
@@ -61,6 +61,21 @@ def default_start_method() -> str:
 
 
 # ---------------------------------------------------------------------------- the worker side
+def worker_setup(keep_freed: bool = True) -> None:
+    """What every worker process of the UD pipeline (local or Ray actor) does before loading a model: no oneDNN
+    primitive cache (``ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`` unless the environment sets it: the cache keeps a
+    compiled kernel per input shape, and a corpus brings ever new batch shapes: README, "Corpus scale", gives
+    what it saves) and, with ``keep_freed``, :func:`g2gt.core._compat.keep_freed_memory` as the ``g2gt``
+    command does."""
+    import os
+
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")  # read by oneDNN when it first runs
+    if keep_freed:
+        from ..core._compat import keep_freed_memory
+
+        keep_freed_memory()
+
+
 def _worker_main(conn, factory: Callable[[], Callable[[Any], Any]], threads: int) -> None:
     """A worker process: set the thread count, build the handler once, then answer jobs until told to stop."""
     if threads > 0:

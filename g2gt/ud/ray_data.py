@@ -31,6 +31,7 @@ import sys
 from itertools import islice
 from typing import Any, Iterable, Iterator
 
+from ..core.deprecation import renamed_params
 from .corpus import FilesReport, plan_files
 from .parallel import PARSE_CHUNK, Recipe, check_options, read_input
 from .models import DEFAULT_MODEL
@@ -86,14 +87,6 @@ class PipelineActor:
         return {**batch, "parsed": parsed, "error": errors, "sentences": sents, "words": words}
 
 
-def _renamed(options: dict, old: str, new: str, where: str, value: Any) -> Any:
-    """``options[old]`` (an old keyword name, with a DeprecationWarning) if given, else ``value``."""
-    from .pipeline import deprecated
-
-    given = deprecated(options, old, new, where)
-    return value if given is None else given
-
-
 def _value(column, i: int) -> str | None:
     """Row ``i`` of a string column, None where it is null (Ray turns a null cell into NaN or None)."""
     if column is None:
@@ -102,6 +95,7 @@ def _value(column, i: int) -> str | None:
     return v if isinstance(v, str) else None
 
 
+@renamed_params(model="name_or_path", chunk="chunk_sentences")
 def parse_dataset(ds, name_or_path: str = DEFAULT_MODEL, *, actors: int = 2, device: str = "cpu",
                   dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
                   threads: int = 1, **options: Any):
@@ -112,8 +106,6 @@ def parse_dataset(ds, name_or_path: str = DEFAULT_MODEL, *, actors: int = 2, dev
     ``chunk_sentences`` (DeprecationWarning)."""
     from ray.data import ActorPoolStrategy
 
-    name_or_path = _renamed(options, "model", "name_or_path", "parse_dataset", name_or_path)
-    chunk_sentences = _renamed(options, "chunk", "chunk_sentences", "parse_dataset", chunk_sentences)
     recipe = Recipe(str(name_or_path), str(device), dtype, tokenizer)
     return ds.map_batches(PipelineActor, fn_constructor_kwargs=dict(recipe=recipe, options=check_options(options),
                                                                     chunk_sentences=chunk_sentences, threads=threads),
@@ -165,6 +157,7 @@ def _file_rows(src: str, dst: str, kind: str, chunk: int, check_trees: bool) -> 
     yield {**row, "path": src, "dst": dst, "last": True, "fail": ""}
 
 
+@renamed_params(model="name_or_path", chunk="chunk_sentences")
 def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: str = "conllu", resume: bool = False,
                 actors: int | None = None, name_or_path: str = DEFAULT_MODEL, device: str = "cpu",
                 dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
@@ -177,8 +170,7 @@ def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: s
     import ray
     import ray.data
 
-    name_or_path = _renamed(options, "model", "name_or_path", "parse_files", name_or_path)
-    chunk = _renamed(options, "chunk", "chunk_sentences", "parse_files", chunk_sentences)
+    chunk = chunk_sentences
     todo, skipped = plan_files(inputs, output_dir, resume)
     report = FilesReport(skipped=[str(d) for _, d in skipped])
     if not todo:

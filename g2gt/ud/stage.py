@@ -46,6 +46,7 @@ float32.
 
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +55,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-__all__ = ["StageContext", "StageSpec", "LazyStage", "register_stage", "registered_stages",
+__all__ = ["StageContext", "StageSpec", "LazyStage", "StageList", "register_stage", "registered_stages",
            "unregister_stage", "resolve_device", "fast_inference_dtype", "inference_dtype", "prepare_for_inference",
            "stage_checkpoint", "save_stage", "checkpoint_record", "RECORD_KEYS"]
 
@@ -253,3 +254,83 @@ class LazyStage:
         if self._loaded:
             return repr(self._stage)
         return f"{self.cls_name}(not loaded yet" + (f": {Path(self.file).name})" if self.file else ")")
+
+
+# --------------------------------------------------------------------------- a pipeline's stages
+class StageList:
+    """The ordered, named stages of a pipeline (``self._stages``, ``tokenize`` first) and the ways to list,
+    add and remove them; :class:`g2gt.ud.pipeline.Pipeline` runs them."""
+
+    _stages: dict[str, Any]
+    _added: set[str]
+
+    @property
+    def stages(self) -> dict[str, Any]:
+        """Name -> stage, in the order they run. Loads nothing: a stage loaded on first use (the enhancer)
+        is listed as its :class:`~g2gt.ud.stage.LazyStage` until then."""
+        return dict(self._stages)
+
+    def _get(self, name: str) -> Any:
+        stage = self._stages.get(name)
+        return stage.get() if isinstance(stage, LazyStage) else stage
+
+    def _set(self, name: str, value: Any) -> None:
+        if value is None:
+            self._stages.pop(name, None)
+        elif name in self._stages:
+            self._stages[name] = value
+        else:
+            self._insert(name, value, {"parse": "tokenize", "enhance": "parse"}.get(name))
+
+    def add_stage(self, name: str, stage: Callable[[list], list], *, after: str | None = None,
+                  before: str | None = None) -> "StageList":
+        """Add ``stage`` (``list[Sentence] -> list[Sentence]``) under ``name``: right after the stage ``after``
+        or right before ``before`` (default: last). It runs on every call, after the stages before it (with
+        ``enhanced=False`` the enhancer is skipped, the stages after it still run). Returns the pipeline."""
+        if name in self._stages:
+            raise ValueError(f"add_stage: there is already a stage {name!r}; remove_stage({name!r}) first")
+        if not callable(stage) and not isinstance(stage, LazyStage):
+            raise TypeError(f"add_stage({name!r}): a stage is a callable list[Sentence] -> list[Sentence], "
+                            f"got {type(stage).__name__}")
+        if after is not None and before is not None:
+            raise ValueError("add_stage: give after= or before=, not both")
+        self._insert(name, stage, after, before)
+        self._added.add(name)
+        return self
+
+    def remove_stage(self, name: str) -> Any:
+        """Take stage ``name`` out (``tokenize`` cannot be removed); returns it."""
+        if name == "tokenize" or name not in self._stages:
+            raise ValueError(f"remove_stage: no removable stage {name!r}; the stages are {', '.join(self._stages)}")
+        self._added.discard(name)
+        return self._stages.pop(name)
+
+    def _insert(self, name: str, stage: Any, after: str | None, before: str | None = None) -> None:
+        """Put ``stage`` right after ``after`` / right before ``before`` (neither: last). A built-in stage the
+        pipeline lacks stands for the nearest one before it (``after="enhance"`` on a model without an
+        enhancer: after ``parse``)."""
+        anchor = after if after is not None else before
+        if after in BUILTIN_STAGES and after not in self._stages:
+            anchor = next(s for s in reversed(BUILTIN_STAGES[:BUILTIN_STAGES.index(after)]) if s in self._stages)
+        if anchor is not None and anchor not in self._stages:
+            raise ValueError(f"stage {name!r}: no stage {anchor!r} to go {'after' if after else 'before'}; the "
+                             f"stages are {', '.join(self._stages)}")
+        if before == "tokenize":
+            raise ValueError(f"stage {name!r}: nothing runs before tokenize")
+        items = list(self._stages.items())
+        at = len(items) if anchor is None else [k for k, _ in items].index(anchor) + (after is not None)
+        items.insert(at, (name, stage))
+        self._stages = dict(items)
+
+    def stages_repr(self) -> str:
+        """``name=Class, ...`` of every stage (a function by its name, a stage not loaded yet by its class)."""
+        return ", ".join(f"{k}={_stage_name(v)}" for k, v in self._stages.items())
+
+
+def _stage_name(stage: Any) -> str:
+    """A stage's class for ``repr`` (a function by its name; a lazy stage by the class it will load)."""
+    if isinstance(stage, LazyStage):
+        return stage.cls_name + ("" if stage.loaded else " (not loaded yet)")
+    if inspect.isfunction(stage) or inspect.ismethod(stage):
+        return f"{stage.__qualname__}()"
+    return type(stage).__name__

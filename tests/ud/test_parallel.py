@@ -215,6 +215,25 @@ def test_cli_workers_2_writes_the_bytes_of_workers_1(sample, tmp_path, capsys):
     assert "2 workers" in capsys.readouterr().err
 
 
+def test_cli_json_with_workers_2_is_the_json_of_one_process(nlp, sample, tmp_path, capsys):
+    """--format json: the Document of nlp(text), from one process or two (the workers' CoNLL-U read back)."""
+    import json
+
+    from g2gt.cli.main import main
+
+    raw = tmp_path / "doc.txt"
+    text = _text(sample[:12])
+    raw.write_text(text, encoding="utf-8")
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    assert main(["parse", "--raw", str(raw), "-o", str(one), "--format", "json", "--no-progress"]) == 0
+    assert main(["parse", "--raw", str(raw), "-o", str(two), "--format", "json", "--workers", "2",
+                 "--no-progress"]) == 0
+    assert two.read_bytes() == one.read_bytes()
+    assert json.loads(one.read_text(encoding="utf-8")) == nlp(text).to_dict()
+    assert main(["parse", str(raw), "--output-dir", str(tmp_path / "o"), "--format", "json"]) == 2
+    assert "--format json is for one input" in capsys.readouterr().err
+
+
 def test_cli_output_dir_reports_a_bad_file_and_exits_1(sample, tmp_path, capsys):
     from g2gt.cli.main import main
     from g2gt.ud.io import to_conllu_string
@@ -280,10 +299,16 @@ def test_pipe_n_process_2_yields_the_documents_of_one_process(nlp, engine, sampl
         assert [d.text for d in docs] == texts
         assert [[t for t in d.tokens] for d in docs] == [[t for t in d.tokens] for d in one]
         assert [[s.sent_id for s in d] for d in docs] == [[s.sent_id for s in d] for d in one]
-        assert _head_agreement(one, docs) >= 0.95  # the same batches; margin for a near tie on another core
+        # the same batches: identical when run alone; after other tests in this process, int8 kernels chosen
+        # for other shapes may flip a near tie (seen: 1 head in 1,650), so not a float-exact comparison
+        assert _head_agreement(one, docs) >= 0.99
     alone = [nlp(t) for t in texts]
     assert [[s.forms for s in d] for d in one] == [[s.forms for s in d] for d in alone]
-    assert _head_agreement(one, alone) >= 0.9  # batch-mates change padding, not the parse
+    # batch-mates change padding, not the parse: exactly so in float32 (bfloat16 rounding may flip a near tie)
+    from g2gt.ud.pipeline import Pipeline
+
+    f32 = Pipeline.load(DEFAULT_MODEL, dtype="float32")
+    assert _head_agreement(list(f32.pipe(texts)), [f32(t) for t in texts]) == 1.0
 
 
 # ---------------------------------------------------------------------------- every parse option reaches the workers

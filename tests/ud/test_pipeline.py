@@ -268,8 +268,8 @@ def test_any_text_parses_writes_and_reads_back(folder_parser, text):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert text_from_sentences(sents) == drop_control_characters(text)  # control characters dropped
-    for t in sents.tokens:  # offsets into the text as given
-        assert t.start_char is not None and text[t.start_char:t.end_char] == t.text
+    for t in sents.tokens:  # offsets into the text (less its control characters)
+        assert t.start_char is not None and sents.text[t.start_char:t.end_char] == t.text
     conllu = "".join(s.serialize() for s in sents)
     again = parse_conllu_string(conllu, name="<out>")
     assert [s.forms for s in again] == [s.forms for s in sents]
