@@ -5,23 +5,22 @@
   the line number;
 * writers (``conllu``, ``horizontal``, ``vertical``, ``plaintext``): sentences -> text, as UDPipe writes them;
 * :func:`surface_tokens`, :func:`rebuild`, :func:`merge_sentences`, :func:`limit_lengths`: multiword-token-aware
-  splitting and joining of sentences (MISC of every surface token kept, so offsets and spacing survive);
-* :func:`locate`: character offsets of every sentence and word in the text it was read from.
+  splitting and joining of sentences (MISC of every surface token kept, so offsets and spacing survive).
+
+Character offsets and the JSON of ``/v1/parse`` are the library's (:class:`g2gt.ud.document.Document`).
 
 Nothing here touches a model or a file.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from ..ud.io import CoNLLUError, Sentence, parse_conllu_string, sentence_from_tokens, sentence_from_words
+from ..ud.limits import SentenceTooLong, limit_sentence_words, max_sentence_words
 
 __all__ = ["RequestError", "decode_utf8", "READERS", "WRITERS", "read_conllu_text", "read_horizontal",
-           "read_vertical", "surface_tokens", "rebuild", "merge_sentences", "limit_lengths", "locate",
-           "Span"]
-
-Span = tuple[int, int]
+           "read_vertical", "surface_tokens", "rebuild", "merge_sentences", "limit_lengths"]
 
 
 class RequestError(ValueError):
@@ -180,57 +179,14 @@ def merge_sentences(sentences: Sequence[Sentence], sent_id: str | None) -> Sente
 
 
 def limit_lengths(sentences: Sequence[Sentence], max_words: int, split: bool, where: str = "") -> list[Sentence]:
-    """``sentences`` with none over ``max_words`` words: a longer one is cut into pieces of at most
-    ``max_words`` words between surface tokens (``split``; ids ``ID.1``, ``ID.2`` ...), or refused with a
-    :class:`RequestError` naming it. ``max_words <= 0``: no limit."""
-    if max_words <= 0 or all(len(s) <= max_words for s in sentences):
-        return list(sentences)
-    out: list[Sentence] = []
-    for k, s in enumerate(sentences, 1):
-        if len(s) <= max_words:
-            out.append(s)
-            continue
-        name = f"sentence {k}" + (f" (line {s.line})" if s.line else "") + where
-        if not split:
-            raise RequestError(f"{name} has {len(s)} words, over the limit of {max_words} words per sentence "
-                               "(g2gt serve --max-sentence-words); split it into shorter sentences")
-        toks = surface_tokens(s)
-        if any(len(w) > max_words for _, w in toks):
-            raise RequestError(f"{name}: a multiword token has more than {max_words} words")
-        chunk: list[int] = []
-        n = 0
-        part = 0
-        for i, (_, words) in enumerate(toks + [(None, None)]):
-            if words is None or n + len(words) > max_words:
-                part += 1
-                out.append(rebuild([(s, chunk)], f"{s.sent_id or k}.{part}"))
-                chunk, n = [], 0
-            if words is not None:
-                chunk.append(i)
-                n += len(words)
-    return out
-
-
-# --------------------------------------------------------------------------- offsets
-def locate(sentences: Iterable[Sentence], text: str) -> list[tuple[Span | None, list[Span | None]]]:
-    """Character offsets (``[start, end)``, Python string indices) in ``text`` of each sentence and of
-    each of its words (a word of a multiword token gets the token's span), found by reading the surface
-    forms left to right; ``None`` for a form not found where expected."""
-    out = []
-    pos = 0
-    for s in sentences:
-        words: list[Span | None] = [None] * len(s)
-        first = last = None
-        for tok, idx in surface_tokens(s):
-            form = tok["form"]
-            at = text.find(form, pos) if form else -1
-            if at < 0 or (at > pos and text[pos:at].strip()):
-                continue  # not the next thing in the text: leave it unplaced
-            span = (at, at + len(form))
-            pos = span[1]
-            first = span[0] if first is None else first
-            last = span[1]
-            for i in idx:
-                words[i] = span
-        out.append(((first, last) if first is not None else None, words))
-    return out
+    """``sentences`` with none over ``max_words`` words (the shared guard, :mod:`g2gt.ud.limits`, which also
+    caps ``max_words`` at its own limit): a longer one is cut into pieces of at most ``max_words`` words
+    between surface tokens (``split``; ids ``ID.1``, ``ID.2`` ...), or refused with a :class:`RequestError`
+    naming it. ``max_words <= 0``: only the shared limit."""
+    shared = max_sentence_words()
+    limit = min(m for m in (max_words, shared) if m > 0) if max(max_words, shared) > 0 else 0
+    try:
+        return limit_sentence_words(sentences, limit, "split" if split else "error", where,
+                                    "g2gt serve --max-sentence-words", warn=False)
+    except SentenceTooLong as e:
+        raise RequestError(str(e)) from None
