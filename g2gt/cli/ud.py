@@ -50,7 +50,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise UsageError(f"--no-punct and --per-relation need {args.pred} to have exactly the words of {args.gold} "
                          "(gold tokenisation); the official scores (without those options) work for any tokenisation")
     problems = validate_file(args.pred) if args.validate else None
-    coref = _coref_report(args.gold, args.pred) if result.same_words else None
+    coref = _coref_report(args.gold, args.pred)
     if args.json:
         d = result.as_dict()
         if problems is not None:
@@ -79,7 +79,13 @@ def _coref_report(gold: str, pred: str) -> dict | None:
     from ..ud.io.conllu import read_conllu
 
     g, p = read_conllu(gold), read_conllu(pred)
-    return coref_report(g, p) if has_entities(g) and has_entities(p) else None
+    if not (has_entities(g) and has_entities(p)):
+        return None
+    try:
+        return coref_report(g, p)
+    except ValueError as e:  # the UD scores still count; say why coreference has none
+        print(f"coreference not scored: {e}", file=sys.stderr)
+        return None
 
 
 def _configure_draw(p: argparse.ArgumentParser) -> None:

@@ -302,16 +302,23 @@ def has_entities(sentences) -> bool:
 def coref_report(gold, pred) -> dict:
     """Every score of :func:`g2gt.ud.coref.metrics.coref_scores` for the three matchings, with and without
     singletons, plus :func:`mention_scores`: ``{"head": {...}, "head+singletons": {...}, ..., "mentions": {...}}``.
-    ``gold`` / ``pred``: sentences (the same documents and words) with ``Entity=`` annotations."""
+    ``gold`` / ``pred``: sentences (the same documents) with ``Entity=`` annotations; where a predicted document
+    has other words (raw text tokenised by the pipeline) its mentions are moved onto the gold words by
+    characters (:func:`g2gt.ud.coref.align.project_mentions`)."""
     from .io import documents, read_mentions
 
+    from .align import project_mentions
+
     kd, sd = documents(gold), documents(pred)
-    if len(kd) != len(sd) or any([f for s in a for f in s.forms] != [f for s in b for f in s.forms]
-                                 for a, b in zip(kd, sd)):
-        raise ValueError("coreference scores need the gold words and documents in the prediction (the scorer "
-                         "aligns mentions by position); the prediction has other words or documents")
+    if len(kd) != len(sd):
+        raise ValueError(f"coreference scores need the same documents ('# newdoc') in both files: gold has "
+                         f"{len(kd)}, the prediction {len(sd)}")
     km = [read_mentions(d) for d in kd]
-    sm = [read_mentions(d) for d in sd]
+    sm = []
+    for a, b in zip(kd, sd):  # another tokenisation (raw text): mentions moved onto the gold words
+        fa, fb = [f for s in a for f in s.forms], [f for s in b for f in s.forms]
+        ms = read_mentions(b)
+        sm.append(ms if fa == fb else project_mentions(ms, fb, fa))
     out: dict = {}
     for match in MATCHES:
         for sg in (False, True):

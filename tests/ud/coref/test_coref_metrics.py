@@ -65,3 +65,14 @@ def test_documents_must_align():
         coref_scores([[]], [[], []])
     with pytest.raises(ValueError, match="match"):
         coref_scores([[]], [[]], "fuzzy")
+
+
+def test_mentions_move_onto_gold_words_by_characters():
+    from g2gt.ud.coref.align import project_mentions
+
+    gold = ["Mary", "'s", "book", "is", "n't", "here", "."]
+    pred = ["Mary's", "book", "isn't", "here."]
+    got = project_mentions([Mention("1", [0, 1]), Mention("2", [3])], pred, gold)
+    assert [m.words for m in got] == [[0, 1, 2], [5, 6]]
+    changed = project_mentions([Mention("1", [1])], ["``", "book", "''"], ['"', "book", '"'])
+    assert changed[0].words == [1]
