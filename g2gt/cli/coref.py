@@ -115,6 +115,8 @@ def _configure_coref(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="output CoNLL-U, '-' = stdout (default)")
     p.add_argument("--model", required=True, metavar="DIR",
                    help="a model folder (coref.pt), a folder written by 'g2gt train coref' (best.pt) or a checkpoint")
+    p.add_argument("--threshold", type=float, default=None, metavar="X",
+                   help="antecedent score a link must beat (default: the model's, 0 unless tuned; lower links more)")
     add_common_options(p, batch_tokens=None)
     p.set_defaults(func=run_coref)
 
@@ -132,6 +134,8 @@ def run_coref(args: argparse.Namespace) -> int:
         resolver = Coreferencer.load(args.model, device)
     except FileNotFoundError as e:
         raise UsageError(f"--model {e}") from None
+    if args.threshold is not None:
+        resolver.threshold = args.threshold
     t0 = time.time()
     out = resolver(sents)
     write_conllu(out, sys.stdout if args.output == "-" else args.output)

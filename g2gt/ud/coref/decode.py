@@ -5,7 +5,8 @@ For one window (:meth:`g2gt.ud.coref.model.CorefModel.predict`):
 1. every word whose head tag is not 0 heads a mention; its extent ``[start, end]`` is the argmax of the
    start / end scores (inside its subtree);
 2. mention heads are visited left to right; each takes its best-scoring earlier mention head as antecedent
-   when that score is above 0 (the score of "no antecedent"), else it starts a new entity;
+   when that score is above the threshold (0, the trained score of "no antecedent"), else it starts a new
+   entity;
 3. the entities are the connected components of the antecedent links (:func:`clusters_from_links`);
    a mention without links is a singleton entity. An entity's type is the type whose probabilities,
    summed over its mentions' head tags, are the highest (GUM gives every mention of an entity its type).
@@ -46,9 +47,10 @@ def clusters_from_links(n: int, links: Sequence[tuple[int, int]]) -> list[list[i
 
 
 def decode_window(pred: dict[str, torch.Tensor], b: int, n: int, offset: int, etypes: Sequence[str],
-                  first_eid: int = 1) -> list[Mention]:
+                  first_eid: int = 1, threshold: float = 0.0) -> list[Mention]:
     """Mentions with entity ids (``first_eid``, ``first_eid + 1`` ... as strings, in order of their first
-    mention) of window ``b`` of ``n`` words starting at document position ``offset`` (module docstring)."""
+    mention) of window ``b`` of ``n`` words starting at document position ``offset`` (module docstring).
+    ``threshold``: the score of "no antecedent" (0 as trained; lower links more)."""
     tag = pred["tag"][b, :n].tolist()
     heads = [i for i in range(n) if tag[i] > 0]
     if not heads:
@@ -60,7 +62,7 @@ def decode_window(pred: dict[str, torch.Tensor], b: int, n: int, offset: int, et
     links = []
     if len(heads) > 1:
         best, arg = sub.max(-1)
-        links = [(k, int(arg[k])) for k in range(1, len(heads)) if float(best[k]) > 0.0]
+        links = [(k, int(arg[k])) for k in range(1, len(heads)) if float(best[k]) > threshold]
     groups = clusters_from_links(len(heads), links)
     probs = pred["tag_probs"][b, :n, 1:]  # [n, T - 1]: the mention types
     out: list[Mention] = []

@@ -44,8 +44,9 @@ class Coreferencer:
     kind = "coref"
 
     def __init__(self, model: CorefModel, vocab: CorefVocab, layout: str = DEFAULT_LAYOUT,
-                 max_words: int = 2048) -> None:
+                 max_words: int = 2048, threshold: float = 0.0) -> None:
         self.model = model
+        self.threshold = threshold  # antecedent score a link must beat (0 = "no antecedent" as trained)
         self.vocab = vocab
         self.layout = layout
         self.max_words = max_words
@@ -69,14 +70,16 @@ class Coreferencer:
         model.load_state_dict(ck["model"], strict=True)
         dt = inference_dtype(dtype, device, int8_auto=False)
         out = cls(prepare_for_inference(model, dt, device), CorefVocab.from_dict(extra["vocab"]),
-                  extra.get("layout") or DEFAULT_LAYOUT)
+                  extra.get("layout") or DEFAULT_LAYOUT, threshold=float(extra.get("threshold", 0.0)))
         out.record, out.file, out.dtype = checkpoint_record(ck), file, dt
         return out
 
     def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
         """Write this stage as one checkpoint file (``coref.pt`` in a model folder) that :meth:`load` reads."""
         record = self.record or {"model_config": self.model.config.to_dict(),
-                                 "task": {"kind": self.kind, "vocab": self.vocab.to_dict(), "layout": self.layout}}
+                                 "task": {"kind": self.kind, "vocab": self.vocab.to_dict(), "layout": self.layout,
+                                          "threshold": self.threshold}}
+        record = {**record, "task": {**record.get("task", {}), "threshold": self.threshold}}
         return save_stage(path, self.model, record, self.file, False, storage_dtype)
 
     @property
@@ -96,10 +99,40 @@ class Coreferencer:
                     g = window_graph(ex, vocab, a, b, model.config.max_distance)
                     pred = model.predict(make_batch([g], vocab).to(self.device))
                     first = 1 + len({m.eid for m in mentions})
-                    mentions += decode_window(pred, 0, b - a, a, vocab.etypes, first)
+                    mentions += decode_window(pred, 0, b - a, a, vocab.etypes, first, self.threshold)
                 out.append(mentions)
         model.train(was)
         return out
+
+    def tune_threshold(self, sentences: Sequence, grid: Sequence[float] = (0.0, -0.5, -1.0, -1.5, -2.0, -2.5)
+                       ) -> dict[float, float]:
+        """Set :attr:`threshold` to the value of ``grid`` with the best CoNLL F1 (head match, no singletons) on
+        annotated ``sentences`` (a dev set, with trees and ``Entity=``); returns ``{threshold: CoNLL F1}``. The
+        model runs once; only the decoding is repeated."""
+        import dataclasses
+
+        from .metrics import coref_scores
+
+        docs = [make_doc(d, self.vocab) for d in documents(sentences)]
+        no_head = "head" not in self.layout.split("-")
+        gold = [ex.mentions for ex in docs]
+        preds = []
+        with torch.inference_mode():
+            for ex in docs:
+                preds.append([(a, b, self.model.predict(make_batch([window_graph(
+                    ex, self.vocab, a, b, self.model.config.max_distance)], self.vocab).to(self.device)))
+                    for a, b in windows(ex, self.max_words)])
+        scores = {}
+        for t in grid:
+            out = []
+            for wins in preds:
+                ms: list[Mention] = []
+                for a, b, p in wins:
+                    ms += decode_window(p, 0, b - a, a, self.vocab.etypes, 1 + len({m.eid for m in ms}), t)
+                out.append([dataclasses.replace(m, head=None) for m in ms] if no_head else ms)
+            scores[float(t)] = coref_scores(gold, out)["conll"]
+        self.threshold = max(scores, key=lambda t: (scores[t], t))
+        return scores
 
     def resolve(self, sentences: Sequence) -> list:
         """Copies of ``sentences`` with the predicted ``Entity`` annotations (module docstring)."""

@@ -37,10 +37,11 @@ def make_coref_stage(context: StageContext, max_words: int | None = None):
 
 
 def add_to_model_folder(source: str | os.PathLike, folder: str | os.PathLike, storage_dtype: str = "float16",
-                        card: dict | None = None) -> Path:
+                        card: dict | None = None, tune_on: list | None = None) -> Path:
     """Write the coreference model ``source`` (a training folder, a checkpoint or a ``coref.pt``) into the model
     folder ``folder`` as ``coref.pt`` and record it in ``model.json`` (``parts.coref``, plus ``card`` entries,
-    e.g. the dev scores and the training data's licence)."""
+    e.g. the dev scores and the training data's licence). ``tune_on``: annotated dev sentences on which the
+    link threshold is chosen first (:meth:`Coreferencer.tune_threshold`; recorded in the card)."""
     from ..models import write_card
     from .resolver import Coreferencer
 
@@ -50,8 +51,12 @@ def add_to_model_folder(source: str | os.PathLike, folder: str | os.PathLike, st
     from ..models import model_card
 
     stage = Coreferencer.load(source)
+    extra = {}
+    if tune_on is not None:
+        tuned = stage.tune_threshold(tune_on)
+        extra["coref_threshold"] = {"chosen": stage.threshold, "dev_conll": tuned}
     dst = stage.save(out / FILE_NAME, storage_dtype)
     parts = dict(model_card(out).get("parts", {}))
     parts["coref"] = {"file": FILE_NAME, "bytes": dst.stat().st_size}
-    write_card(out, {"parts": parts, **(card or {})})
+    write_card(out, {"parts": parts, **extra, **(card or {})})
     return dst

@@ -51,3 +51,16 @@ def test_training_data_without_entities_is_refused(tmp_path, capsys):
                "1"] + TINY)
     assert rc == 2
     assert "no Entity= annotations" in capsys.readouterr().err
+
+
+def test_threshold_tuning_is_saved(tmp_path, doc_text):
+    data = tmp_path / "doc.conllu"
+    data.write_text(doc_text)
+    out = tmp_path / "run"
+    assert main(["train", "coref", "--train", str(data), "--dev", str(data), "--out", str(out), "--max-steps", "2",
+                 "--eval-every", "2"] + TINY) == 0
+    r = Coreferencer.load(out)
+    scores = r.tune_threshold(read_conllu(str(data)), grid=(0.0, -1.0, -50.0))
+    assert set(scores) == {0.0, -1.0, -50.0} and r.threshold in scores
+    r.threshold = -1.25
+    assert Coreferencer.load(r.save(tmp_path / "coref.pt")).threshold == -1.25
