@@ -1,7 +1,7 @@
 """``g2gt train coref`` and ``g2gt coref``: coreference (CorefUD ``Entity=`` in MISC) from parsed documents.
 
 Model options come from :class:`g2gt.ud.coref.CorefConfig`, optimisation options from
-:class:`g2gt.core.config.TrainConfig` and task options from :func:`g2gt.ud.coref.task.train_coref`'s keyword
+:class:`g2gt.core.config.TrainConfig` and task options from :func:`g2gt.ud.coref.train.train_coref`'s keyword
 arguments; the CLI defaults that differ from those are declared once below (``*_CLI_DEFAULTS``).
 """
 
@@ -51,8 +51,8 @@ def register_train(subparsers) -> None:
 
 # ---------------------------------------------------------------------------- train coref
 def _configure_train(p: argparse.ArgumentParser) -> None:
-    from ..ud.coref import CorefConfig
-    from ..ud.coref.task import train_coref
+    from ..ud.coref.config import CorefConfig
+    from ..ud.coref.train import train_coref
 
     p.description = (
         "Train a graph-to-graph coreference model on documents with CorefUD annotations (Entity= in MISC, e.g. "
@@ -81,7 +81,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
-    from ..ud.coref.task import train_coref
+    from ..ud.coref.train import train_coref
     from ..ud.io.conllu import read_conllu
 
     train_path = data_file_arg(args.train, GUM_TRAIN, "--train")

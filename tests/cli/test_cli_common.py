@@ -29,6 +29,8 @@ COMMANDS = {
     "train seq2seq": ["train", "seq2seq", "--out", "o"],
     "train enhanced": ["train", "enhanced", "--out", "o"],
     "enhance": ["enhance", "--copy-basic", "in.conllu"],
+    "train coref": ["train", "coref", "--out", "o"],
+    "coref": ["coref", "--model", "m", "in.conllu"],
     "parse": ["parse", "--model", "m", "in.conllu"],
     "demo": ["demo"],
     "attention": ["attention", "--model", "m", "--text", "t", "-o", "x.png"],

@@ -7,7 +7,7 @@
   heads and types, extents inside the head's subtree, biaffine antecedent scores);
 * :mod:`~g2gt.ud.coref.decode`: entities from antecedent links;
 * :mod:`~g2gt.ud.coref.metrics`: MUC, B³, CEAF-e and CoNLL F1 as the CRAC scorer computes them;
-* :mod:`~g2gt.ud.coref.task`: the Trainer task and :func:`train_coref`;
+* :mod:`~g2gt.ud.coref.task`: the Trainer task; :mod:`~g2gt.ud.coref.train`: :func:`train_coref`;
 * :mod:`~g2gt.ud.coref.resolver`: ``Coreferencer.load(path)(sentences)``, the pipeline stage.
 
 Example::
@@ -24,8 +24,8 @@ from ..._lazy import lazy_exports
 
 _EXPORTS = {
     "Mention": "io", "documents": "io", "read_mentions": "io", "write_mentions": "io",
-    "CorefVocab": "data", "CorefConfig": "model", "CorefModel": "model", "coref_scores": "metrics",
-    "score_files": "metrics", "mention_scores": "metrics", "CorefTask": "task", "train_coref": "task",
+    "CorefVocab": "data", "CorefConfig": "config", "CorefModel": "model", "coref_scores": "metrics",
+    "score_files": "metrics", "mention_scores": "metrics", "CorefTask": "task", "train_coref": "train",
     "Coreferencer": "resolver",
 }
 __all__ = list(_EXPORTS)

@@ -26,16 +26,14 @@ model learns to leave a wrongly detected mention alone).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...core.config import DictConfig
 from ...core.graph import num_chain_labels
 from ...nn.heads import MLP, BiaffineArcScorer, CharCNNWordEncoder
 from ...nn.transformer import GraphEncoder
+from .config import CorefConfig
 from .data import CorefBatch, sentence_distance_labels
 
 __all__ = ["CorefConfig", "CorefModel", "distance_bucket", "NUM_DIST_BUCKETS"]
@@ -50,34 +48,6 @@ def distance_bucket(d: Tensor) -> Tensor:
     d = d.clamp(min=0)
     log = torch.floor(torch.log2(d.clamp(min=1).float())).long()
     return torch.where(d <= 4, d, (log + 3).clamp(max=NUM_DIST_BUCKETS - 1))
-
-
-@dataclass
-class CorefConfig(DictConfig):
-    """Hyper-parameters of :class:`CorefModel` (saved in checkpoints as ``model_config``)."""
-
-    num_words: int
-    num_chars: int
-    num_upos: int
-    num_rels: int
-    num_morph: int
-    num_tree_labels: int
-    num_tags: int
-    d_model: int = 192
-    num_heads: int = 6
-    num_layers: int = 3
-    ffn_dim: int = 384
-    dropout: float = 0.15
-    attention_dropout: float = 0.0
-    max_distance: int = 16
-    max_sentences: int = 4
-    value_labels: bool = True
-    char_dim: int = 32
-    char_filters: int = 96
-    span_dim: int = 96
-    antecedent_dim: int = 192
-    head_dropout: float = 0.2
-    activation: str = "gelu"
 
 
 class CorefModel(nn.Module):
