@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 
 import pytest
@@ -29,11 +30,29 @@ def model_dir(tmp_path_factory):
     return d / "model"
 
 
-def test_train_writes_model_dir_and_resume(model_dir):
+def test_train_writes_model_dir_and_resume(model_dir, tmp_path):
+    """The folder has its files; --resume continues from its last.pt: to the new budget, from those weights (a
+    copy whose last.pt was changed resumes to other weights, which a fresh start would not)."""
     for f in ("best.pt", "last.pt", "log.jsonl", "config.json"):
         assert (model_dir / f).exists()
-    ck = torch.load(model_dir / "last.pt", weights_only=True)
-    assert ck["step"] >= 1
+    first = torch.load(model_dir / "last.pt", weights_only=True)
+    assert first["step"] == 2  # one epoch of the 60 training sentences
+    data = model_dir.parent
+    resumed = {}
+    for name, shift in (("same", 0.0), ("changed", 0.5)):
+        run = tmp_path / name
+        shutil.copytree(model_dir, run)
+        if shift:
+            ck = torch.load(run / "last.pt", weights_only=True)
+            key = next(k for k, v in ck["model"].items() if v.is_floating_point())
+            ck["model"][key] = ck["model"][key] + shift
+            torch.save(ck, run / "last.pt")
+        assert main(["train", "parser", "--train", str(data / "train.conllu"), "--dev", str(data / "dev.conllu"),
+                     "--out", str(run), *TINY_ARGS, "--epochs", "2", "--max-steps", "4", "--resume"]) == 0
+        resumed[name] = torch.load(run / "last.pt", weights_only=True)
+        assert resumed[name]["step"] == 4  # two more steps, not four from scratch
+    same, changed = resumed["same"]["model"], resumed["changed"]["model"]
+    assert any(not torch.equal(same[k], changed[k]) for k in same)
 
 
 def test_parse_file_validates_and_keeps_sentences(model_dir, tmp_path):
@@ -49,22 +68,33 @@ def test_parse_file_validates_and_keeps_sentences(model_dir, tmp_path):
     assert validate_file(out, lang="en", level=2) == []
 
 
-def test_parse_bfloat16_writes_valid_trees(model_dir, tmp_path):
-    out = tmp_path / "bf16.conllu"
-    assert main(["parse", "--model", str(model_dir), str(SAMPLE_DEV), "-o", str(out), "--dtype", "bfloat16"]) == 0
-    pred = read_conllu(out)
+def _agreement_with_float32(model_dir, tmp_path, dtype: str) -> dict[str, float]:
+    """Parse the dev sample with ``--dtype dtype`` and with float32: the fraction of words whose column agrees."""
+    outs = {}
+    for dt in (dtype, "float32"):
+        outs[dt] = tmp_path / f"{dt}.conllu"
+        assert main(["parse", "--model", str(model_dir), str(SAMPLE_DEV), "-o", str(outs[dt]), "--dtype", dt]) == 0
+    pred, ref = read_conllu(outs[dtype]), read_conllu(outs["float32"])
     assert len(pred) == len(read_conllu(SAMPLE_DEV)) and all(check_tree(s.heads) is None for s in pred)
+    n = sum(len(s) for s in ref)
+    return {col: sum(a == b for s, t in zip(pred, ref) for a, b in zip(getattr(s, col), getattr(t, col))) / n
+            for col in ("heads", "deprels", "upos")}
 
 
-def test_parse_int8_writes_valid_trees(model_dir, tmp_path):
+def test_parse_bfloat16_agrees_with_float32(model_dir, tmp_path):
+    """The same weights in bfloat16 give float32's parse but for near ties (this barely trained model has many:
+    97-99 % measured); a wrong cast or a lost weight would agree on a few per cent."""
+    same = _agreement_with_float32(model_dir, tmp_path, "bfloat16")
+    assert min(same.values()) >= 0.93, same
+
+
+def test_parse_int8_agrees_with_float32(model_dir, tmp_path):
     from g2gt.core import _compat
 
     if _compat.int8_linear_quantizer() is None:
         pytest.skip("no dynamic int8 quantization in this torch")
-    out = tmp_path / "int8.conllu"
-    assert main(["parse", "--model", str(model_dir), str(SAMPLE_DEV), "-o", str(out), "--dtype", "int8"]) == 0
-    pred = read_conllu(out)
-    assert len(pred) == len(read_conllu(SAMPLE_DEV)) and all(check_tree(s.heads) is None for s in pred)
+    same = _agreement_with_float32(model_dir, tmp_path, "int8")
+    assert min(same.values()) >= 0.85, same  # int8 rounding on a barely trained model: 91-97 % measured
 
 
 def test_parse_text_and_eisner(model_dir, tmp_path, capsys):
