@@ -44,7 +44,10 @@ def main() -> None:
         t2 = time.perf_counter()
         t_plain, t_coref = t_plain + t1 - t0, t_coref + t2 - t1
         words += sum(len(s) for s in plain)
-        res[0].metadata["newdoc id"] = doc[0].metadata.get("newdoc id", "doc")
+        name = doc[0].metadata.get("newdoc id") or f"doc{len(out)}"
+        res[0].metadata["newdoc id"] = name
+        for s in res:  # sentence ids unique across documents, as the UD validator wants
+            s.metadata["sent_id"] = f"{name}-{s.metadata.get('sent_id', '')}"
         out += res
     write_conllu(out, args.out)
     print(coref_table(coref_report(gold, out)))
