@@ -174,6 +174,13 @@ def _readme(name: str, card: dict) -> str:
         lines += ["", f"sacreBLEU signature: `{sig}`" if sig else "", ""]
     if card.get("model"):
         lines += ["## Model", "", card["model"], ""]
+    tr = card.get("training") or {}
+    if tr.get("steps"):
+        minutes = f" in {tr['train_seconds'] / 60:.0f} minutes" if tr.get("train_seconds") else ""
+        best = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in (tr.get("best_dev") or {}).items()
+                         if isinstance(v, (int, float)))
+        lines += [f"Trained for {tr['steps']:,} updates{minutes}" + (f"; best.pt had the best {best}" if best else "")
+                  + ".", ""]
     if card.get("commands"):
         lines += ["## How it was made", "", "```bash", *card["commands"], "```", ""]
     lines += [f"The model card is `g2gt_model_{name}/model/{CARD_FILE}`.", ""]

@@ -146,8 +146,12 @@ class Translator:
         dt = _DTYPES.get(storage_dtype, storage_dtype) if isinstance(storage_dtype, str) else storage_dtype
         if dt not in _DTYPES.values():
             raise Error(f"storage_dtype must be float16, bfloat16 or float32, got {storage_dtype!r}")
-        state = {k: (v.detach().to("cpu", dt) if v.is_floating_point() else v.detach().cpu()).contiguous()
-                 for k, v in self.model.state_dict().items()}
+        state, done = {}, {}
+        for k, v in self.model.state_dict().items():  # tied weights (embeddings, output) stored once
+            key = (v.data_ptr(), tuple(v.shape), v.dtype)
+            if key not in done:
+                done[key] = (v.detach().to("cpu", dt) if v.is_floating_point() else v.detach().cpu()).contiguous()
+            state[k] = done[key]
         out = Path(path)
         save_atomic({"kind": "seq2seq", "model": state, "model_config": self.model.config.to_dict(),
                      "task": self.task.checkpoint_extra(), "translate": self.config.to_dict(),
