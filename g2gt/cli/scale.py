@@ -127,7 +127,8 @@ def run_workers(args: argparse.Namespace, source, output: str, device: str, kw: 
             for block in pp.parse_sentences(sentences, stats, **kw):
                 f.write(block)
     dt = time.time() - t0
-    print(f"parsed {stats['sentences']} sentences, {stats['words']} words in {dt:.2f}s "
+    print(f"parsed {stats['sentences']} sentence{'s' * (stats['sentences'] != 1)}, {stats['words']} "
+          f"word{'s' * (stats['words'] != 1)} in {dt:.2f}s "
           f"({stats['words'] / max(dt, 1e-9):.0f} words/s, {args.workers} workers)", file=sys.stderr)
     return 0
 

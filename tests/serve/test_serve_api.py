@@ -321,4 +321,4 @@ def test_two_workers_share_the_models(models):
         for s, d in zip(out["sentences"], direct):
             agree += sum(w["head"] == h for w, h in zip(s["words"], d.heads))
             total += len(d)
-    assert agree >= 0.9 * total  # batch-mates change padding, not the parse (margin for near ties)
+    assert agree == total  # batch-mates change padding, not the parse: padded keys get no weight

@@ -101,7 +101,7 @@ class Parser:
             return names.index(name)
         if names:
             raise ValueError(f"treebank {name!r}: this parser was trained on {', '.join(names)}; choose one of "
-                             "them (the default is the first, {names[0]})")
+                             f"them (the default is the first, {names[0]})")
         raise ValueError(f"treebank {name!r}: this parser was trained on one treebank and has no treebank "
                          "choice (drop the treebank setting)")
 

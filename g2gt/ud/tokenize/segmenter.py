@@ -20,6 +20,7 @@ import torch
 
 from ...core.deprecation import warn_renamed
 from ..io.sentence import Sentence
+from ..limits import drop_control_characters
 from .chars import CharVocab
 from .config import SegmenterConfig
 from .infer import decode_text, predict_probs
@@ -130,6 +131,7 @@ class Segmenter:
     def segment_many(self, texts: Sequence[str], sent_id_prefix: str = "", first_id: int = 1
                      ) -> list[list[Sentence]]:
         """:meth:`segment` for several documents at once (batched); sentence ids continue across them."""
+        texts = [drop_control_characters(t) for t in texts]
         out = []
         k = first_id
         for text, sp in zip(texts, self.spans_many(texts)):

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from ...errors import Error
 from ..io.conllu import Sentence, sentence_from_tokens
 from ...core.files import InputError, Source, iter_lines, open_input, read_text  # noqa: F401 (re-exported)
+from ..limits import drop_control_characters
 from .rules import TextToken, detokenize, sentence_spans, split_sentences, tokenize, tokenize_sentence
 
 __all__ = [
@@ -113,6 +114,7 @@ def iter_text_sentences(source: Source, name: str | None = None, *, tokenizer: s
 
 def _text_sentences(text: str, nlp: Any) -> Iterator[tuple[str, list[TextToken]]]:
     """``(# text, tokens)`` of each non-empty sentence."""
+    text = drop_control_characters(text)
     if nlp is not None:
         for toks in stanza_tokenize(text, nlp):
             if toks:
@@ -147,6 +149,7 @@ def iter_line_sentences(lines: Iterable[str], name: str = "<lines>", tokenizer: 
     """Lazy :func:`lines_to_sentences` (pass :func:`iter_lines` of a file to stream it)."""
     nlp = _stanza_for(tokenizer, pipeline)
     for lineno, line in enumerate(lines, start=1):
+        line = drop_control_characters(line, f"{name}:{lineno}")
         if nlp is not None and line.strip():
             toks = [t for sent in stanza_tokenize(line, nlp) for t in sent]
         else:
