@@ -221,6 +221,10 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
     p.add_argument("--enhanced", action="store_true",
                    help="also predict DEPS, the enhanced UD graph (needs a model with enhancer.pt, e.g. the "
                         "shipped one); without it DEPS is written _ unless --keep deps")
+    p.add_argument("--coref", action="store_true",
+                   help="also resolve coreference: mentions, entities and entity types as CorefUD Entity= in MISC "
+                        "(needs a model folder with coref.pt; a document is the whole input, or starts at "
+                        "'# newdoc')")
     p.add_argument("--keep", default="", metavar="COLS",
                    help="comma-separated input columns to keep instead of predicting them: upos, xpos, feats, "
                         "lemma, deps (deps: the input's enhanced graph and empty nodes are kept)")
@@ -348,6 +352,9 @@ def run_parse(args: argparse.Namespace) -> int:
     if args.enhanced and nlp.enhancer is None:
         raise UsageError(f"--enhanced: the model {args.model} has no enhanced-UD part (enhancer.pt); use a "
                          "model folder that has one (e.g. the shipped en_combined) or 'g2gt enhance --model M'")
+    if getattr(args, "coref", False) and "coref" not in nlp.stages:
+        raise UsageError(f"--coref: the model {args.model} has no coreference part (coref.pt); use a model "
+                         "folder that has one or 'g2gt coref --model M' on parsed CoNLL-U")
     if isinstance(source, str):
         from ..ud.limits import drop_control_characters
 
@@ -403,6 +410,8 @@ def _parse_kwargs(args: argparse.Namespace) -> dict:
         kw["batch_tokens"] = args.batch_tokens
     if getattr(args, "treebank", None) is not None:
         kw["treebank"] = args.treebank
+    if getattr(args, "coref", False):
+        kw["coref"] = True
     return kw
 
 
