@@ -66,6 +66,8 @@ def installed_models() -> dict[str, Path]:
         except Exception as e:  # a broken package must not break the others
             warnings.warn(f"model package entry point {ep.name} = {ep.value} failed to load: {e}", stacklevel=2)
             continue
+        if (folder / "translator.pt").is_file():
+            continue  # a translation model package (g2gt.seq2seq.Translator loads it), not a UD pipeline
         if not is_model_folder(folder):
             warnings.warn(f"model package entry point {ep.name} = {ep.value} names {folder}, which is not a model "
                           "folder (no parser.pt)", stacklevel=2)
