@@ -265,6 +265,10 @@ def run_pipeline(args: argparse.Namespace) -> int:
                           batch_tokens=args.batch_tokens, enhancer=args.enhancer, evaluate=args.evaluate,
                           command=_pipeline_command(args), threads=args.threads, max_steps=args.max_steps,
                           sources=dict(args.source or []))
+    for kind, row in (card.get("dev_scores_official_scorer") or {}).items():  # the card's headline numbers
+        shown = ", ".join(f"{k} {row[k]:.2f}" for k in ("Tokens", "Words", "UPOS", "Lemmas", "UAS", "LAS", "ELAS")
+                          if k in row)
+        print(f"dev scores ({kind}, official scorer): {shown}", file=sys.stderr)
     print(f"model folder: {Path(args.out) / 'model'} ({card.get('name')}); card: model.json", file=sys.stderr)
     return 0
 

@@ -59,6 +59,10 @@ def test_train_pipeline_end_to_end_and_resume(tmp_path, capsys):
             "--no-progress"]
     assert main(args) == 0
     card = json.loads((out / "model" / "model.json").read_text())
+    said = capsys.readouterr().err  # the run ends with its dev scores, as the card holds them
+    raw = card["dev_scores_official_scorer"]["raw text"]
+    assert f"dev scores (raw text, official scorer): Tokens {raw['Tokens']:.2f}, Words {raw['Words']:.2f}" in said
+    assert f"LAS {raw['LAS']:.2f}, ELAS {raw['ELAS']:.2f}" in said
     assert set(card["parts"]) == {"segmenter", "parser", "enhancer"}
     for row in ("raw text", "gold tokenisation"):
         assert set(card["dev_scores_official_scorer"][row]) == set(METRICS)

@@ -7,7 +7,8 @@
   whose attention sees the basic tree, with Dozat & Manning (2018) edge and label scorers;
 * :mod:`~g2gt.ud.enhance.decode`: decoding with the UD validator's guarantees (a head for every word, all reachable
   from ROOT, no self loops, ``root`` exactly from 0) and :func:`deps_problems` to check them;
-* :mod:`~g2gt.ud.enhance.task`: the Trainer task and :func:`train_enhanced`;
+* :mod:`~g2gt.ud.enhance.task`: the Trainer task; :mod:`~g2gt.ud.enhance.train`: :func:`train_enhanced`;
+  :mod:`~g2gt.ud.enhance.config`: :class:`EnhancedConfig` and the recipe's optimisation settings (no torch);
 * :mod:`~g2gt.ud.enhance.enhancer`: ``Enhancer.load(model_dir).enhance(sentences)``;
 * :mod:`~g2gt.ud.enhance.graph`: the enhanced graph as a :class:`g2gt.Graph` channel, networkx and PyG.
 
@@ -20,13 +21,29 @@ Example::
     write_conllu(enhancer.enhance(read_conllu("parsed.conllu")), "enhanced.conllu")
 """
 
-from .data import EnhancedVocab, sentence_edges, template_coverage
-from .decode import decode_edges, deps_problems
-from .enhancer import Enhancer
-from .graph import edges_from_networkx, enhanced_channel, enhanced_graph, enhanced_networkx
-from .labels import fill_template, sentence_markers, template_label
-from .model import EnhancedConfig, EnhancedModel
-from .task import EnhancedTask, enhancer_train_config, enhanced_scores, train_enhanced
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+_EXPORTS = {
+    "EnhancedVocab": "data", "sentence_edges": "data", "template_coverage": "data", "decode_edges": "decode",
+    "deps_problems": "decode", "Enhancer": "enhancer", "edges_from_networkx": "graph", "enhanced_channel":
+    "graph", "enhanced_graph": "graph", "enhanced_networkx": "graph", "fill_template": "labels",
+    "sentence_markers": "labels", "template_label": "labels", "EnhancedConfig": "config", "EnhancedModel":
+    "model", "EnhancedTask": "task", "enhancer_train_config": "config", "enhanced_scores": "task",
+    "train_enhanced": "train"
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .data import EnhancedVocab, sentence_edges, template_coverage
+    from .decode import decode_edges, deps_problems
+    from .enhancer import Enhancer
+    from .graph import edges_from_networkx, enhanced_channel, enhanced_graph, enhanced_networkx
+    from .labels import fill_template, sentence_markers, template_label
+    from .config import EnhancedConfig, enhancer_train_config
+    from .model import EnhancedModel
+    from .task import EnhancedTask, enhanced_scores
+    from .train import train_enhanced
 
 __all__ = [
     "Enhancer", "EnhancedConfig", "EnhancedModel", "EnhancedVocab", "EnhancedTask",
@@ -34,3 +51,6 @@ __all__ = [
     "sentence_markers", "decode_edges", "deps_problems", "enhanced_channel", "enhanced_graph", "enhanced_networkx",
     "edges_from_networkx",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

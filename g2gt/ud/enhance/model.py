@@ -31,50 +31,20 @@ Loss (summed over words): binary cross-entropy of every (word, candidate head) p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...core.config import DictConfig
 from ...core.graph import num_chain_labels, relative_position_labels
 from ...nn.heads import MLP, BiaffineLabelScorer, CharCNNWordEncoder
 from ...nn.transformer import GraphEncoder
+from .config import EnhancedConfig
 
 __all__ = ["EnhancedConfig", "EnhancedModel", "BiaffineEdgeScorer", "PathBilinear", "tree_channel", "tree_paths",
            "NUM_PATHS", "PATH_NAMES"]
 
 PATH_NAMES = ("none", "parent", "child", "sibling", "grandparent", "grandchild", "aunt", "niece")
 NUM_PATHS = len(PATH_NAMES)
-
-
-@dataclass
-class EnhancedConfig(DictConfig):
-    """Hyper-parameters of :class:`EnhancedModel` (saved in checkpoints as ``model_config``)."""
-
-    num_words: int
-    num_chars: int
-    num_upos: int
-    num_rels: int
-    num_labels: int
-    d_model: int = 256
-    num_heads: int = 8
-    num_layers: int = 4
-    ffn_dim: int = 512
-    dropout: float = 0.15
-    attention_dropout: float = 0.0
-    max_distance: int = 8
-    value_labels: bool = True
-    edge_dim: int = 256
-    label_dim: int = 96
-    path_rank: int = 32
-    char_dim: int = 48
-    char_filters: int = 128
-    head_dropout: float = 0.2
-    activation: str = "gelu"
-    label_weight: float = 1.0
-
 
 
 def tree_channel(heads: Tensor, rels: Tensor, words_mask: Tensor) -> Tensor:

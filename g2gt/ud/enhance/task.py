@@ -26,15 +26,13 @@ from typing import Iterator, Sequence
 import torch
 from torch import Tensor
 
-from ...core.checkpoint import holds_training_folder
 from ...core.batch import BucketBatchSampler
-from ...core.config import TrainConfig
 from ...core.deprecation import renamed_params
 from .data import EnhancedBatch, EnhancedVocab, corrupt_tree, make_batch, make_example, sentence_edges
 from .enhancer import Enhancer
-from .model import EnhancedConfig, EnhancedModel
+from .config import ENHANCER_TRAIN_DEFAULTS, enhancer_train_config  # noqa: F401 (re-exported)
 
-__all__ = ["EnhancedTask", "enhanced_scores", "train_enhanced", "parser_trees"]
+__all__ = ["EnhancedTask", "enhanced_scores", "parser_trees"]
 
 
 def enhanced_scores(gold: Sequence, pred: Sequence[Sequence[tuple]]) -> dict[str, float]:
@@ -167,54 +165,3 @@ def parser_trees(parser_dir: str | Path, sentences: Sequence, device: str = "cpu
                                                                     progress=progress)
     return [([int(h) for h in s.heads], [r or "dep" for r in s.deprels]) for s in parsed]
 
-
-#: the enhancer recipe's optimisation settings where they differ from :class:`TrainConfig`'s
-ENHANCER_TRAIN_DEFAULTS = {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 250, "cooldown": 0.3, "metric": "elas",
-                           "metric_mode": "max"}
-
-
-def enhancer_train_config(**fields) -> TrainConfig:
-    """The enhancer recipe's :class:`TrainConfig` (:data:`ENHANCER_TRAIN_DEFAULTS`, model selection on dev
-    ELAS): the defaults of ``g2gt train enhanced``, :func:`train_enhanced` and ``g2gt train pipeline``;
-    ``fields`` override any field."""
-    return TrainConfig(**{**ENHANCER_TRAIN_DEFAULTS, **fields})
-
-
-@renamed_params(max_tokens="batch_tokens")
-@holds_training_folder
-def train_enhanced(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
-                   train_config=None, *, batch_tokens: int = 1500, min_freq: int = 2, lowercase: bool = True,
-                   word_dropout: float = 0.2, corrupt_prob: float = 0.3, corrupt_max: float = 0.15,
-                   parser_trees: Sequence | None = None, parser_prob: float = 0.5,
-                   resume: bool = False) -> tuple[Enhancer, list[dict]]:
-    """Build the vocabulary, model and task; run the Trainer; return the best :class:`Enhancer`.
-
-    ``config``: overrides of :class:`EnhancedConfig` fields (e.g. ``{"d_model": 192}``). ``out_dir``
-    receives ``best.pt``, ``last.pt``, ``log.jsonl`` and ``config.json``. When resuming, the vocabulary
-    and model configuration come from ``last.pt``. ``train_config``: default :func:`enhancer_train_config`;
-    ``batch_tokens``: padded words per training batch (old name ``max_tokens``, deprecated). The defaults are
-    those of ``g2gt train enhanced``.
-    """
-    from ...core.run import resume_checkpoint, run_training
-
-    tc = train_config or enhancer_train_config()
-    ck = resume_checkpoint(out_dir, resume)
-    if ck is not None:
-        vocab = EnhancedVocab.from_dict(ck["task"]["vocab"])
-        cfg = EnhancedConfig.from_dict(ck["model_config"])
-    else:
-        vocab = EnhancedVocab.build(train, min_freq=min_freq, lowercase=lowercase)
-        cfg = EnhancedConfig(len(vocab.words), len(vocab.chars), len(vocab.upos), len(vocab.rels),
-                             len(vocab.labels), **(config or {}))
-    torch.manual_seed(tc.seed)
-    model = EnhancedModel(cfg)
-    task = EnhancedTask(train, dev, vocab, batch_tokens, word_dropout, corrupt_prob, corrupt_max, parser_trees,
-                        parser_prob, tc.seed)
-    task_info = {"batch_tokens": batch_tokens, "min_freq": min_freq, "lowercase": lowercase, "word_dropout": word_dropout,
-                 "corrupt_prob": corrupt_prob, "corrupt_max": corrupt_max, "parser_trees": parser_trees is not None,
-                 "parser_prob": parser_prob}
-    data_info = {"train_sentences": len(train), "dev_sentences": len(dev), "train_words": sum(len(s) for s in train),
-                 "labels": len(vocab.labels)}
-    trainer, history = run_training(model, task, tc, out_dir, cfg.to_dict(), task_info=task_info, data_info=data_info,
-                                    resume=resume)
-    return Enhancer.load(out_dir, trainer.device), history

@@ -1,0 +1,49 @@
+"""The enhanced-UD model's hyper-parameters and the enhancer recipe's optimisation settings, importable without
+torch (``g2gt train enhanced --help`` reads them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.config import DictConfig, TrainConfig
+
+__all__ = ["EnhancedConfig", "ENHANCER_TRAIN_DEFAULTS", "enhancer_train_config"]
+
+
+@dataclass
+class EnhancedConfig(DictConfig):
+    """Hyper-parameters of :class:`EnhancedModel` (saved in checkpoints as ``model_config``)."""
+
+    num_words: int
+    num_chars: int
+    num_upos: int
+    num_rels: int
+    num_labels: int
+    d_model: int = 256
+    num_heads: int = 8
+    num_layers: int = 4
+    ffn_dim: int = 512
+    dropout: float = 0.15
+    attention_dropout: float = 0.0
+    max_distance: int = 8
+    value_labels: bool = True
+    edge_dim: int = 256
+    label_dim: int = 96
+    path_rank: int = 32
+    char_dim: int = 48
+    char_filters: int = 128
+    head_dropout: float = 0.2
+    activation: str = "gelu"
+    label_weight: float = 1.0
+
+
+#: the enhancer recipe's optimisation settings where they differ from :class:`TrainConfig`'s
+ENHANCER_TRAIN_DEFAULTS = {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 250, "cooldown": 0.3, "metric": "elas",
+                           "metric_mode": "max"}
+
+
+def enhancer_train_config(**fields) -> TrainConfig:
+    """The enhancer recipe's :class:`TrainConfig` (:data:`ENHANCER_TRAIN_DEFAULTS`, model selection on dev
+    ELAS): the defaults of ``g2gt train enhanced``, :func:`train_enhanced` and ``g2gt train pipeline``;
+    ``fields`` override any field."""
+    return TrainConfig(**{**ENHANCER_TRAIN_DEFAULTS, **fields})
