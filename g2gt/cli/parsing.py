@@ -369,7 +369,8 @@ def run_parse(args: argparse.Namespace) -> int:
     else:
         write_conllu(parsed, output)
     dt = time.time() - t0
-    print(f"parsed {stats['sentences']} sentences, {stats['words']} words in {dt:.2f}s "
+    print(f"parsed {stats['sentences']} sentence{'s' * (stats['sentences'] != 1)}, {stats['words']} "
+          f"word{'s' * (stats['words'] != 1)} in {dt:.2f}s "
           f"({stats['words'] / max(dt, 1e-9):.0f} words/s)", file=sys.stderr)
     return 0
 
