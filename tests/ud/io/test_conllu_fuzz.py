@@ -16,6 +16,7 @@ The default run checks a few hundred derandomized (reproducible) examples; ``-m 
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,9 @@ from g2gt.ud.io import CoNLLUError, iter_conllu, parse_conllu_string, read_conll
 
 
 from conllu_strategies import fuzz_settings, conllu_file
+
+#: examples of each slow fuzz run (CI sets G2GT_FUZZ_EXAMPLES to fit its time budget)
+SLOW_EXAMPLES = int(os.environ.get("G2GT_FUZZ_EXAMPLES", "10000"))
 
 
 def _check_round_trip(case: tuple[bytes, list[list[str]], list[list[str]]], tmp: Path | None = None) -> None:
@@ -126,14 +130,14 @@ def test_mutated_conllu_parses_or_raises_conllu_error(data: bytes) -> None:
 
 
 @pytest.mark.slow
-@fuzz_settings(10_000)
+@fuzz_settings(SLOW_EXAMPLES)
 @given(conllu_file())
-def test_valid_conllu_round_trips_10k(case) -> None:
+def test_valid_conllu_round_trips_many(case) -> None:
     _check_round_trip(case)
 
 
 @pytest.mark.slow
-@fuzz_settings(10_000)
+@fuzz_settings(SLOW_EXAMPLES)
 @given(mutated())
-def test_mutated_conllu_10k(data: bytes) -> None:
+def test_mutated_conllu_many(data: bytes) -> None:
     _check_mutation(data)
