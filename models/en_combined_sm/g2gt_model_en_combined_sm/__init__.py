@@ -1,0 +1,14 @@
+"""The g2gt model en_combined_sm: English, small and fast: a 3-layer student parser (no refinement) distilled from en_combined, with en_combined's tokenizer and sentence splitter (no enhanced UD).
+
+Installed as a package, it is found by name: ``g2gt.load("en_combined_sm")``, ``g2gt parse --model en_combined_sm``."""
+
+from pathlib import Path
+
+__all__ = ["MODEL_DIR", "model_path"]
+
+MODEL_DIR = Path(__file__).resolve().parent / "model"
+
+
+def model_path() -> Path:
+    """The model folder (the entry point of group g2gt.models)."""
+    return MODEL_DIR
