@@ -130,7 +130,7 @@ def marker_registered():
 @needs_model
 def test_a_registered_stage_after_enhance_runs_in_every_load(marker_registered):
     nlp = g2gt.load(config={"marker": {"tag": "mine"}})
-    assert list(nlp.stages) == ["tokenize", "parse", "enhance", "marker"]
+    assert list(nlp.stages) == ["tokenize", "parse", "coref", "enhance", "marker"]
     assert marker_registered["tag"] == "mine" and marker_registered["context"].folder.name == DEFAULT_MODEL
     plain = nlp("He sat down.")
     assert {w["misc"]["Seen"] for w in plain[0].words} == {"nodeps"}  # enhance skipped, the marker still runs
@@ -146,16 +146,17 @@ def test_stages_and_repr_load_nothing():
     stage = nlp.stages["enhance"]
     assert isinstance(stage, LazyStage) and not stage.loaded
     text = repr(nlp)
-    assert text == ("Pipeline(en_combined: tokenize=Segmenter, parse=Parser, enhance=Enhancer (not loaded yet))")
+    assert text == ("Pipeline(en_combined: tokenize=Segmenter, parse=Parser, coref=Coreferencer (not loaded yet), "
+                    "enhance=Enhancer (not loaded yet))")
     assert not stage.loaded
-    assert nlp.enhancer is not None and stage.loaded and "not loaded" not in repr(nlp)
+    assert nlp.enhancer is not None and stage.loaded and "enhance=Enhancer (not loaded" not in repr(nlp)
 
 
 @needs_model
 def test_load_exclude_config_device_threads():
     before = torch.get_num_threads()
     try:
-        nlp = g2gt.load(DEFAULT_MODEL, device="auto", dtype="auto", threads=1, exclude=("enhance",),
+        nlp = g2gt.load(DEFAULT_MODEL, device="auto", dtype="auto", threads=1, exclude=("enhance", "coref"),
                         config={"parse": {"refine_steps": 1}})
         assert torch.get_num_threads() == 1
     finally:

@@ -49,6 +49,6 @@ def test_coref_stage_runs_on_request(folder_with_coref):
 
 
 def test_coref_needs_the_stage():
-    nlp = g2gt.load(SHIPPED, device="cpu", threads=1, exclude=("enhance",))
+    nlp = g2gt.load(SHIPPED, device="cpu", threads=1, exclude=("enhance", "coref"))
     with pytest.raises(ValueError, match="coreference stage"):
         nlp("Hi.", coref=True)
