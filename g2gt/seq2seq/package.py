@@ -24,14 +24,13 @@ import json
 import os
 import re
 import shutil
-import warnings
 from pathlib import Path
 
 __all__ = ["ENTRY_POINT_GROUP", "TRANSLATOR_FILE", "CARD_FILE", "MAX_PACKAGE_MB", "find_translator",
            "installed_translators", "is_translator_folder", "build_translation_package", "training_card"]
 
 #: the entry-point group of every g2gt model package (UD pipelines and translators alike)
-ENTRY_POINT_GROUP = "g2gt.models"
+from ..core.packages import ENTRY_POINT_GROUP  # noqa: E402  (the one group of every model package)
 TRANSLATOR_FILE = "translator.pt"
 CARD_FILE = "model.json"
 MAX_PACKAGE_MB = 25.0
@@ -51,18 +50,12 @@ def installed_translators() -> dict[str, Path]:
     """Name -> model folder of the installed model packages that hold a translator (entry points of group
     :data:`ENTRY_POINT_GROUP`; UD pipeline packages are not listed). A package whose entry point fails to
     load is skipped with a warning."""
-    from importlib.metadata import entry_points
+    from ..core.packages import entry_point_folders
 
     out: dict[str, Path] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            target = ep.load()
-            folder = Path(target() if callable(target) else target)
-        except Exception as e:  # a broken package must not break the others
-            warnings.warn(f"model package entry point {ep.name} = {ep.value} failed to load: {e}", stacklevel=2)
-            continue
+    for name, _, folder in entry_point_folders(ENTRY_POINT_GROUP):
         if is_translator_folder(folder):
-            out.setdefault(ep.name, folder)
+            out.setdefault(name, folder)
     return out
 
 

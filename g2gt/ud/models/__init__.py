@@ -44,7 +44,7 @@ UNKNOWN_LICENSE = "unknown: the model card does not say; a model carries the lic
 PACKAGED_DIR = Path(__file__).resolve().parents[2] / "models"
 PART_FILES = {"parser": "parser.pt", "segmenter": "segmenter.pt", "enhancer": "enhancer.pt"}
 #: the entry-point group of model packages: ``name = "module:function"``, the function returns the model folder
-ENTRY_POINT_GROUP = "g2gt.models"
+from ...core.packages import ENTRY_POINT_GROUP  # noqa: E402  (the one group of every model package)
 
 
 def shipped_models() -> list[str]:
@@ -56,23 +56,17 @@ def installed_models() -> dict[str, Path]:
     """Name -> model folder of the model packages installed in this environment (entry points in group
     :data:`ENTRY_POINT_GROUP`). An entry point that fails to load or names no model folder is skipped with
     a warning."""
-    from importlib.metadata import entry_points
+    from ...core.packages import entry_point_folders
 
     out: dict[str, Path] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            target = ep.load()
-            folder = Path(target() if callable(target) else target)
-        except Exception as e:  # a broken package must not break the others
-            warnings.warn(f"model package entry point {ep.name} = {ep.value} failed to load: {e}", stacklevel=2)
-            continue
+    for name, value, folder in entry_point_folders(ENTRY_POINT_GROUP):
         if (folder / "translator.pt").is_file():
             continue  # a translation model package (g2gt.seq2seq.Translator loads it), not a UD pipeline
         if not is_model_folder(folder):
-            warnings.warn(f"model package entry point {ep.name} = {ep.value} names {folder}, which is not a model "
+            warnings.warn(f"model package entry point {name} = {value} names {folder}, which is not a model "
                           "folder (no parser.pt)", stacklevel=2)
             continue
-        out.setdefault(ep.name, folder)
+        out.setdefault(name, folder)
     return out
 
 
