@@ -12,6 +12,7 @@ import torch
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("G2GT_LABEL_BUILD", "wait")  # a test that uses the kernel compiles it first, never in the background
+os.environ.setdefault("G2GT_CPU_AUTO_BF16", "0")  # amp="auto" trains in float32 on every CPU: results do not depend on the host
 torch.set_num_threads(1)
 sys.path.insert(0, os.path.dirname(__file__))  # tests/helpers_ddp.py
 

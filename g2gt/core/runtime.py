@@ -46,7 +46,10 @@ def autocast_dtype(device: torch.device, amp: str) -> torch.dtype | None:
     if amp == "none":
         return None
     if device.type == "cpu":
-        use = amp == "bf16" or (amp == "auto" and cpu_bf16_supported())
+        # G2GT_CPU_AUTO_BF16=0 keeps "auto" in float32 on every CPU (the test suite sets it, so that what a
+        # test trains does not depend on whether the host has bfloat16 instructions)
+        use = amp == "bf16" or (amp == "auto" and os.environ.get("G2GT_CPU_AUTO_BF16", "1") != "0"
+                                and cpu_bf16_supported())
         return torch.bfloat16 if use else None
     if device.type != "cuda":
         return None
