@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
-from .common import apply_runtime, check_folder_path, check_input_path, data_file_arg, option_values
+from .common import apply_runtime, check_folder_path, check_input_path, data_file_arg, field_default, option_values
 from .parsing import (
     MODEL_CLI_DEFAULTS, MODEL_HELP, MODEL_OPTIONS, TRAIN_BATCH_TOKENS, TRAIN_CLI_DEFAULTS, TRAIN_OPTIONS,
 )
@@ -88,6 +88,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     data.add_argument("--resume", action="store_true",
                       help="continue from OUT/last.pt: the student, teachers, --text files and distillation settings "
                            "are read back from it (give the same budget)")
+    data.add_argument("--init-from", metavar="MODEL", default=None,
+                      help="start the student from a trained parser (e.g. an earlier student): its architecture, "
+                           "vocabulary and weights (model options that differ from their defaults override its "
+                           "architecture); optimizer and schedule start fresh")
     add_training_groups(p, ParserConfig, MODEL_OPTIONS, train_distill, TASK_OPTIONS, TRAIN_OPTIONS,
                         model_help=MODEL_HELP, task_help=TASK_HELP, batch_tokens=TRAIN_BATCH_TOKENS,
                         model_defaults=MODEL_CLI_DEFAULTS, train_defaults=TRAIN_CLI_DEFAULTS,
@@ -100,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from ..ud.io.conllu import read_conllu
 
     device = apply_runtime(args)
+    from ..ud.parse import ParserConfig
     from ..ud.parse.distill import train_distill
 
     if not args.teacher and not args.resume:
@@ -115,9 +120,12 @@ def run(args: argparse.Namespace) -> int:
     dev = read_conllu(data_file_arg(args.dev, EWT_DEV, "--dev"), require_heads=True)
     print(f"train: {len(train)} sentences; dev: {len(dev)} sentences", file=sys.stderr)
     t0 = time.time()
-    tc = start_run(args, TRAIN_OPTIONS, device, "las")
+    tc = start_run(args, TRAIN_OPTIONS, device, "las", init_from=args.init_from)
+    model = option_values(args, MODEL_OPTIONS)
+    if args.init_from:  # the source's architecture, except for options set to something other than their default
+        model = {k: v for k, v in model.items() if v != MODEL_CLI_DEFAULTS.get(k, field_default(ParserConfig, k))}
     _, history = train_distill(args.teacher, train, dev, args.out, text=args.text,
-                               config=option_values(args, MODEL_OPTIONS), train_config=tc,
+                               config=model, train_config=tc,
                                batch_tokens=args.batch_tokens, resume=args.resume,
                                **option_values(args, TASK_OPTIONS))
     best = max(history, key=lambda h: h.get("las", 0), default={})

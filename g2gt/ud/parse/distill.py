@@ -120,7 +120,10 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     ``(1 - g) * distillation + g * gold`` on treebank sentences. ``refine_train``: ``"self"`` (the parser's
     RNGTr refinement training) or ``"none"`` (forced without the graph channel or with ``refine_steps = 0``).
     ``teacher_refine_steps``: refinement passes of each teacher for its targets (-1 = each teacher's default).
-    The others are :func:`train_parser`'s.
+    The others are :func:`train_parser`'s. ``train_config.init_from`` (a parser: a shipped name, a folder, a
+    checkpoint) starts the student from that parser's architecture, vocabulary and weights instead of the first
+    teacher's vocabulary and fresh weights (model options in ``config`` override its architecture), so a
+    distilled model can be trained further.
 
     With ``resume``, the student's vocabulary and configuration, the teachers (with their refinement passes), the
     text files and the distillation settings (``temperature``, ``gold_weight``, ``refine_train``, ``refine_steps``,
@@ -166,7 +169,14 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     if ck is not None:  # each teacher's passes as stored
         steps = list(ck["task"]["distill"].get("teacher_refine_steps") or steps)
     loaded = [Teacher.load(name, refine_steps=k) for name, k in zip(names, steps)]
-    if ck is None:
+    source = None
+    if ck is None and tc.init_from:  # continue a student: its architecture, vocabulary and weights
+        from .warm import load_source, warm_config
+
+        source = load_source(tc.init_from)
+        vocab = source.vocab
+        cfg = warm_config(source, vocab, config, list(source.config.treebanks or []))
+    elif ck is None:
         vocab = loaded[0].vocab
         cfg = vocab.config(**(config or {}))
     lost: dict[str, dict[str, list[str]]] = {}
@@ -192,6 +202,10 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     gold = [True] * len(train) + [False] * len(text_sents)
     torch.manual_seed(tc.seed)
     model = ParserModel(cfg)
+    if source is not None:
+        from .warm import copy_weights
+
+        print(copy_weights(model, source).summary(source), file=sys.stderr)
     eval_task = ParsingTask([], dev, vocab, cfg.max_distance, batch_tokens, refine, refine_steps, 0.0, word_dropout,
                             tc.seed, graph_channel=cfg.graph_channel)
     settings = {"teachers": names, "teacher_refine_steps": [t.refine_steps for t in loaded],

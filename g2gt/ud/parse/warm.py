@@ -21,6 +21,9 @@ It is not a resume: the optimizer, schedule and data order start fresh; only wei
   the new classes. Other new rows (the relation scorer's ``U``, zero anyway; the label tables, read only when
   a new relation is in the graph) and new tensors (a treebank table, zero) keep the fresh initialisation of
   :class:`ParserModel`.
+* A model without the graph channel warm-started from one with it (``--no-graph-channel``, e.g. a fast student
+  from an accurate parser): the channels' rows are summed in attention, so each position row of the label
+  tables gets the graph channel's empty-graph row added; the model then computes the source's first pass.
 """
 
 from __future__ import annotations
@@ -119,12 +122,21 @@ def warm_config(source: WarmSource, vocab: ParserVocab, overrides: dict | None =
 def copy_weights(model: nn.Module, source: WarmSource) -> WarmReport:
     """Copy the source's matching tensors into ``model`` (see the module docstring) and report each one."""
     same_arch = all(getattr(model.config, f) == getattr(source.config, f) for f in SHAPE_FIELDS)
+    # the graph channel dropped: its empty-graph row (label 0, right after the position rows) is added to every
+    # position row, so the model computes the source's first pass (its iteration 0 over the empty graph)
+    fold = (source.config.graph_channel and not model.config.graph_channel
+            and model.config.max_distance == source.config.max_distance)
     report = WarmReport()
     target = model.state_dict()  # tensors that share storage with the parameters and buffers
     for name, t in target.items():
         src = source.state.get(name)
         if src is None:
             report.new.append(name)
+        elif fold and name.rpartition(".")[2] in ("label_key", "label_value") and src.dim() == 2 \
+                and src.shape[1:] == t.shape[1:] and src.shape[0] > t.shape[0]:
+            n = t.shape[0]
+            t.copy_((src[:n].double() + src[n].double()).to(t.dtype))
+            report.copied.append(name)
         elif src.shape == t.shape:
             t.copy_(src.to(t.dtype))
             report.copied.append(name)

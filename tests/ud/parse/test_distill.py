@@ -265,3 +265,50 @@ def test_resume_of_a_run_without_recorded_text_files_takes_the_given_ones(tmp_pa
     assert _resumed_text(new, tmp_path, [], "auto", 100) == (["a.txt"], "lines", 50)
     with pytest.raises(ValueError, match="text files"):
         _resumed_text(new, tmp_path, ["b.txt"], "lines", 50)
+
+
+def test_student_without_graph_channel_from_a_teacher_computes_its_first_pass(teachers, data):
+    """Warm start with the graph channel dropped: the empty-graph row folded into the position rows gives the
+    source's iteration-0 scores (float64 on both sides)."""
+    from g2gt.ud.parse.warm import copy_weights, load_source, warm_config
+
+    source = load_source(teachers[0])
+    teacher = Teacher.load(teachers[0], refine_steps=0).model.double().eval()
+    cfg = warm_config(source, source.vocab, {"graph_channel": False})
+    student = ParserModel(cfg)
+    report = copy_weights(student, source)
+    assert not report.new and any("label_key" in n for n in report.copied)
+    student = student.double().eval()
+    task = _task(teachers[:1], data[0], refine_train="none")
+    b = _batch(task)
+    heads = task.targets(b).label_heads
+    sb = b.student
+    g = sb.graph
+    with torch.no_grad():
+        want = teacher.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask, teacher.labels(sb.position, None),
+                             heads)
+        got = student.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask, student.labels(sb.position, None),
+                            heads)
+    m = sb.words_mask
+    arc_w, arc_g = want[0][m], got[0][m]
+    finite = torch.isfinite(arc_w)
+    assert torch.equal(finite, torch.isfinite(arc_g)) and torch.allclose(arc_g[finite], arc_w[finite], atol=1e-8)
+    assert torch.allclose(got[1][m], want[1][m], atol=1e-8)  # relations
+    fresh = ParserModel(cfg).double().eval()  # the fold is what makes them equal
+    with torch.no_grad():
+        other = fresh.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask, fresh.labels(sb.position, None),
+                            heads)
+    assert not torch.allclose(other[1][m], want[1][m], atol=1e-3)
+
+
+def test_init_from_continues_a_student(teachers, data, tmp_path):
+    train, dev = data
+    first = tmp_path / "first"
+    train_distill([teachers[0]], train, dev, first, config=dict(TINY, dropout=0.0, num_layers=2),
+                  train_config=_tc(max_steps=3), refine_steps=0, batch_tokens=400)
+    again = tmp_path / "again"
+    train_distill([teachers[0]], train, dev, again, train_config=_tc(max_steps=2, init_from=str(first)),
+                  refine_steps=0, batch_tokens=400)
+    p = Parser.load(again, dtype="float32")
+    assert p.model.config.num_layers == 2  # the source's architecture, not the teacher's
+    assert json.loads((again / "config.json").read_text())["train_config"]["init_from"] == str(first)
