@@ -164,7 +164,7 @@ def add_common_options(parser: argparse.ArgumentParser, uses: Iterable[str] = CO
 
 
 def add_workers_option(parser: argparse.ArgumentParser) -> None:
-    """``--workers N``: worker processes, one thread each (:mod:`g2gt.ud.parallel`); default 1 = this process."""
+    """``--workers N``: worker processes, one thread each (:mod:`g2gt.ud.scale.parallel`); default 1 = this process."""
     parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="worker processes, one thread each, each loading the model once; the output is "
                              "byte-identical to --workers 1 (default: 1 = this process, --threads threads)")
@@ -172,7 +172,7 @@ def add_workers_option(parser: argparse.ArgumentParser) -> None:
 
 def command_line(args: argparse.Namespace) -> str:
     """The command that gave ``args`` as typed (``g2gt train parser --out runs/p ...``), for a training folder's
-    record of the commands that trained it (:func:`g2gt.ud.runs.record_command`); paths under ``$G2GT_DATA``
+    record of the commands that trained it (:func:`g2gt.ud.recipe.runs.record_command`); paths under ``$G2GT_DATA``
     are written as ``$G2GT_DATA/...`` (see :func:`shell_words`)."""
     return shell_words(["g2gt", *getattr(args, "_argv", [])])
 

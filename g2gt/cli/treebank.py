@@ -6,7 +6,7 @@ optimisation options from :class:`g2gt.core.config.TrainConfig` with the recipe'
 (:func:`g2gt.ud.tokenize.train.default_train_config`), the language-dependent settings from
 :func:`g2gt.ud.tokenize.train_segmenter`'s keyword arguments (auto by default); the option groups and the run's
 start (TrainConfig, recorded command) are :mod:`g2gt.cli.training`'s, as for the parser. The pipeline recipe is
-:mod:`g2gt.ud.recipe`; packages are written by :mod:`g2gt.ud.models.package`.
+:mod:`g2gt.ud.recipe.train`; packages are written by :mod:`g2gt.ud.models.package`.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def register_train(subparsers) -> None:
 
 def _pipeline_command(args: argparse.Namespace) -> str:
     """The ``g2gt train pipeline`` command of ``args`` (for the model card), with the options that were set."""
-    from ..ud.recipe import STAGE_SHARES
+    from ..ud.recipe.train import STAGE_SHARES
 
     words = ["g2gt", "train", "pipeline"]
     for flag, value in (("--treebank", args.treebank), ("--train", args.train), ("--dev", args.dev),
@@ -122,7 +122,7 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
 def _relearn(args: argparse.Namespace, train) -> int:
     """``--relearn-lexicon``: into a checkpoint file, or a folder that also records the commands that made it."""
     from ..ud.models.export import source_commands
-    from ..ud.runs import record_command
+    from ..ud.recipe.runs import record_command
     from ..ud.stage import stage_checkpoint
     from ..ud.tokenize.train import relearn_lexicon
 
@@ -178,7 +178,7 @@ def run_segmenter(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------- train pipeline
 def _stage_source(text: str) -> tuple[str, str]:
     """``STAGE=MODEL`` of ``--source``, the stage checked."""
-    from ..ud.recipe import STAGE_SHARES
+    from ..ud.recipe.train import STAGE_SHARES
 
     stage, sep, model = text.partition("=")
     if not sep or stage not in STAGE_SHARES or not model:
@@ -188,7 +188,7 @@ def _stage_source(text: str) -> tuple[str, str]:
 
 
 def _configure_pipeline(p: argparse.ArgumentParser) -> None:
-    from ..ud.recipe import DEFAULT_MINUTES, STAGE_SHARES
+    from ..ud.recipe.train import DEFAULT_MINUTES, STAGE_SHARES
 
     shares = ", ".join(f"{k} {v:.0%}" for k, v in STAGE_SHARES.items())
     p.description = (
@@ -241,7 +241,7 @@ def _configure_pipeline(p: argparse.ArgumentParser) -> None:
 
 
 def run_pipeline(args: argparse.Namespace) -> int:
-    from ..ud.recipe import STAGE_SHARES, find_treebank, train_pipeline
+    from ..ud.recipe.train import STAGE_SHARES, find_treebank, train_pipeline
 
     if args.treebank and (args.train or args.dev):
         raise UsageError("give --treebank DIR or --train FILE --dev FILE, not both")

@@ -6,9 +6,8 @@
 * :mod:`~g2gt.ud.parse` — tagger, lemmatizer and graph-to-graph parser; :mod:`~g2gt.ud.enhance` — enhanced UD;
 * :mod:`~g2gt.ud.io` — CoNLL-U and sentences; :mod:`~g2gt.ud.models` — the model registry and packages;
 * :mod:`~g2gt.ud.evaluate` — the CoNLL 2018 scorer and the UD validator; :mod:`~g2gt.ud.draw` — SVG trees;
-* corpus scale: :mod:`~g2gt.ud.pool`, :mod:`~g2gt.ud.parallel`, :mod:`~g2gt.ud.corpus`, :mod:`~g2gt.ud.ray_data`;
-* training recipes: :mod:`~g2gt.ud.recipe` (``g2gt train pipeline``), :mod:`~g2gt.ud.recipe_eval`,
-  :mod:`~g2gt.ud.runs`.
+* :mod:`~g2gt.ud.scale` — corpus scale: worker processes, many files, Ray Data;
+* training recipes: :mod:`~g2gt.ud.recipe` (``g2gt train pipeline``, its scores, training folders).
 
 Importing this package imports nothing: each module loads when it is used.
 """

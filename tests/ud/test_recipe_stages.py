@@ -17,7 +17,7 @@ import pytest
 from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.io import read_conllu, write_conllu
-from g2gt.ud.runs import run_commands, run_state
+from g2gt.ud.recipe.runs import run_commands, run_state
 from g2gt.ud.tokenize.data import surface_tokens
 from g2gt.ud.tokenize.train import EXPANDER_MIN_TYPES, lacks_expander
 
@@ -138,7 +138,7 @@ def test_expander_of_a_stage_stopped_before_the_segmenter_is_reused(run, tmp_pat
 
 def test_record_command_starts_afresh_adds_on_resume_and_respects_the_lock(tmp_path):
     from g2gt.core.checkpoint import TrainingFolderLocked
-    from g2gt.ud.runs import record_command
+    from g2gt.ud.recipe.runs import record_command
 
     folder = tmp_path / "run"
     assert run_commands(folder) == []

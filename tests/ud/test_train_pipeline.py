@@ -13,10 +13,10 @@ from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.evaluate import METRICS, validate_file
 from g2gt.ud.io import read_conllu, write_conllu
-from g2gt.ud.recipe import STAGE_SHARES, find_treebank, split_budget
-from g2gt.ud.runs import run_state
+from g2gt.ud.recipe.train import STAGE_SHARES, find_treebank, split_budget
+from g2gt.ud.recipe.runs import run_state
 from g2gt.ud.tokenize import text_from_sentences
-from g2gt.ud.recipe_eval import raw_text
+from g2gt.ud.recipe.score import raw_text
 
 
 def _treebank(folder, n_train: int, n_dev: int, name: str = "en_tiny"):

@@ -50,10 +50,10 @@ def export_model(out: str | os.PathLike, parser: str | os.PathLike, segmenter: s
 
 def stage_commands(folders: dict[str, str | os.PathLike | None]) -> dict[str, str]:
     """``{stage: its commands}`` for the stages of ``folders`` (``{stage: training folder}``) whose folder
-    records the commands that trained it (:func:`g2gt.ud.runs.run_commands`; several, e.g. a run and its
+    records the commands that trained it (:func:`g2gt.ud.recipe.runs.run_commands`; several, e.g. a run and its
     resumption, are one line each), each warm start preceded by the commands that made its source
     (:func:`_warm_lineage`); stages without a record (a checkpoint file, an older run) are left out."""
-    from ..runs import run_commands
+    from ..recipe.runs import run_commands
 
     out = {}
     for stage, folder in folders.items():
@@ -69,7 +69,7 @@ def source_commands(source: str | os.PathLike, stage: str) -> list[str]:
     """The commands that made ``stage`` of ``source``: a training folder's recorded ones, or a model folder's
     card entries for the stage (keys ``stage`` or ``"stage (...)"``), else the card's pipeline command(s) that
     trained every stage; ``[]`` when nothing is known."""
-    from ..runs import run_commands
+    from ..recipe.runs import run_commands
     from . import find_model, is_model_folder, model_card
 
     try:
@@ -90,7 +90,7 @@ def source_commands(source: str | os.PathLike, stage: str) -> list[str]:
 def _warm_lineage(folder: str | os.PathLike, stage: str) -> list[str]:
     """For a run warm-started from a model (``init_from`` in its ``last.pt``): the commands that made the
     source's ``stage`` (:func:`source_commands`) under a comment naming the source; else ``[]``."""
-    from ..runs import stored_train_config
+    from ..recipe.runs import stored_train_config
 
     tc = stored_train_config(folder)
     source = getattr(tc, "init_from", None)

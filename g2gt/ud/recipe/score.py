@@ -23,14 +23,14 @@ import platform
 import random
 from pathlib import Path
 
-from ..core.files import data_path_name
+from ...core.files import data_path_name
 
 __all__ = ["raw_text", "score_model", "mwt_accuracy", "treebank_facts", "machine_facts"]
 
 
 def raw_text(sentences) -> str:
     """The documents of ``sentences`` as one raw text: paragraphs and documents separated by a blank line."""
-    from .tokenize.data import documents_from_sentences, render_document
+    from ..tokenize.data import documents_from_sentences, render_document
 
     docs = documents_from_sentences(sentences)
     return "\n\n".join(render_document(d, "para", random.Random(i)).text for i, d in enumerate(docs)) + "\n"
@@ -39,7 +39,7 @@ def raw_text(sentences) -> str:
 def mwt_accuracy(lexicon, sentences) -> dict:
     """Exact-match accuracy (percent, lowercased words) of ``lexicon.words(form, True)`` on the gold multiword
     tokens of ``sentences``: all of them and those whose surface is not in the lexicon's table."""
-    from .tokenize.data import surface_tokens
+    from ..tokenize.data import surface_tokens
 
     gold = [(t.form, [w.lower() for w in t.words]) for s in sentences for t in surface_tokens(s) if t.is_mwt]
     lexicon.prepare(f for f, _ in gold)
@@ -61,10 +61,10 @@ def score_model(model_dir: str | os.PathLike, dev, lang: str, eval_dir: str | os
     to ``eval_dir/dev_raw.conllu`` and ``eval_dir/dev_gold_tok.conllu``."""
     import torch
 
-    from .evaluate import METRICS, evaluate, validate_file
-    from .io.conllu import write_conllu
-    from .pipeline import Pipeline
-    from .tokenize import text_from_sentences
+    from ..evaluate import METRICS, evaluate, validate_file
+    from ..io.conllu import write_conllu
+    from ..pipeline import Pipeline
+    from ..tokenize import text_from_sentences
 
     nlp = Pipeline.load(model_dir, dtype=dtype)
     text = raw_text(dev)
@@ -100,7 +100,7 @@ def treebank_facts(files, train, dev) -> dict:
     columns = {c: share(train, c) for c in ("lemma", "upos", "xpos", "feats", "deps")}
     license_line = None
     if files.folder is not None and (files.folder / "LICENSE.txt").is_file():
-        from .models import license_name  # the licence's short name (CC BY-SA 4.0), else the first line
+        from ..models import license_name  # the licence's short name (CC BY-SA 4.0), else the first line
 
         text = (files.folder / "LICENSE.txt").read_text(encoding="utf-8", errors="replace").strip()
         license_line = license_name(text) if text else None
@@ -127,7 +127,7 @@ def machine_facts() -> dict:
     """CPU model, core count, torch / g2gt / Python versions and the date (for the card)."""
     import torch
 
-    from .._version import __version__
+    from ..._version import __version__
 
     return {"cpu": _cpu_model(), "cpu_cores": os.cpu_count(), "torch": torch.__version__, "g2gt": __version__,
             "python": platform.python_version(), "date": datetime.date.today().isoformat()}

@@ -16,7 +16,7 @@ Shares are renormalised over the stages a treebank has; ``stage_minutes`` gives 
 segmenter gets at least a minute where that is at most a third of the budget, and trains the multiword-token
 expander only with two minutes or more.
 A stage folder whose run used its whole budget is reused as it is (``resume=True``), one with an
-interrupted run is continued with the budget stored in its ``last.pt`` (:mod:`g2gt.ud.runs`): a parser
+interrupted run is continued with the budget stored in its ``last.pt`` (:mod:`g2gt.ud.recipe.runs`): a parser
 trained before with ``g2gt train parser --out OUT/parser`` is picked up. Without ``resume`` an existing run
 is an error, never overwritten. A stage is done when every part the treebank needs is there: a finished
 segmenter run without the expander the treebank needs (an older run, one trained with ``--no-expander`` or
@@ -30,7 +30,7 @@ it: e.g. a model's segmenter kept while its parser is retrained. The budget is s
 train; the card lists the commands that made the sourced stage (:func:`g2gt.ud.models.export.source_commands`)
 and its training facts from the source's card.
 
-Each stage folder keeps the commands that trained it (``commands.jsonl``, :func:`g2gt.ud.runs.record_command`:
+Each stage folder keeps the commands that trained it (``commands.jsonl``, :func:`g2gt.ud.recipe.runs.record_command`:
 this pipeline's command for the stages it trains, ``g2gt train parser ...`` for a stage trained on its own),
 so the card's ``commands`` has each stage's own commands and the pipeline's
 (:func:`g2gt.ud.models.export.stage_commands`).
@@ -38,7 +38,7 @@ so the card's ``commands`` has each stage's own commands and the pipeline's
 Then ``out/model`` is written (:func:`g2gt.ud.models.export.export_model`: one file per stage, float16
 weights, ``model.json``; a stage's ``best.pt``, or its ``averaged.pt`` when its run averaged its last
 snapshots, ``--average-last``) and scored on the dev set with the official CoNLL 2018 scorer from raw text and
-from the gold tokenisation (:mod:`g2gt.ud.recipe_eval`); the card gets the scores, the multiword-token
+from the gold tokenisation (:mod:`g2gt.ud.recipe.score`); the card gets the scores, the multiword-token
 accuracy, whether ``# text`` was rebuilt exactly, the UD validator's verdict, the commands, the wall time
 and the CPU. The training settings of each stage are the defaults of its own command (``g2gt train
 segmenter / parser / enhanced``), read from the same place: the config dataclasses, the recipes'
@@ -139,7 +139,7 @@ def _has_deps(sentences) -> bool:
 
 def _mwt_types(sentences) -> int:
     """Number of different (lowercased) multiword-token surfaces."""
-    from .tokenize.data import surface_tokens
+    from ..tokenize.data import surface_tokens
 
     return len({t.form.lower() for s in sentences for t in surface_tokens(s) if t.is_mwt})
 
@@ -147,7 +147,7 @@ def _mwt_types(sentences) -> int:
 def _wants_expander(train, minutes: float) -> bool:
     """Whether the segmenter stage of a treebank with training sentences ``train`` and ``minutes`` includes the
     learned expander (module docstring)."""
-    from .tokenize.train import EXPANDER_MIN_TYPES
+    from ..tokenize.train import EXPANDER_MIN_TYPES
 
     return minutes >= EXPANDER_MIN_MINUTES and _mwt_types(train) >= EXPANDER_MIN_TYPES
 
@@ -182,9 +182,9 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     """Train every stage ``files`` supports into ``out/<stage>``, write ``out/model`` and score it on dev
     (module docstring). ``command``: what the card and the stage folders record as the pipeline's command;
     ``sources``: ``{stage: model}``, stages taken as they are from trained models. Returns the model card as written to ``out/model/model.json``."""
-    from .io.conllu import read_conllu
-    from .models import part_checkpoint
-    from .models.export import export_model, source_commands, stage_commands
+    from ..io.conllu import read_conllu
+    from ..models import part_checkpoint
+    from ..models.export import export_model, source_commands, stage_commands
     from .runs import record_command
 
     t_start = time.time()
@@ -216,11 +216,11 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
                                              lang == "en", command, limit, runtime)
 
     # ---- 2. tagger, lemmatizer, parser; 3. enhanced UD (when the treebank has DEPS)
-    from .enhance import train_enhanced
-    from .parse import train_parser
+    from ..enhance import train_enhanced
+    from ..parse import train_parser
 
-    from .enhance import enhancer_train_config
-    from .parse import parser_train_config
+    from ..enhance import enhancer_train_config
+    from ..parse import parser_train_config
 
     for k, (stage, recipe, fit) in enumerate((("parser", parser_train_config, train_parser),
                                               ("enhancer", enhancer_train_config, train_enhanced)), 2):
@@ -237,7 +237,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
         info[stage] = _stage_info(folder, reused)
 
     # ---- the model folder and its card
-    from .recipe_eval import machine_facts, score_model, treebank_facts
+    from .score import machine_facts, score_model, treebank_facts
 
     info = {s: info[s] for s in stages}
 
@@ -248,7 +248,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     for s in trained:
         if s not in commands:
             _say(f"{s}: {out / s} records no command (a run from before g2gt kept them), so the card cannot list "
-                 f"it; add it with g2gt.ud.runs.record_command({str(out / s)!r}, COMMAND, resume=False)")
+                 f"it; add it with g2gt.ud.recipe.runs.record_command({str(out / s)!r}, COMMAND, resume=False)")
     card = {
         "name": name, "language": lang,
         "description": f"{name}: tokenizer, sentence splitter, multiword tokens, tagger, lemmatizer, parser"
@@ -270,7 +270,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     card["training"] = {"wall_minutes": round((t_trained - t_start) / 60, 2),
                         "wall_minutes_with_evaluation": round((time.time() - t_start) / 60, 2),
                         "max_minutes": max_minutes, "threads": threads or None, "device": device, **machine_facts()}
-    from .models import write_card
+    from ..models import write_card
 
     write_card(model_dir, card)
     _say(f"done in {(time.time() - t_start) / 60:.1f} min; {model_dir}/model.json")
@@ -283,8 +283,8 @@ def _segmenter_stage(train, dev, folder: Path, minutes: float, resume: bool, eng
     :func:`_wants_expander`, its checkpoints hold the expander, else only the missing part trains (module
     docstring). ``limit`` / ``runtime``: :class:`TrainConfig` fields. Returns the card's facts of the stage."""
     from .runs import record_command
-    from .tokenize import train_segmenter
-    from .tokenize.train import add_expander, default_train_config, expander_budget, expander_minutes, lacks_expander
+    from ..tokenize import train_segmenter
+    from ..tokenize.train import add_expander, default_train_config, expander_budget, expander_minutes, lacks_expander
 
     seg_tc = default_train_config(max_minutes=minutes, **limit, **runtime)
     expander = _wants_expander(train, minutes)
@@ -307,7 +307,7 @@ def _segmenter_stage(train, dev, folder: Path, minutes: float, resume: bool, eng
 
 def _stage_info(folder: Path, reused: bool) -> dict:
     """Facts of a finished stage folder for the card: updates, minutes, best dev value, parameters."""
-    from ..core.checkpoint import load_checkpoint, resolve_checkpoint
+    from ...core.checkpoint import load_checkpoint, resolve_checkpoint
     from .runs import run_state
 
     state = run_state(folder)
@@ -333,8 +333,8 @@ def _trained_part(folder: Path) -> Path:
 def _source_info(stage: str, model: str) -> dict:
     """Facts of a stage taken from a trained model (``sources``): those of its training folder, else its
     checkpoint's and its card's (updates, minutes and budget as the source's card gives them)."""
-    from ..core.checkpoint import load_checkpoint
-    from .models import find_model, is_model_folder, model_card, part_checkpoint
+    from ...core.checkpoint import load_checkpoint
+    from ..models import find_model, is_model_folder, model_card, part_checkpoint
 
     where = find_model(model)
     if where.is_dir() and not is_model_folder(where):
@@ -353,7 +353,7 @@ def _checkpoint_facts(best: dict) -> dict:
     task = best.get("task") or {}
     out = {"best_dev_internal": best.get("best"), "best_step": best.get("step"), "parameters": params}
     if task.get("kind") == "segmenter":
-        from .tokenize.config import SegmenterConfig
+        from ..tokenize.config import SegmenterConfig
 
         exp = task.get("mwt_expander")
         out.update(spaces_in_tokens=SegmenterConfig.from_dict(best["model_config"]).spaces_in_tokens,
