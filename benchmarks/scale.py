@@ -82,7 +82,7 @@ def one_process(text: str, threads: int) -> tuple[str, float, float]:
 
 def with_workers(text: str, workers: int, kill_after: int = 0) -> dict:
     """``--workers N`` on ``text``: output, wall s, CPU s of each worker and of this process, peak RSS."""
-    from g2gt.ud.parallel import ParallelPipeline
+    from g2gt.ud.scale.parallel import ParallelPipeline
 
     with ParallelPipeline("en_ewt", workers=workers) as pp:
         pp.pool.wait_ready()
@@ -156,8 +156,8 @@ def _split_files(text: str, k: int, folder: Path) -> list[Path]:
 def bench_ray(args, report: dict) -> None:
     import ray
 
-    from g2gt.ud.parallel import ParallelPipeline
-    from g2gt.ud.ray_data import parse_files
+    from g2gt.ud.scale.parallel import ParallelPipeline
+    from g2gt.ud.scale.ray_data import parse_files
 
     text, words = _raw_text(_data(args))
     with tempfile.TemporaryDirectory() as tmp:
@@ -233,7 +233,7 @@ def bench_kill(args, report: dict) -> None:
 # ---------------------------------------------------------------------------- a long input
 def bench_big(args, report: dict) -> None:
     from g2gt.ud.io import iter_conllu, read_conllu, to_conllu_string
-    from g2gt.ud.parallel import ParallelPipeline
+    from g2gt.ud.scale.parallel import ParallelPipeline
 
     gold = read_conllu(_data(args))
     n = args.big

@@ -163,9 +163,9 @@ def run_enhance(args: argparse.Namespace) -> int:
     t0 = time.time()
     if args.copy_basic:
         out = copy_basic(sents)
-    elif args.workers > 1:  # the same bytes, from worker processes (g2gt.ud.parallel)
+    elif args.workers > 1:  # the same bytes, from worker processes (g2gt.ud.scale.parallel)
         from ..core.files import open_output
-        from ..ud.parallel import enhance_parallel
+        from ..ud.scale.parallel import enhance_parallel
 
         with open_output(args.output) as f:
             for text in enhance_parallel(args.model or DEFAULT_MODEL, sents, args.workers, device,

@@ -379,7 +379,7 @@ def _json_workers(args: argparse.Namespace, source, output: str, device: str) ->
     """``--format json --workers N``: the workers' CoNLL-U read back into sentences (a lossless round trip),
     then one Document, as with one process."""
     from ..ud.io import parse_conllu_string
-    from ..ud.parallel import ParallelPipeline
+    from ..ud.scale.parallel import ParallelPipeline
 
     kw = {k: v for k, v in _parse_kwargs(args).items() if k != "progress"}
     tokenizer = args.tokenizer if isinstance(source, str) else "rule"

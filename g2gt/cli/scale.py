@@ -1,11 +1,11 @@
 """``g2gt parse`` at corpus scale: ``--workers N`` processes, ``--ray ADDRESS|local`` and ``--output-dir``.
 
-* ``--workers N`` (one input, one output): :class:`g2gt.ud.parallel.ParallelPipeline`, the same bytes as
+* ``--workers N`` (one input, one output): :class:`g2gt.ud.scale.parallel.ParallelPipeline`, the same bytes as
   ``--workers 1``;
 * ``INPUTS... --output-dir DIR`` (``--raw FILE...`` / ``--lines FILE...`` for text): one CoNLL-U file per
   input, written atomically; ``--resume`` skips the finished ones; a malformed file is reported with
   ``FILE:LINE`` and the others go on (exit status 1 at the end, with a summary);
-* ``--ray local|ADDRESS`` with ``--output-dir``: the same through a Ray actor pool (:mod:`g2gt.ud.ray_data`,
+* ``--ray local|ADDRESS`` with ``--output-dir``: the same through a Ray actor pool (:mod:`g2gt.ud.scale.ray_data`,
   the optional extra ``g2gt[ray]``), on this machine or a cluster;
 * ``g2gt translate --workers N``: :func:`translations_parallel` (jobs are the 2000-line chunks of one process).
 """
@@ -83,7 +83,7 @@ def run_files(args: argparse.Namespace, device: str, kw: dict) -> int:
         if args.ray is not None:
             report = _ray_files(args, files, kind, device, tokenizer, kw)
         else:
-            from ..ud.parallel import ParallelPipeline
+            from ..ud.scale.parallel import ParallelPipeline
 
             with ParallelPipeline(args.model, args.workers, device=device, dtype=args.dtype, tokenizer=tokenizer,
                                   progress=progress_enabled(args)) as pp:
@@ -97,7 +97,7 @@ def run_files(args: argparse.Namespace, device: str, kw: dict) -> int:
 
 def _ray_files(args, files, kind, device, tokenizer, kw):
     try:
-        from ..ud.ray_data import parse_files
+        from ..ud.scale.ray_data import parse_files
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise UsageError(f"--ray needs Ray: pip install 'g2gt[ray]' ({e})") from None
     try:
@@ -113,7 +113,7 @@ def _ray_files(args, files, kind, device, tokenizer, kw):
 def run_workers(args: argparse.Namespace, source, output: str, device: str, kw: dict) -> int:
     """One input (``source``: a text, or an iterator of sentences) -> ``output`` with ``--workers`` processes."""
     from ..core.files import open_output
-    from ..ud.parallel import ParallelPipeline
+    from ..ud.scale.parallel import ParallelPipeline
 
     kw = {k: v for k, v in kw.items() if k != "progress"}
     stats = {"sentences": 0, "words": 0}
@@ -144,7 +144,7 @@ class TranslateRecipe:
 
     def __call__(self):
         from ..seq2seq import load_seq2seq
-        from ..ud.parallel import worker_setup
+        from ..ud.scale.parallel import worker_setup
 
         worker_setup()
         model, task = load_seq2seq(self.model, self.device)
@@ -155,7 +155,7 @@ def translations_parallel(model: str, device: str, workers: int, source, graph: 
                           chunk: int) -> Iterator[str]:
     """``g2gt translate``'s output lines with ``workers`` processes: one job per ``chunk`` of the input, the
     chunks of one process, so the same lines (an empty input line stays an empty output line)."""
-    from ..ud.pool import ProcessPool
+    from ..ud.scale.pool import ProcessPool
 
     kw = {k: v for k, v in kw.items() if k != "progress"}
     kept: deque[tuple[int, list[int]] | None] = deque()

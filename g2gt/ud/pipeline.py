@@ -365,7 +365,7 @@ class Pipeline(StageList):
         :meth:`__call__` takes), in order. Consecutive texts are segmented and parsed in shared batches
         (:func:`g2gt.ud.pipe.text_groups`), so many short texts run much faster than one call each;
         ``n_process`` > 1 runs the groups in that many worker processes (the pipeline must come from
-        :meth:`load`; see :mod:`g2gt.ud.parallel`), with the same output. ``options``: :meth:`__call__`'s."""
+        :meth:`load`; see :mod:`g2gt.ud.scale.parallel`), with the same output. ``options``: :meth:`__call__`'s."""
         from .pipe import pipe_documents
 
         options["batch_tokens"] = batch_tokens
@@ -423,7 +423,7 @@ class PipeWorker:
         import importlib
 
         from .pipe import parse_many
-        from .pool import worker_setup
+        from .scale.pool import worker_setup
 
         worker_setup()
         for module in self.modules:

@@ -1,4 +1,4 @@
-"""Worker processes (g2gt.ud.pool, g2gt.ud.parallel): input order, the bytes of one process, nothing lost
+"""Worker processes (g2gt.ud.scale.pool, g2gt.ud.scale.parallel): input order, the bytes of one process, nothing lost
 or doubled when a worker is killed, one bad file failing alone."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 from g2gt.data import EWT_SAMPLE_DEV
 from g2gt.ud.models import DEFAULT_MODEL
-from g2gt.ud.corpus import output_name, plan_files
-from g2gt.ud.pool import JobError, ProcessPool, WorkerLost
+from g2gt.ud.scale.corpus import output_name, plan_files
+from g2gt.ud.scale.pool import JobError, ProcessPool, WorkerLost
 from fixture_paths import FIXTURES_MT
 
 
@@ -106,7 +106,7 @@ def nlp():
 
 @pytest.fixture(scope="module")
 def engine():
-    from g2gt.ud.parallel import ParallelPipeline
+    from g2gt.ud.scale.parallel import ParallelPipeline
 
     with ParallelPipeline(DEFAULT_MODEL, workers=2, chunk_sentences=60) as pp:
         yield pp
@@ -319,7 +319,7 @@ def test_every_parse_flag_is_an_option_the_workers_take():
 
     from g2gt.cli.main import build_parser
     from g2gt.cli.parsing import _check_keep_args, _parse_kwargs
-    from g2gt.ud.parallel import check_options, parse_options
+    from g2gt.ud.scale.parallel import check_options, parse_options
     from g2gt.ud.pipeline import Pipeline
 
     args, _ = build_parser().parse_known_args(

@@ -1,4 +1,4 @@
-"""Ray Data (g2gt.ud.ray_data) against a real local Ray cluster started here: 2 CPUs, a small object store.
+"""Ray Data (g2gt.ud.scale.ray_data) against a real local Ray cluster started here: 2 CPUs, a small object store.
 
 Skipped when the optional extra is not installed (pip install "g2gt[ray]"; CI installs it). The SIGKILL test
 is marked slow (pytest -m slow); the local workers' SIGKILL test (tests/ud/test_parallel.py) runs by default."""
@@ -47,7 +47,7 @@ def _one_process(nlp, sentences, chunk):
 def test_parse_files_writes_one_output_per_input_same_bytes_and_a_bad_file_fails_alone(cluster, nlp, sample,
                                                                                        tmp_path):
     from g2gt.ud.io import to_conllu_string
-    from g2gt.ud.ray_data import parse_files
+    from g2gt.ud.scale.ray_data import parse_files
 
     a, b, bad = tmp_path / "a.conllu", tmp_path / "b.conllu.gz", tmp_path / "bad.conllu"
     a.write_text(to_conllu_string(sample[:25]), encoding="utf-8")
@@ -82,7 +82,7 @@ def test_dataset_of_texts_survives_a_killed_actor_nothing_lost_or_doubled(cluste
     import ray.data
 
     from g2gt.ud.io import parse_conllu_string
-    from g2gt.ud.ray_data import parse_dataset
+    from g2gt.ud.scale.ray_data import parse_dataset
 
     ray.data.DataContext.get_current().execution_options.preserve_order = True
     texts = ["\n\n".join(" ".join(s.text for s in sample[i + j:i + j + 3]) for j in range(0, 6, 3)) + "\n"

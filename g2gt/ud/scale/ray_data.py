@@ -3,7 +3,7 @@
 Needs the optional extra ``pip install "g2gt[ray]"``.
 
     import ray, ray.data
-    from g2gt.ud.ray_data import parse_dataset
+    from g2gt.ud.scale.ray_data import parse_dataset
 
     ray.init()                                           # or ray.init(address="auto") on a cluster
     ds = ray.data.from_items([{"text": "He sat. Then he left."}, {"conllu": open("in.conllu").read()}])
@@ -12,7 +12,7 @@ Needs the optional extra ``pip install "g2gt[ray]"``.
 
 :func:`parse_dataset` runs ``Dataset.map_batches`` with the callable class :class:`PipelineActor` on an
 actor pool (``ActorPoolStrategy(size=actors)``, one CPU and one torch thread per actor); each actor loads
-one :class:`g2gt.ud.pipeline.Pipeline` from a :class:`g2gt.ud.parallel.Recipe` and parses every document it
+one :class:`g2gt.ud.pipeline.Pipeline` from a :class:`g2gt.ud.scale.parallel.Recipe` and parses every document it
 is given exactly as ``g2gt parse`` does (raw text: ``Pipeline.text_sentences``; both: ``Pipeline.stream``
 with 2000-sentence chunks), so a document gives the same bytes as one process. A row whose document is
 malformed gets its message in ``error`` and an empty ``parsed``; the others go on. Ray restarts an actor
@@ -31,10 +31,10 @@ import sys
 from itertools import islice
 from typing import Any, Iterable, Iterator
 
-from ..core.deprecation import renamed_params
+from ...core.deprecation import renamed_params
 from .corpus import FilesReport, plan_files
 from .parallel import PARSE_CHUNK, Recipe, check_options, read_input
-from .models import DEFAULT_MODEL
+from ..models import DEFAULT_MODEL
 
 __all__ = ["PipelineActor", "parse_dataset", "parse_files", "init_ray", "ROWS_PER_RUN"]
 
@@ -56,7 +56,7 @@ class PipelineActor:
 
     def parse_document(self, text: str | None, conllu: str | None, name: str) -> tuple[str, int, int]:
         """``(CoNLL-U, sentences, words)`` of one document."""
-        from .io import parse_conllu_string
+        from ..io import parse_conllu_string
 
         if conllu is not None:
             sentences: Iterable = parse_conllu_string(conllu, name=name)
@@ -132,14 +132,14 @@ def _file_rows(src: str, dst: str, kind: str, chunk: int, check_trees: bool) -> 
     file with a row that carries it (``fail``), so the writer drops what it has of that file."""
     def parts() -> Iterator[dict]:
         if kind == "raw":
-            from .io import read_text
+            from ..io import read_text
 
             yield {"text": read_text(src), "conllu": None}
             return
         it = iter(read_input(src, kind))
         while part := list(islice(it, chunk)):
             if check_trees:
-                from .parse.decode import check_input_trees
+                from ..parse.decode import check_input_trees
 
                 check_input_trees(part)
             yield {"text": None, "conllu": "".join(s.serialize() for s in part)}
@@ -166,7 +166,7 @@ def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: s
                 log=sys.stderr, **options: Any) -> FilesReport:
     """One CoNLL-U file per input in ``output_dir`` through Ray (see the module docstring); ``actors``
     (default: the cluster's CPUs) pipelines. The inputs are read ``rows_per_run`` rows at a time, so the
-    driver's memory does not grow with the corpus. Returns the :class:`~g2gt.ud.corpus.FilesReport`."""
+    driver's memory does not grow with the corpus. Returns the :class:`~g2gt.ud.scale.corpus.FilesReport`."""
     import ray
     import ray.data
 
@@ -205,7 +205,7 @@ class _Writer:
         self.current = None  # the output path of the file being written
 
     def add(self, row: dict) -> None:
-        from ..core.files import AtomicOutput
+        from ...core.files import AtomicOutput
 
         if row["dst"] != self.current:
             self.current, self.out = row["dst"], AtomicOutput(row["dst"])

@@ -1,6 +1,6 @@
 """Parse a corpus with N worker processes: the same bytes as one process, N times the words per second.
 
-    from g2gt.ud.parallel import ParallelPipeline
+    from g2gt.ud.scale.parallel import ParallelPipeline
 
     with ParallelPipeline("en_combined", workers=4) as nlp:            # 4 processes, one thread each
         stats = nlp.parse_file("story.txt", "story.conllu", kind="raw")
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator
 
-from ..core.deprecation import renamed_params
+from ...core.deprecation import renamed_params
 from .corpus import FilesReport, plan_files
 from .pool import ProcessPool, worker_setup
-from .models import DEFAULT_MODEL
+from ..models import DEFAULT_MODEL
 
 __all__ = ["Recipe", "EnhanceRecipe", "ParallelPipeline", "enhance_parallel", "job_plan", "map_batch_runs",
            "worker_setup", "parse_options", "PARSE_CHUNK"]
@@ -68,7 +68,7 @@ class Recipe:
 
     def __call__(self) -> "JobHandler":
         worker_setup(self.keep_freed_memory)
-        from .pipeline import Pipeline
+        from ..pipeline import Pipeline
 
         return JobHandler(Pipeline.load(self.model, self.device, self.dtype, tokenizer=self.tokenizer))
 
@@ -80,7 +80,7 @@ def parse_options() -> tuple[str, ...]:
     ``progress``, so an option added there reaches the workers with nothing to update here."""
     import inspect
 
-    from .pipeline import Pipeline
+    from ..pipeline import Pipeline
 
     params = inspect.signature(Pipeline.__call__).parameters.values()
     return tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in _MAIN_PROCESS_OPTIONS)
@@ -89,8 +89,8 @@ def parse_options() -> tuple[str, ...]:
 def check_options(options: dict) -> dict:
     """``options`` for ``Pipeline.__call__`` (a ``ValueError`` naming an unknown one), ``batch_tokens`` filled
     in (the old name ``max_tokens`` is read with a DeprecationWarning)."""
-    from ..core.deprecation import renamed_kwargs
-    from .pipeline import BATCH_TOKENS
+    from ...core.deprecation import renamed_kwargs
+    from ..pipeline import BATCH_TOKENS
 
     options = renamed_kwargs(options, {"max_tokens": "batch_tokens"}, "parse options")
     known = parse_options()
@@ -116,7 +116,7 @@ class JobHandler:
                                  "(enhancer.pt); use a model folder that has one, e.g. the shipped en_combined")
             return [s.serialize() for s in self.nlp(data, progress=False, **options)]
         if kind == "docs":  # a group of inputs (Pipeline.pipe) -> their Documents
-            from .pipe import parse_many
+            from ..pipe import parse_many
 
             return parse_many(self.nlp, data, **options)
         if kind == "segment":  # one paragraph block -> sentences s1, s2 ... (renumbered by the main process)
@@ -140,7 +140,7 @@ class EnhanceRecipe:
 
     def __call__(self) -> Callable[[tuple[str, Any, dict]], list[str]]:
         worker_setup(self.keep_freed_memory)
-        from .enhance import Enhancer
+        from ..enhance import Enhancer
 
         enhancer = Enhancer.load(self.model, self.device)
 
@@ -172,7 +172,7 @@ def job_plan(lengths: list[int], batch_tokens: int, enhanced: bool = False,
     ``enhanced``, of the enhancer's batching too (the same greedy cut by padded nodes, without the parser's
     cap on node pairs). ``parse=False``: the enhancer's batches alone (``g2gt enhance``). ``cuts`` starts
     with 0 and ends with ``len(lengths)``."""
-    from .parse.batching import length_batches
+    from ..parse.batching import length_batches
 
     def ends(batches: list[list[int]]) -> set[int]:
         out, pos = set(), 0
@@ -253,7 +253,7 @@ class ParallelPipeline:
         workers: processes (one torch thread each by default, ``threads``).
         chunk_sentences: sentences per chunk (2000, as ``g2gt parse``: the same chunks give the same bytes).
         progress: one progress bar (sentences) over all workers, on stderr.
-        start_method, max_tries: see :class:`g2gt.ud.pool.ProcessPool`.
+        start_method, max_tries: see :class:`g2gt.ud.scale.pool.ProcessPool`.
 
     The parsing methods take ``Pipeline.__call__``'s keyword arguments (keep, enhanced, refine_steps,
     algorithm, use_input_graph, batch_tokens, treebank ...: :func:`parse_options`) as ``**options``;
@@ -298,7 +298,7 @@ class ParallelPipeline:
         enhanced, batch_tokens = bool(options.get("enhanced")), int(options["batch_tokens"])
         check = None
         if options.get("use_input_graph"):  # the first bad tree in input order fails, as in one process
-            from .parse.decode import check_input_trees as check
+            from ..parse.decode import check_input_trees as check
 
         return map_batch_runs(self.pool, sentences, self.chunk,
                               lambda part: job_plan([len(s.forms) + 1 for s in part], batch_tokens, enhanced),
@@ -307,7 +307,7 @@ class ParallelPipeline:
     def pipe(self, texts: Iterable, **options: Any) -> Iterator:
         """One :class:`~g2gt.ud.document.Document` per item of ``texts`` (raw text or tokenized input), in
         order: the groups of :func:`g2gt.ud.pipe.text_groups`, one job each (``Pipeline.pipe(n_process=N)``)."""
-        from .pipe import text_groups
+        from ..pipe import text_groups
 
         options = {k: v for k, v in check_options(options).items() if k != "progress"}
         for docs in self.pool.map(("docs", group, options) for group in text_groups(texts)):
@@ -322,7 +322,7 @@ class ParallelPipeline:
         if not self.info["learned_tokenizer"]:
             yield from self.pool.run(("text", text, {}))
             return
-        from .tokenize.text import paragraph_blocks
+        from ..tokenize.text import paragraph_blocks
 
         k = 0
         for i, sents in enumerate(self.pool.map(("segment", b, {}) for b in paragraph_blocks(text))):
@@ -341,7 +341,7 @@ class ParallelPipeline:
     def parse_file(self, source, output, kind: str = "conllu", name: str | None = None, **options: Any) -> dict:
         """Parse one input (a path, ``"-"`` or a stream; ``kind``: ``conllu``, ``raw`` or ``lines``) into
         ``output`` (a path, written atomically, ``"-"`` or a stream). Returns ``{"sentences", "words"}``."""
-        from ..core.files import open_output
+        from ...core.files import open_output
 
         stats = {"sentences": 0, "words": 0}
         blocks = self.parse_sentences(read_input(source, kind, name, self.text_sentences), stats, **options)
@@ -356,9 +356,9 @@ class ParallelPipeline:
 
     def parse_files(self, inputs: Iterable, output_dir, kind: str = "conllu", resume: bool = False,
                     **options: Any) -> FilesReport:
-        """One output per input in ``output_dir`` (see :mod:`g2gt.ud.corpus`): each written atomically, with
+        """One output per input in ``output_dir`` (see :mod:`g2gt.ud.scale.corpus`): each written atomically, with
         ``resume`` the finished ones skipped; a file that fails (``FILE:LINE: ...``) is reported in the
-        returned :class:`~g2gt.ud.corpus.FilesReport` and the others go on."""
+        returned :class:`~g2gt.ud.scale.corpus.FilesReport` and the others go on."""
         todo, skipped = plan_files(inputs, output_dir, resume)
         report = FilesReport(skipped=[str(d) for _, d in skipped])
         for src, dst in todo:
@@ -378,12 +378,12 @@ def read_input(source, kind: str, name: str | None = None,
     """The unparsed sentences of an input, as the ``g2gt parse`` modes read it: ``conllu`` (streamed and
     checked, ``FILE:LINE`` errors), ``lines`` (one sentence per line, rule tokenizer) or ``raw`` (the whole
     text, segmented by ``text_sentences``)."""
-    from .io import iter_conllu, iter_lines, read_text
+    from ..io import iter_conllu, iter_lines, read_text
 
     if kind == "conllu":
         return iter_conllu(source, name=name)
     if kind == "lines":
-        from .tokenize.text import iter_line_sentences
+        from ..tokenize.text import iter_line_sentences
 
         label = name or ("<stdin>" if source == "-" else str(source))
         return iter_line_sentences(iter_lines(source, name), label, "rule")

@@ -1,6 +1,6 @@
 """Many input files -> one CoNLL-U file each in an output folder: atomic outputs, resume, failures reported.
 
-Shared by the local workers (:mod:`g2gt.ud.parallel`) and Ray (:mod:`g2gt.ud.ray_data`):
+Shared by the local workers (:mod:`g2gt.ud.scale.parallel`) and Ray (:mod:`g2gt.ud.scale.ray_data`):
 
 * :func:`output_name`: ``story.txt`` / ``story.conllu`` / ``story.conllu.gz`` -> ``story.conllu``;
 * :func:`plan_files`: ``(input, output)`` pairs, two inputs with one output name refused up front, and with

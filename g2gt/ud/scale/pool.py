@@ -2,7 +2,7 @@
 
 :class:`ProcessPool` starts ``workers`` processes (``spawn`` / ``forkserver``, never ``fork``: torch and fork
 do not mix). Each worker calls the pool's ``factory`` once -- a picklable zero-argument callable, e.g. a
-:class:`g2gt.ud.parallel.Recipe` that loads a model -- and gets a handler ``payload -> result`` that it
+:class:`g2gt.ud.scale.parallel.Recipe` that loads a model -- and gets a handler ``payload -> result`` that it
 applies to every job it is sent. Only payloads and results cross the process boundary (pickled), never a
 loaded model.
 
@@ -71,7 +71,7 @@ def worker_setup(keep_freed: bool = True) -> None:
 
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")  # read by oneDNN when it first runs
     if keep_freed:
-        from ..core._compat import keep_freed_memory
+        from ...core._compat import keep_freed_memory
 
         keep_freed_memory()
 
