@@ -43,6 +43,9 @@ class ParsingTask:
         train_treebanks: each training sentence's treebank (index into ``ParserConfig.treebanks``; default: all 0).
         dev_treebank: the treebank ``dev`` is parsed as (its scores select ``best.pt``).
         more_dev: further dev sets ``(name, sentences, treebank)``, evaluated and logged as ``"NAME.las"`` etc.
+        short_clauses: add ``round(short_clauses * len(train))`` short clauses cut from the training trees to
+            every epoch, drawn anew each epoch from ``(seed, epoch)``, each with its source's treebank
+            (:mod:`g2gt.ud.parse.clause_cuts`; 0 = none).
     """
 
     @renamed_params(max_tokens="batch_tokens")
@@ -50,7 +53,8 @@ class ParsingTask:
                  batch_tokens: int = 1500, refine_train: str = "self", refine_steps: int = 2,
                  corrupt_max: float = 0.3, word_dropout: float = 0.2, seed: int = 1,
                  eval_algorithm: str = "mst", graph_channel: bool = True, train_treebanks: Sequence[int] | None = None,
-                 dev_treebank: int = 0, more_dev: Sequence[tuple[str, Sequence, int]] = ()) -> None:
+                 dev_treebank: int = 0, more_dev: Sequence[tuple[str, Sequence, int]] = (),
+                 short_clauses: float = 0.0) -> None:
         if refine_train not in ("self", "corrupt", "none"):
             raise ValueError(f"refine_train must be 'self', 'corrupt' or 'none', got {refine_train!r}")
         if train_treebanks is not None and len(train_treebanks) != len(train):
@@ -75,17 +79,35 @@ class ParsingTask:
         self.seed = seed
         self.eval_algorithm = eval_algorithm
         self._lengths = [len(ex.words) for ex in self.train]
+        if short_clauses < 0:
+            raise ValueError(f"short_clauses must be >= 0 (extra short sentences per training sentence), got "
+                             f"{short_clauses}")
+        self.short_clauses = short_clauses
+        self._sources = (list(train), list(tbs)) if short_clauses > 0 else None
+
+    def epoch_examples(self, epoch: int) -> list:
+        """The training examples of ``epoch``: the training sentences, then (with ``short_clauses``) that
+        epoch's clause cuts (:func:`~g2gt.ud.parse.clause_cuts.clause_cuts`, seeded by ``(seed, epoch)``)."""
+        if self._sources is None:
+            return self.train
+        from .clause_cuts import clause_cuts
+
+        sents, tbs = self._sources
+        cuts = clause_cuts(sents, self.short_clauses, seed=(self.seed * 7919 + epoch) * 31 + 17)
+        return self.train + [make_example(cut, self.vocab, tbs[i]) for i, cut in cuts]
 
     # -- the Trainer's task protocol
     def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterator[ParseBatch]:
         # The corruption seed follows the batch's position in the global (all-rank) order,
         # so k ranks corrupt exactly like one process with accum_steps = k.
-        sampler = BucketBatchSampler(self._lengths, self.batch_tokens, True, self.seed,
+        examples = self.epoch_examples(epoch)
+        lengths = self._lengths if examples is self.train else [len(ex.words) for ex in examples]
+        sampler = BucketBatchSampler(lengths, self.batch_tokens, True, self.seed,
                                      num_replicas=world_size, rank=rank)
         sampler.set_epoch(epoch, skip)
         base = (self.seed * 7919 + epoch) * 1_000_003
         for k, idx in enumerate(sampler):
-            yield make_batch([self.train[i] for i in idx], idx, self.vocab, self.max_distance,
+            yield make_batch([examples[i] for i in idx], idx, self.vocab, self.max_distance,
                              corrupt_seed=base + (skip + k) * world_size + rank)
 
     def num_tokens(self, batch: ParseBatch) -> int:

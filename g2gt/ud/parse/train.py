@@ -25,7 +25,8 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
                  out_dir: str | Path, config: dict | None = None, train_config: TrainConfig | None = None,
                  refine_train: str = "self", refine_steps: int = 2, batch_tokens: int = 1500, min_freq: int = 2,
                  lowercase: bool = True, word_dropout: float = 0.2, corrupt_max: float = 0.3, resume: bool = False,
-                 tags: bool = True, treebank_embedding: bool = True, average_last: int = 0) -> tuple[Any, list[dict]]:
+                 tags: bool = True, treebank_embedding: bool = True, average_last: int = 0,
+                 short_clauses: float = 0.0) -> tuple[Any, list[dict]]:
     """Build vocabularies, model and task; train; return ``(best Parser, dev history)``.
 
     ``train`` / ``dev``: sentences with gold trees (:class:`g2gt.ud.io.Sentence`), or ``{treebank name:
@@ -46,7 +47,10 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
     (:func:`~g2gt.ud.parse.vocab.unambiguous_lemmas`, looked up before the edit scripts at parse time).
     ``average_last``: keep the weights of the last ``K`` saves (``TrainConfig.keep_last``; a save at every
     evaluation, or every ``save_every`` updates) and write their average to ``out_dir/averaged.pt`` at the end,
-    with its dev scores in ``config.json``. The other
+    with its dev scores in ``config.json``. ``short_clauses``: extra training sentences per training sentence,
+    short clauses cut from the training trees and drawn anew each epoch (:mod:`g2gt.ud.parse.clause_cuts`:
+    a predicate with its subject, auxiliaries and some of its other dependents, a capital first letter and the
+    treebank's final punctuation), so the parser also sees short statements; 0 = off. The other
     arguments are :class:`ParsingTask`'s.
 
     ``out_dir`` receives ``best.pt``, ``last.pt``, ``log.jsonl`` and a readable ``config.json``.
@@ -109,10 +113,11 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
     task = ParsingTask(all_train, dev_sets[0][1], vocab, cfg.max_distance, batch_tokens, refine_train, refine_steps,
                        corrupt_max, word_dropout, tc.seed, graph_channel=cfg.graph_channel,
                        train_treebanks=train_tbs, dev_treebank=treebank_index(cfg.treebanks, dev_sets[0][0]),
-                       more_dev=more_dev)
+                       more_dev=more_dev, short_clauses=short_clauses)
     task_info = {"refine_train": task.refine_train, "refine_steps": task.refine_steps, "batch_tokens": batch_tokens,
                  "min_freq": min_freq, "lowercase": lowercase, "word_dropout": word_dropout,
-                 "corrupt_max": corrupt_max, "treebank_embedding": treebank_embedding, "average_last": average_last}
+                 "corrupt_max": corrupt_max, "treebank_embedding": treebank_embedding, "average_last": average_last,
+                 "short_clauses": short_clauses}
     data_info = {"train_sentences": len(all_train), "dev_sentences": len(dev_sets[0][1]),
                  "train_words": sum(len(s) for s in all_train), "vocab_words": len(vocab.words),
                  "rels": len(vocab.rels), "upos": len(vocab.upos),
