@@ -92,7 +92,8 @@ def _configure_draw(p: argparse.ArgumentParser) -> None:
     p.description = ("Write an SVG picture of one dependency tree: words left to right with UPOS beneath, an arc "
                      "from each head to its dependent labelled with the relation, and a root arrow.")
     p.epilog = ("examples:\n  g2gt draw pred.conllu --sentence 3 -o tree.svg\n"
-                "  g2gt draw --text 'The cat sat on the mat.' -o tree.svg     # parsed by the shipped en_combined model")
+                "  g2gt draw --text 'The cat sat on the mat.' -o tree.svg     # parsed by the shipped en_combined model\n"
+                "  g2gt draw --coref --text 'Mary met John. She gave him her book.' --sentence 2 -o tree.svg")
     p.add_argument("input", nargs="?", metavar="INPUT.conllu", help="CoNLL-U file (or give --text)")
     p.add_argument("--text", help="raw text to parse with --model and draw (instead of INPUT)")
     p.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR",
@@ -102,6 +103,9 @@ def _configure_draw(p: argparse.ArgumentParser) -> None:
     group.add_argument("--sent-id", metavar="ID", help="pick the sentence by its '# sent_id'")
     p.add_argument("-o", "--output", default="-", metavar="FILE.svg", help="output file ('-' = stdout, default)")
     p.add_argument("--no-upos", action="store_true", help="do not print UPOS under the words")
+    p.add_argument("--coref", action="store_true",
+                   help="mark coreference mentions under the words, one colour per entity (singletons unmarked): "
+                        "the Entity= items of INPUT's MISC, or --text resolved by the model's coref stage")
     add_common_options(p, uses=("debug",))
     p.set_defaults(func=run_draw)
 
@@ -114,11 +118,11 @@ def run_draw(args: argparse.Namespace) -> int:
     from ..ud.draw import draw_conllu, draw_sentences
     from ..ud.io import open_output
 
-    kw = dict(sentence=args.sentence, sent_id=args.sent_id, show_upos=not args.no_upos)
+    kw = dict(sentence=args.sentence, sent_id=args.sent_id, show_upos=not args.no_upos, coref=args.coref)
     if args.text is not None:
         from .parsing import load_pipeline
 
-        sents = load_pipeline(args, "cpu")(args.text)
+        sents = load_pipeline(args, "cpu")(args.text, coref=args.coref)
         if not sents:
             raise UsageError("--text contains no words")
         svg = draw_sentences(sents, "--text", **kw)

@@ -3,12 +3,14 @@
 Everything else in :mod:`g2gt.serve` sees a :class:`LoadedModel` and :class:`g2gt.ud.io.Sentence` objects, so
 pointing the server at another pipeline class means editing this module only. It uses the library's public
 API: :meth:`g2gt.ud.pipeline.Pipeline.load` (what :func:`g2gt.load` returns), its ``parser`` / ``enhancer``
-stages, ``card``, and :func:`g2gt.ud.pipe.parse_many` (many requests' texts and sentences segmented and parsed
+stages and ``stages`` (is there a ``coref`` one), ``card``, and :func:`g2gt.ud.pipe.parse_many` (many requests' texts and sentences segmented and parsed
 in shared batches, one :class:`~g2gt.ud.document.Document` each, the failing ones isolated).
 
 UDPipe's steps map onto one call of the pipeline: ``tag=False`` keeps the input's UPOS / XPOS / FEATS /
 LEMMA (``keep=...``); ``parse=False`` puts the input's HEAD / DEPREL back after the call; with neither, only
-the tokenizer runs.
+the tokenizer runs. With ``coref``, each request is one document (or several, where CoNLL-U input starts them
+with ``# newdoc``), although many requests share one call: a request whose first sentence does not start a
+document gets a ``# newdoc`` for the call, taken away again from its result.
 """
 
 from __future__ import annotations
@@ -58,8 +60,8 @@ class LoadedModel:
 
     @classmethod
     def load(cls, spec: str, device: str = "cpu", dtype: str | None = "auto") -> "LoadedModel":
-        """Load ``spec`` (a shipped or installed name, a model folder, or ``NAME=DIR``) and its enhanced-UD
-        stage, so the first request that asks for it does not pay the loading time."""
+        """Load ``spec`` (a shipped or installed name, a model folder, or ``NAME=DIR``) and its enhanced-UD and
+        coreference stages, so the first request that asks for them does not pay the loading time."""
         from ..ud.pipeline import Pipeline
 
         name, where = model_name(spec)
@@ -71,7 +73,7 @@ class LoadedModel:
     def warm_up(self) -> None:
         """Run every stage once (the enhancer is loaded, lazy initialisation and kernel builds happen now), so
         the first request does not pay for it and worker threads never race to load a stage."""
-        out = self.run([WARM_UP_TEXT], enhanced=self.has_enhancer)[0]
+        out = self.run([WARM_UP_TEXT], enhanced=self.has_enhancer, coref=self.has_coref)[0]
         if isinstance(out, Exception):
             raise out
 
@@ -85,6 +87,11 @@ class LoadedModel:
     @property
     def has_enhancer(self) -> bool:
         return self.nlp.enhancer is not None
+
+    @property
+    def has_coref(self) -> bool:
+        """Whether the pipeline has a ``coref`` stage (a model folder with ``coref.pt``)."""
+        return "coref" in self.nlp.stages
 
     @property
     def description(self) -> str:
@@ -106,9 +113,11 @@ class LoadedModel:
 
     def run(self, inputs: Sequence[str | list[Sentence]], tag: bool = True, parse: bool = True,
             enhanced: bool = False, batch_tokens: int = 500,
-            prepare: Callable[[int, list[Sentence]], list[Sentence]] | None = None) -> list[Document | Exception]:
+            prepare: Callable[[int, list[Sentence]], list[Sentence]] | None = None,
+            coref: bool = False) -> list[Document | Exception]:
         """One :class:`Document` per input (raw text or sentences), or the exception that input caused: see
-        the module docstring for ``tag`` / ``parse``; ``enhanced`` adds DEPS (needs ``parse``); ``prepare``:
+        the module docstring for ``tag`` / ``parse``; ``enhanced`` adds DEPS (needs ``parse``); ``coref`` adds
+        coreference (``Entity=`` in MISC; needs ``parse`` and :attr:`has_coref`); ``prepare``:
         see :func:`g2gt.ud.pipe.parse_many`. ``batch_tokens``: padded words per model batch: sentences are
         sorted by length and cut into batches of at most this many, so one long sentence does not pad many
         short ones (32 random EWT sentences: ~1.25x the words/s of one 3,000-word batch)."""
@@ -117,24 +126,38 @@ class LoadedModel:
         from ..ud.limits import limit_sentence_words
 
         prepared: dict[int, list[Sentence]] = {}
+        coref = coref and parse
+        marked: set[int] = set()  # requests given a "# newdoc" for the call (module docstring)
 
         def prepare_and_keep(i: int, sentences: list[Sentence]) -> list[Sentence]:
-            prepared[i] = prepare(i, sentences) if prepare is not None else limit_sentence_words(sentences)
-            return prepared[i]
+            out = prepare(i, sentences) if prepare is not None else limit_sentence_words(sentences)
+            if coref and out and not _starts_document(out[0]):
+                out = [out[0].copy(), *out[1:]]
+                out[0].metadata["newdoc"] = None
+                marked.add(i)
+            prepared[i] = out
+            return out
 
         keep = () if tag else TAG_COLUMNS
         docs = parse_many(self.nlp, list(inputs), errors="return", prepare=prepare_and_keep,
                           only_tokenize=not (tag or parse), keep=keep, enhanced=enhanced and parse,
-                          batch_tokens=batch_tokens)
+                          batch_tokens=batch_tokens, **({"coref": True} if coref else {}))
         for i, doc in enumerate(docs):
             if not isinstance(doc, Document):
                 continue
             doc.model = self.name
+            if i in marked and len(doc):
+                doc[0].metadata.pop("newdoc", None)
             if tag and not parse:  # the input's HEAD / DEPREL back
                 for src, dst in zip(prepared[i], doc):
                     for a, b in zip(src.words, dst.words):
                         b["head"], b["deprel"] = a["head"], a["deprel"]
         return docs
+
+
+def _starts_document(sentence: Sentence) -> bool:
+    md = sentence.metadata
+    return "newdoc" in md or "newdoc id" in md
 
 
 def load_models(specs: Sequence[str], device: str = "cpu", dtype: str | None = "auto") -> dict[str, LoadedModel]:

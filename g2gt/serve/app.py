@@ -5,8 +5,9 @@ Routes::
     GET  /                  the web page (static/index.html; app.js and style.css under /static/)
     GET  /models            UDPipe: {"models": {name: components}, "default_model": name}
     GET|POST /process       UDPipe: tokenize / tag / parse (see g2gt.serve.udpipe)
-    GET  /v1/models         the models with their descriptions and whether they predict enhanced UD
-    POST /v1/parse          JSON in, a Document's JSON out (g2gt.ud.document; OpenAPI at /docs)
+    GET  /v1/models         the models with their descriptions, whether they predict enhanced UD, coreference
+    POST /v1/parse          JSON in, a Document's JSON out (g2gt.ud.document; OpenAPI at /docs): its
+                            sentences, and its entities with coref=true
     GET  /health            queue and batch counters
 
 Every request that needs a model becomes one job of the :class:`~g2gt.serve.batching.Batcher`; while it
@@ -198,7 +199,7 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
     async def v1_models() -> dict:
         return {"default_model": next(iter(models)),
                 "models": [{"name": n, "description": m.description, "components": m.components,
-                            "enhanced": m.has_enhancer} for n, m in models.items()]}
+                            "enhanced": m.has_enhancer, "coref": m.has_coref} for n, m in models.items()]}
 
     @app.post("/v1/parse", summary="parse text, tokenized sentences or CoNLL-U",
               responses={200: {"model": ParseResponse}})
@@ -210,19 +211,28 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
         model = resolve_model(models, req.model)
         if req.enhanced and not model.has_enhancer:
             raise RequestError(f"enhanced: the model {model.name!r} has no enhanced-UD part")
+        if req.coref and not model.has_coref:
+            with_coref = [n for n, m in models.items() if m.has_coref]
+            raise RequestError(f"coref: the model {model.name!r} has no coreference stage (coref.pt in its "
+                               "folder); " + (f"models with one: {', '.join(with_coref)}" if with_coref else
+                                              "none of the models served has one"))
         if req.text is not None:
             work = Work(text=req.text, presegmented=req.presegmented, id_prefix="s")
         elif req.sentences is not None:
             work = Work(sentences=_tokens_input(req.sentences))
         else:
             work = Work(sentences=read_conllu_text(req.conllu or ""), split_long=False)
-        doc = await run_job(request, batcher, Options(model.name, enhanced=req.enhanced), work)
-        out = doc.to_dict()  # the same JSON as g2gt.load()(text).to_json() and g2gt parse --format json
+        doc = await run_job(request, batcher, Options(model.name, enhanced=req.enhanced, coref=req.coref), work)
+        try:
+            out = doc.to_dict()  # the same JSON as g2gt.load()(text).to_json() and g2gt parse --format json
+        except ValueError as e:  # CoNLL-U input whose Entity= brackets do not read
+            raise RequestError(str(e)) from None
         if req.svg:
-            from ..ud.draw import render_svg
+            from ..ud.draw import coref_marks, render_svg
 
-            for s, d in zip(doc, out["sentences"]):
-                d["svg"] = render_svg(s)
+            marks = coref_marks(doc) if "entities" in out else [()] * len(doc)
+            for s, d, m in zip(doc, out["sentences"], marks):
+                d["svg"] = render_svg(s, marks=m)
         if req.return_conllu:
             out["conllu"] = doc.conllu()
         return JSONResponse(out)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ParseRequest", "ParseResponse", "SentenceOut", "WordOut", "TokenOut", "EdgeOut", "EmptyNodeOut"]
+__all__ = ["ParseRequest", "ParseResponse", "SentenceOut", "WordOut", "TokenOut", "EdgeOut", "EmptyNodeOut",
+           "EntityOut", "MentionOut"]
 
 
 class ParseRequest(BaseModel):
@@ -22,7 +23,12 @@ class ParseRequest(BaseModel):
     model: str | None = Field(None, description="a model name from GET /v1/models (default: the server's first)")
     presegmented: bool = Field(False, description="with text: every line is one sentence")
     enhanced: bool = Field(False, description="also predict the enhanced UD graph (DEPS)")
-    svg: bool = Field(False, description="add each sentence's tree drawn as SVG")
+    coref: bool = Field(False, description="also resolve coreference (the model needs a coref stage, see "
+                                           "GET /v1/models): CorefUD Entity= items in MISC and the response's "
+                                           "entities; the input is one document unless CoNLL-U input starts "
+                                           "others with '# newdoc'")
+    svg: bool = Field(False, description="add each sentence's tree drawn as SVG (with coref: mentions of one "
+                                         "entity underlined in one colour)")
     return_conllu: bool = Field(False, description="add the whole result as CoNLL-U text")
 
 
@@ -79,10 +85,29 @@ class SentenceOut(BaseModel):
     svg: str | None = Field(None, description="with svg=true")
 
 
+class MentionOut(BaseModel):
+    sentence: int = Field(description="0-based index of its (first) sentence in sentences")
+    start: int = Field(description="its first word's id in that sentence")
+    end: int = Field(description="its last word's id (inclusive), in sentence end_sentence")
+    end_sentence: int = Field(description="0-based index of its last word's sentence (= sentence unless the "
+                                          "mention runs across sentences)")
+    text: str = Field(description="its words joined by spaces")
+    head: int | None = Field(description="its head word's id when the Entity layout records heads")
+
+
+class EntityOut(BaseModel):
+    document: int = Field(description="0-based index of its document (documents start at '# newdoc')")
+    id: str = Field(description="the entity id of its Entity= brackets (unique within a document)")
+    type: str = Field(description="the entity type, e.g. person, place, object (empty when not given)")
+    mentions: list[MentionOut] = Field(description="in document order; one mention: a singleton")
+
+
 class ParseResponse(BaseModel):
     """A :class:`g2gt.ud.document.Document`'s ``to_dict()`` (the JSON of ``g2gt parse --format json``)."""
 
     model: str
     text: str = Field(description="the document's text, which every offset points into")
     sentences: list[SentenceOut]
+    entities: list[EntityOut] | None = Field(None, description="with coref=true (when any mention was found): "
+                                                              "the entities in order of their first mention")
     conllu: str | None = Field(None, description="with return_conllu=true")

@@ -31,6 +31,7 @@ class Options:
     tag: bool = True
     parse: bool = True
     enhanced: bool = False
+    coref: bool = False
 
 
 @dataclass
@@ -81,7 +82,8 @@ class ParseService:
                     s.metadata["sent_id"] = f"{w.id_prefix}{k}"
             return limit_lengths(sentences, self.max_sentence_words, w.split_long)
 
-        docs = model.run(inputs, options.tag, options.parse, options.enhanced, self.batch_tokens, prepare)
+        docs = model.run(inputs, options.tag, options.parse, options.enhanced, self.batch_tokens, prepare,
+                         coref=options.coref)
         out: list = []
         for i, (w, doc) in enumerate(zip(works, docs)):
             if i in early:

@@ -25,7 +25,10 @@ CoNLL-U) it is built from the tokens: joined by one space, none after a token wh
                                "start_char": 0, "end_char": 1}, ...],
                     "enhanced": [{"head": 4, "dependent": 1, "label": "nsubj"}, ...],  (when DEPS are there)
                     "empty_nodes": [{"id": "8.1", "text": "ran", ...}]},              (when there are some)
-                   ...]}
+                   ...],
+     "entities": [{"document": 0, "id": "1", "type": "person",                   (with coref=True)
+                   "mentions": [{"sentence": 0, "start": 1, "end": 1, "end_sentence": 0, "text": "I",
+                                 "head": null}, ...]}, ...]}
 
 Every column holds its CoNLL-U text (``null`` for ``_``; ``head`` an integer), so :meth:`Document.from_dict`
 rebuilds the same CoNLL-U bytes. ``tokens`` lists every surface token (a multiword token once, with the ids of
@@ -281,9 +284,13 @@ class Document(list):
         return entities(self)
 
     def to_dict(self) -> dict:
-        """The JSON object of the module docstring (plain dicts and lists)."""
-        return {"model": self.model, "text": self.text,
-                "sentences": [sentence_dict(s, sp) for s, sp in zip(self, self.spans())]}
+        """The JSON object of the module docstring (plain dicts and lists), with ``"entities"``
+        (:attr:`entities`) when a word's MISC has ``Entity=`` (``nlp(text, coref=True)``)."""
+        out = {"model": self.model, "text": self.text,
+               "sentences": [sentence_dict(s, sp) for s, sp in zip(self, self.spans())]}
+        if any("Entity" in (w["misc"] or {}) for s in self for w in s.words):
+            out["entities"] = self.entities
+        return out
 
     def to_json(self, indent: int | None = None) -> str:
         """:meth:`to_dict` as a JSON string (UTF-8 characters kept as they are, not escaped)."""

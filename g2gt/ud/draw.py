@@ -7,23 +7,94 @@ arc.  The root word gets a vertical arrow from above labelled ``root`` (or its
 DEPREL).  Arc heights follow nesting: an arc is one level higher than the
 highest arc strictly inside its span, so arcs never hide each other's labels.
 The picture's width grows with the words' lengths; all text is XML-escaped.
+
+**Coreference** (``marks``, from :func:`coref_marks`): each mention of an entity with two or more mentions is a
+bar under its words in its entity's colour (one colour per entity of a document, :func:`entity_color`), the
+entity id beneath it and ``entity ID (TYPE): mention text`` as its tooltip (``<title>``). Bars nest like the
+arcs: a bar is one row lower than the lowest bar it overlaps among the shorter ones. Singletons get no bar.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Sequence
 from xml.sax.saxutils import escape
 
 from .io.conllu import Sentence, read_conllu
 
-__all__ = ["render_svg", "tree_svg", "draw_conllu"]
+__all__ = ["render_svg", "tree_svg", "draw_conllu", "draw_sentences", "Mark", "coref_marks", "entity_color",
+           "PALETTE"]
 
 CHAR_W = 7.6  # approximate advance of one character at FONT px (sans-serif)
 FONT = 14
 LABEL_FONT = 11
 LEVEL_H = 28
 MARGIN = 20
+MARK_H = 16  # one row of coreference bars: the bar and its entity id
+# the colours of entities 1..12 of a document (the server's page uses the same list, static/app.js)
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+           "#bcbd22", "#393b79", "#637939", "#843c39")
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One coreference mention to draw: words ``start..end`` (1-based, inclusive) of one sentence."""
+
+    start: int
+    end: int
+    entity: str
+    etype: str
+    color: str
+    text: str = ""
+
+
+def entity_color(k: int) -> str:
+    """The colour of a document's ``k``-th entity (0-based, counting entities with two or more mentions):
+    :data:`PALETTE`, then hues 137.5 degrees apart (``hsl(...)``)."""
+    if k < len(PALETTE):
+        return PALETTE[k]
+    return f"hsl({(k - len(PALETTE)) * 137.508 % 360:.0f}, 65%, 40%)"
+
+
+def coref_marks(sentences: Sequence[Sentence]) -> list[list[Mark]]:
+    """For each sentence, the :class:`Mark` of every mention of an entity with at least two mentions, read from
+    the ``Entity=`` items of MISC (:func:`g2gt.ud.coref.io.entities`; documents start at ``# newdoc``). A
+    mention across sentences is marked in each of them. Colours count entities per document; the marks of a
+    sentence are in order of their first word, then longest first.
+
+    Raises:
+        g2gt.ud.coref.io.CorefFormatError: a malformed ``Entity`` value (file and line named).
+    """
+    from .coref.io import entities
+
+    out: list[list[Mark]] = [[] for _ in sentences]
+    k, doc = 0, None
+    for e in entities(sentences):
+        if len(e["mentions"]) < 2:
+            continue
+        if e["document"] != doc:
+            k, doc = 0, e["document"]
+        color = entity_color(k)
+        k += 1
+        for m in e["mentions"]:
+            for s in range(m["sentence"], m["end_sentence"] + 1):
+                a = m["start"] if s == m["sentence"] else 1
+                b = m["end"] if s == m["end_sentence"] else len(sentences[s])
+                out[s].append(Mark(a, b, str(e["id"]), e["type"] or "", color, m["text"]))
+    for ms in out:
+        ms.sort(key=lambda m: (m.start, -m.end))
+    return out
+
+
+def _mark_rows(marks: Sequence[Mark]) -> list[int]:
+    """Row (1 = nearest the words) of each mark: one below the lowest shorter mark it overlaps."""
+    order = sorted(range(len(marks)), key=lambda i: (marks[i].end - marks[i].start, marks[i].start))
+    rows = [0] * len(marks)
+    for n, i in enumerate(order):
+        below = [rows[j] for j in order[:n] if marks[j].start <= marks[i].end and marks[i].start <= marks[j].end]
+        rows[i] = 1 + max(below, default=0)
+    return rows
 
 
 def _levels(heads: Sequence[int | None]) -> dict[int, int]:
@@ -41,11 +112,15 @@ def _levels(heads: Sequence[int | None]) -> dict[int, int]:
 
 
 def tree_svg(forms: Sequence[str], heads: Sequence[int | None], deprels: Sequence[str | None],
-             upos: Sequence[str] | None = None, title: str | None = None) -> str:
-    """SVG text for a tree given as parallel lists (heads 1-based, 0 = root, None = unknown)."""
+             upos: Sequence[str] | None = None, title: str | None = None, marks: Sequence[Mark] = ()) -> str:
+    """SVG text for a tree given as parallel lists (heads 1-based, 0 = root, None = unknown); ``marks``:
+    coreference mentions drawn as bars under the words (module docstring)."""
     n = len(forms)
     if not (len(heads) == len(deprels) == n) or (upos is not None and len(upos) != n):
         raise ValueError(f"tree_svg: {n} forms but {len(heads)} heads and {len(deprels)} deprels")
+    for m in marks:
+        if not 1 <= m.start <= m.end <= n:
+            raise ValueError(f"tree_svg: mention {m.start}..{m.end} of entity {m.entity} is outside words 1..{n}")
     label_w = [len(r or "") * 0.62 * LABEL_FONT for r in deprels]
     widths = []
     for i, f in enumerate(forms):
@@ -71,7 +146,9 @@ def tree_svg(forms: Sequence[str], heads: Sequence[int | None], deprels: Sequenc
     top = MARGIN + (LABEL_FONT + 6 if title else 0)
     base = top + max(max_level, 1 if has_root else 0) * LEVEL_H + LABEL_FONT + 16
     word_y = base + FONT + 6
-    height = word_y + (FONT + 8 if upos else 0) + MARGIN
+    rows = _mark_rows(marks)
+    marks_y = word_y + (FONT + 8 if upos else 0) + 6  # top of the first row of bars
+    height = marks_y - 6 + max(rows, default=0) * MARK_H + MARGIN
 
     out: list[str] = []
     out.append(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
@@ -116,41 +193,64 @@ def tree_svg(forms: Sequence[str], heads: Sequence[int | None], deprels: Sequenc
         if upos:
             out.append(f'<text class="upos" x="{centers[i]:.1f}" y="{word_y + FONT + 4:.1f}" '
                        f'font-size="{LABEL_FONT}" text-anchor="middle" fill="#777">{escape(upos[i])}</text>')
+    for m, row in sorted(zip(marks, rows), key=lambda x: (x[1], x[0].start)):
+        x0 = centers[m.start - 1] - widths[m.start - 1] / 2 + 4
+        x1 = centers[m.end - 1] + widths[m.end - 1] / 2 - 4
+        y = marks_y + (row - 1) * MARK_H
+        tip = f"entity {m.entity}" + (f" ({m.etype})" if m.etype else "") + (f": {m.text}" if m.text else "")
+        out.append(f'<g class="mention" data-entity="{escape(m.entity, {chr(34): "&quot;"})}">'
+                   f"<title>{escape(tip)}</title>"
+                   f'<rect x="{x0:.1f}" y="{y:.1f}" width="{x1 - x0:.1f}" height="3" fill="{m.color}"/>'
+                   f'<text class="entity" x="{(x0 + x1) / 2:.1f}" y="{y + 12:.1f}" font-size="9" '
+                   f'text-anchor="middle" fill="{m.color}">{escape(m.entity)}</text></g>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
 
-def render_svg(sentence: Sentence, show_upos: bool = True) -> str:
-    """SVG text of one :class:`~g2gt.ud.io.Sentence` (words without a head get no arc)."""
+def render_svg(sentence: Sentence, show_upos: bool = True, marks: Sequence[Mark] = ()) -> str:
+    """SVG text of one :class:`~g2gt.ud.io.Sentence` (words without a head get no arc); ``marks``: its
+    coreference mentions (an entry of :func:`coref_marks`)."""
     title = sentence.sent_id or None
     if sentence.text:
         title = f"{title}: {sentence.text}" if title else sentence.text
     upos = sentence.upos if show_upos and any(u != "_" for u in sentence.upos) else None
-    return tree_svg(sentence.forms, sentence.heads, sentence.deprels, upos, title)
+    return tree_svg(sentence.forms, sentence.heads, sentence.deprels, upos, title, marks)
 
 
 def draw_conllu(path: str | os.PathLike, sentence: int | None = None, sent_id: str | None = None,
-                show_upos: bool = True) -> str:
+                show_upos: bool = True, coref: bool = False) -> str:
     """SVG of one sentence of a CoNLL-U file, chosen by 1-based number or ``sent_id``
-    (default: the first).
+    (default: the first); ``coref``: with its coreference mentions (the file's ``Entity=`` items).
 
     Raises:
-        ValueError: the number is outside ``1..len(file)`` or the id is not found.
+        ValueError: the number is outside ``1..len(file)``, the id is not found, or ``coref`` is asked of a
+            file without ``Entity=``.
     """
-    return draw_sentences(read_conllu(path), os.fspath(path), sentence, sent_id, show_upos)
+    return draw_sentences(read_conllu(path), os.fspath(path), sentence, sent_id, show_upos, coref)
 
 
 def draw_sentences(sents: Sequence[Sentence], name: str, sentence: int | None = None, sent_id: str | None = None,
-                   show_upos: bool = True) -> str:
-    """SVG of one of ``sents`` (named ``name`` in messages), chosen as :func:`draw_conllu` does."""
+                   show_upos: bool = True, coref: bool = False) -> str:
+    """SVG of one of ``sents`` (named ``name`` in messages), chosen as :func:`draw_conllu` does; ``coref``:
+    with the mentions of :func:`coref_marks` (read from the whole document, so that an entity has the same
+    colour in every sentence)."""
     if sentence is not None and sent_id is not None:
         raise ValueError("give either a sentence number or a sent_id, not both")
     if sent_id is not None:
-        for s in sents:
-            if s.sent_id == sent_id:
-                return render_svg(s, show_upos)
-        raise ValueError(f"{name}: no sentence with sent_id {sent_id!r} ({len(sents)} sentences in the file)")
-    k = 1 if sentence is None else int(sentence)
+        ks = [k for k, s in enumerate(sents, 1) if s.sent_id == sent_id]
+        if not ks:
+            raise ValueError(f"{name}: no sentence with sent_id {sent_id!r} ({len(sents)} sentences in the file)")
+        k = ks[0]
+    else:
+        k = 1 if sentence is None else int(sentence)
     if not 1 <= k <= len(sents):
         raise ValueError(f"{name} has {len(sents)} sentence(s); sentence number {k} is outside 1..{len(sents)}")
-    return render_svg(sents[k - 1], show_upos)
+    marks: Sequence[Mark] = ()
+    if coref:
+        from .coref.metrics import has_entities
+
+        if not has_entities(sents):
+            raise ValueError(f"{name}: no coreference to draw (no Entity= item in MISC); resolve it first, e.g. "
+                             "g2gt coref --model MODEL INPUT -o OUTPUT, or parse with --coref")
+        marks = coref_marks(sents)[k - 1]
+    return render_svg(sents[k - 1], show_upos, marks)

@@ -1,11 +1,15 @@
 // The g2gt web page: text in, POST /v1/parse, every sentence drawn (the server's SVG tree), a table of the
-// CoNLL-U columns, the enhanced graph on request (drawn here), and the result as a CoNLL-U download.
+// CoNLL-U columns, the enhanced graph on request (drawn here), coreference on request (the text with the
+// mentions of each entity in one colour), and the result as a CoNLL-U download.
 // No external resources: everything comes from this server.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const SVG_NS = "http://www.w3.org/2000/svg";
 const COLUMNS = ["ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC"];
+// entity colours, the same list as the server's drawings (g2gt.ud.draw.PALETTE), then hues 137.5 degrees apart
+const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+                 "#bcbd22", "#393b79", "#637939", "#843c39"];
 let downloadUrl = null;
 
 function showError(message) {
@@ -28,6 +32,7 @@ async function loadModels() {
     option.textContent = m.name;
     option.title = m.description || "";
     option.dataset.enhanced = String(m.enhanced);
+    option.dataset.coref = String(Boolean(m.coref));
     select.appendChild(option);
   }
   select.value = info.default_model;
@@ -36,9 +41,11 @@ async function loadModels() {
 
 function updateEnhanced() {
   const option = $("model").selectedOptions[0];
-  const available = Boolean(option) && option.dataset.enhanced === "true";
-  $("enhanced").disabled = !available;
-  if (!available) $("enhanced").checked = false;
+  for (const what of ["enhanced", "coref"]) {
+    const available = Boolean(option) && option.dataset[what] === "true";
+    $(what).disabled = !available;
+    if (!available) $(what).checked = false;
+  }
 }
 
 async function parse(event) {
@@ -56,7 +63,7 @@ async function parse(event) {
       method: "POST",
       headers: {"Content-Type": "application/json"},
       body: JSON.stringify({text: text, model: $("model").value, enhanced: $("enhanced").checked,
-                            svg: true, return_conllu: true}),
+                            coref: $("coref").checked, svg: true, return_conllu: true}),
     });
     const body = await response.text();
     if (!response.ok) throw new Error(`${response.status}: ${body}`);
@@ -76,6 +83,7 @@ async function parse(event) {
 function render(result) {
   const results = $("results");
   results.replaceChildren();
+  if (result.entities) results.appendChild(renderCoref(result));
   result.sentences.forEach((sentence, i) => results.appendChild(renderSentence(sentence, i)));
   if (downloadUrl) URL.revokeObjectURL(downloadUrl);
   downloadUrl = URL.createObjectURL(new Blob([result.conllu || ""], {type: "text/plain;charset=utf-8"}));
@@ -146,6 +154,104 @@ function renderTable(sentence) {
     }
   }
   return table;
+}
+
+// ---------------------------------------------------------------- coreference
+function entityColor(k) {
+  return k < PALETTE.length ? PALETTE[k] : `hsl(${Math.round((k - PALETTE.length) * 137.508 % 360)}, 65%, 40%)`;
+}
+
+function colouredEntities(entities) {
+  // the entities with two or more mentions, each with its colour (counted per document, as the drawings do)
+  const out = [];
+  let k = 0, doc = null;
+  for (const e of entities) {
+    if (e.mentions.length < 2) continue;
+    if (e.document !== doc) { k = 0; doc = e.document; }
+    out.push({...e, color: entityColor(k++)});
+  }
+  return out;
+}
+
+function mentionSpans(result, entities) {
+  // every mention of the coloured entities as a character range [start, end) of result.text
+  const tokenOf = result.sentences.map((s) => {
+    const m = new Map();
+    for (const t of s.tokens) for (const w of t.words) m.set(w, t);
+    return m;
+  });
+  const spans = [];
+  for (const e of entities) {
+    for (const m of e.mentions) {
+      const first = tokenOf[m.sentence]?.get(m.start), last = tokenOf[m.end_sentence]?.get(m.end);
+      if (!first || !last || first.start_char === null || last.end_char === null) continue;
+      spans.push({start: first.start_char, end: last.end_char, entity: e, text: m.text});
+    }
+  }
+  // outer before inner; a mention that crosses an open one is cut at its end, so the spans nest
+  spans.sort((a, b) => a.start - b.start || b.end - a.end);
+  return spans;
+}
+
+function nestSpans(spans) {
+  const root = {start: -Infinity, end: Infinity, children: []};
+  const stack = [root];
+  for (const s of spans) {
+    while (stack.length > 1 && stack[stack.length - 1].end <= s.start) stack.pop();
+    const parent = stack[stack.length - 1];
+    const node = {...s, end: Math.min(s.end, parent.end), children: []};
+    if (node.end <= node.start) continue;
+    parent.children.push(node);
+    stack.push(node);
+  }
+  const height = (n) => (n.height = 1 + Math.max(0, ...n.children.map(height)));
+  root.children.forEach(height);
+  return root;
+}
+
+function renderMentions(text, node, from, to) {
+  // text[from, to) as DOM nodes, the children of node wrapped in coloured spans
+  const frag = document.createDocumentFragment();
+  let at = from;
+  for (const c of node.children) {
+    if (c.start > at) frag.appendChild(document.createTextNode(text.slice(at, c.start)));
+    const span = element("span", "mention");
+    const e = c.entity;
+    span.dataset.entity = e.id;
+    span.dataset.document = String(e.document);
+    span.title = `entity ${e.id}` + (e.type ? ` (${e.type})` : "") + `: ${e.mentions.length} mentions`;
+    span.style.borderBottomColor = e.color;
+    span.style.backgroundColor = `color-mix(in srgb, ${e.color} 14%, transparent)`;
+    span.style.paddingBottom = `${1 + 4 * (c.height - 1)}px`;  // an outer mention's line below its inner ones'
+    span.appendChild(renderMentions(text, c, c.start, c.end));
+    frag.appendChild(span);
+    at = c.end;
+  }
+  if (to > at) frag.appendChild(document.createTextNode(text.slice(at, to)));
+  return frag;
+}
+
+function renderCoref(result) {
+  const section = element("section", "coref");
+  section.appendChild(element("h2", "", "Coreference"));
+  const entities = colouredEntities(result.entities);
+  const shown = element("p", "coref-text");
+  shown.appendChild(renderMentions(result.text, nestSpans(mentionSpans(result, entities)), 0, result.text.length));
+  section.appendChild(shown);
+  const list = element("ul", "entities");
+  for (const e of entities) {
+    const item = element("li");
+    const chip = element("span", "chip", e.id);
+    chip.style.backgroundColor = e.color;
+    item.appendChild(chip);
+    item.appendChild(document.createTextNode(` ${e.type || "entity"}: ${e.mentions.map((m) => m.text).join(" · ")}`));
+    list.appendChild(item);
+  }
+  section.appendChild(list);
+  const single = result.entities.length - entities.length;
+  section.appendChild(element("p", "note", entities.length ? `${single} entities with one mention (not coloured)` :
+    `no entity with two or more mentions (${single} with one)`));
+  return section;
 }
 
 // ---------------------------------------------------------------- the enhanced graph
