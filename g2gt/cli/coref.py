@@ -1,8 +1,8 @@
 """``g2gt train coref`` and ``g2gt coref``: coreference (CorefUD ``Entity=`` in MISC) from parsed documents.
 
 Model options come from :class:`g2gt.ud.coref.CorefConfig`, optimisation options from
-:class:`g2gt.core.config.TrainConfig` and task options from :func:`g2gt.ud.coref.train.train_coref`'s keyword
-arguments; the CLI defaults that differ from those are declared once below (``*_CLI_DEFAULTS``).
+:class:`g2gt.core.config.TrainConfig` with the recipe's defaults (:func:`g2gt.ud.coref.train.coref_train_config`)
+and task options from :func:`g2gt.ud.coref.train.train_coref`'s keyword arguments.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 
 from .common import (
     UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path, check_output_path,
-    data_file_arg, option_values,
+    data_file_arg, field_default, option_values,
 )
 from .training import ENCODER_HELP, add_training_groups, start_run
 
@@ -29,7 +29,6 @@ MODEL_HELP = ENCODER_HELP | {
 }
 TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
                  "eval_every", "seed", "amp")
-TRAIN_CLI_DEFAULTS = {"lr": 1e-3, "grad_clip": 5.0, "eval_every": 400, "cooldown": 0.3}
 TASK_OPTIONS = ("window", "min_freq", "word_dropout")
 TASK_HELP = {
     "window": "most words of a training window (whole sentences; antecedents are searched inside it)",
@@ -52,7 +51,7 @@ def register_train(subparsers) -> None:
 # ---------------------------------------------------------------------------- train coref
 def _configure_train(p: argparse.ArgumentParser) -> None:
     from ..ud.coref.config import CorefConfig
-    from ..ud.coref.train import train_coref
+    from ..ud.coref.train import coref_train_config, train_coref
 
     p.description = (
         "Train a graph-to-graph coreference model on documents with CorefUD annotations (Entity= in MISC, e.g. "
@@ -61,11 +60,14 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
         "heads with their entity type, chooses each mention's first and last word inside the head's subtree, "
         "and scores antecedents between mention heads (biaffine, as a parser scores arcs). Model selection: "
         "CoNLL F1 (mean of MUC, B3, CEAF-e; head match, no singletons, as the CRAC shared tasks) on --dev "
-        "documents resolved from their gold trees. Writes OUT/best.pt, last.pt, log.jsonl and config.json.")
+        "documents resolved from their gold trees. Writes OUT/best.pt, last.pt, log.jsonl and config.json. "
+        "--init-from continues a trained coreference stage (weights, vocabularies, configuration, link threshold) "
+        "with a fresh optimizer and schedule.")
     p.epilog = (
         "examples:\n"
         "  g2gt train coref --out runs/coref --max-minutes 60 --threads 1\n"
         "  g2gt train coref --out runs/coref --max-minutes 60 --resume   # continue an interrupted run\n"
+        "  g2gt train coref --init-from en_combined --out runs/coref2 --max-minutes 30 --lr 3e-4   # train further\n"
         "Defaults for --train / --dev: $G2GT_DATA/" + GUM_TRAIN + " and $G2GT_DATA/" + GUM_DEV +
         " ($G2GT_DATA: a data folder laid out as data/README.md of the g2gt repository says).")
     data = p.add_argument_group("data")
@@ -73,15 +75,20 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     data.add_argument("--dev", metavar="FILE", help="development CoNLL-U with trees and Entity= (default: GUM dev)")
     data.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs)")
     data.add_argument("--resume", action="store_true", help="continue from OUT/last.pt (same budget, same settings)")
+    data.add_argument("--init-from", metavar="MODEL", default=None,
+                      help="warm start: continue this coreference stage (a model's name such as en_combined, a model "
+                           "folder with coref.pt, a training folder or a checkpoint) with its weights, vocabularies "
+                           "and architecture instead of random weights; optimizer and schedule start fresh")
     add_training_groups(p, CorefConfig, MODEL_OPTIONS, train_coref, TASK_OPTIONS, TRAIN_OPTIONS,
                         model_help=MODEL_HELP, task_help=TASK_HELP, batch_tokens=TRAIN_BATCH_TOKENS,
-                        train_defaults=TRAIN_CLI_DEFAULTS)
+                        recipe=coref_train_config)
     p.set_defaults(func=run_train)
 
 
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
-    from ..ud.coref.train import train_coref
+    from ..ud.coref.config import CorefConfig
+    from ..ud.coref.train import coref_train_config, train_coref
     from ..ud.io.conllu import read_conllu
 
     train_path = data_file_arg(args.train, GUM_TRAIN, "--train")
@@ -91,8 +98,13 @@ def run_train(args: argparse.Namespace) -> int:
     train = read_conllu(train_path, require_heads=True)
     dev = read_conllu(dev_path, require_heads=True)
     print(f"train: {train_path} ({len(train)} sentences), dev: {dev_path} ({len(dev)} sentences)", file=sys.stderr)
-    tc = start_run(args, TRAIN_OPTIONS, device, "conll")
-    _, history = train_coref(train, dev, args.out, option_values(args, MODEL_OPTIONS), tc,
+    model = option_values(args, MODEL_OPTIONS)
+    if args.init_from and not args.resume:  # the source's architecture, except for options set to another value
+        model = {k: v for k, v in model.items() if v != field_default(CorefConfig, k)}
+        print(f"--init-from {args.init_from}: its architecture and vocabularies"
+              + (f" with {', '.join(f'{k}={v}' for k, v in model.items())}" if model else ""), file=sys.stderr)
+    tc = start_run(args, TRAIN_OPTIONS, device, "conll", recipe=coref_train_config, init_from=args.init_from)
+    _, history = train_coref(train, dev, args.out, model, tc,
                              max_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
     best = max(history, key=lambda h: h.get("conll", 0)) if history else {}
     print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (gold trees, head match, no singletons) CoNLL F1 "

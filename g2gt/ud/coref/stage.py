@@ -3,7 +3,8 @@
 Importing this module registers the stage (:func:`g2gt.ud.stage.register_stage`); :class:`g2gt.ud.pipeline.Pipeline`
 imports it, so ``g2gt.load(folder)`` of a folder with ``coref.pt`` has the stage, loaded on first use. It runs
 on request only, like ``enhance``: ``nlp(text, coref=True)``. :func:`add_to_model_folder` writes a trained
-coreference model into a model folder (``coref.pt`` and its entry in ``model.json``).
+coreference model into a model folder (``coref.pt`` and its entry in ``model.json``);
+:func:`coref_checkpoint` finds the coreference checkpoint of a model's name, a model or training folder or a file.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from ..stage import LazyStage, StageContext, register_stage
 
-__all__ = ["FILE_NAME", "make_coref_stage", "add_to_model_folder"]
+__all__ = ["FILE_NAME", "make_coref_stage", "add_to_model_folder", "coref_checkpoint"]
 
 FILE_NAME = "coref.pt"
 
@@ -60,3 +61,19 @@ def add_to_model_folder(source: str | os.PathLike, folder: str | os.PathLike, st
     parts["coref"] = {"file": FILE_NAME, "bytes": dst.stat().st_size}
     write_card(out, {"parts": parts, **extra, **(card or {})})
     return dst
+
+
+def coref_checkpoint(name_or_path: str | os.PathLike) -> Path:
+    """The coreference checkpoint of a shipped or installed model's name (``en_combined``) or a model folder
+    (its ``coref.pt``), a folder written by ``g2gt train coref`` (``best.pt``, else ``last.pt``) or a checkpoint
+    file. ``FileNotFoundError`` naming what is missing (a model without a coreference stage, an unknown name)."""
+    from ...core.checkpoint import resolve_checkpoint
+    from ..models import find_model, is_model_folder
+
+    where = find_model(name_or_path)
+    if where.is_dir() and (where / FILE_NAME).is_file():
+        return where / FILE_NAME
+    if is_model_folder(where):
+        raise FileNotFoundError(f"{name_or_path}: this model folder has no {FILE_NAME} (a model without a "
+                                "coreference stage)")
+    return resolve_checkpoint(where)

@@ -38,11 +38,14 @@ class CorefTask:
         max_tokens: words per batch (at least one window).
         word_dropout: probability of replacing a word id by ``<unk>`` in training.
         layout: the treebank's ``global.Entity`` layout (saved with the model for its output).
+        max_distance: clip distance of the relative-position labels (the model's).
+        threshold: antecedent score a link must beat in the dev evaluation, saved with the model (0 = "no
+            antecedent" as trained; a warm start keeps its source's).
     """
 
     def __init__(self, train_docs: Sequence, dev_docs: Sequence, vocab: CorefVocab, window: int = 512,
                  max_tokens: int = 1024, word_dropout: float = 0.1, seed: int = 1, layout: str = DEFAULT_LAYOUT,
-                 max_distance: int = 16) -> None:
+                 max_distance: int = 16, threshold: float = 0.0) -> None:
         if not 0.0 <= word_dropout <= 1.0:
             raise ValueError(f"word_dropout must be in [0, 1], got {word_dropout}")
         if window < 16:
@@ -56,6 +59,7 @@ class CorefTask:
         self.seed = seed
         self.layout = layout
         self.max_distance = max_distance
+        self.threshold = float(threshold)
 
     def _batches(self, epoch: int, rank: int, world_size: int) -> list[list[tuple[int, int, int]]]:
         wins = shuffled_windows(self.train, self.window, (self.seed * 7919 + epoch) * 1_000_003)
@@ -91,7 +95,7 @@ class CorefTask:
 
     def evaluate(self, model) -> dict[str, float]:
         core = model.module if hasattr(model, "module") else model
-        pred = Coreferencer(core, self.vocab, self.layout).predict_docs(self.dev)
+        pred = Coreferencer(core, self.vocab, self.layout, threshold=self.threshold).predict_docs(self.dev)
         if "head" not in self.layout.split("-"):  # as the scorer reads the written file: head = first word
             pred = [[dataclasses.replace(m, head=None) for m in doc] for doc in pred]
         gold = [ex.mentions for ex in self.dev]
@@ -103,4 +107,5 @@ class CorefTask:
         return scores
 
     def checkpoint_extra(self) -> dict:
-        return {"kind": "coref", "vocab": self.vocab.to_dict(), "layout": self.layout, "window": self.window}
+        return {"kind": "coref", "vocab": self.vocab.to_dict(), "layout": self.layout, "window": self.window,
+                "threshold": self.threshold}
