@@ -34,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=None, help="gold CoNLL-U (default: UD EWT dev)")
     ap.add_argument("--threads", type=int, default=1, help="threads of every system (default 1)")
     ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds; the best counts (default 3)")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "int8", "auto"],
-                    help="g2gt's inference precision (g2gt.load(dtype=...); default float32)")
+    ap.add_argument("--dtype", default="auto", choices=["float32", "bfloat16", "int8", "auto"],
+                    help="g2gt's inference precision (g2gt.load(dtype=...); default auto, what g2gt.load() uses)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N sentences (a quick check)")
     args = ap.parse_args(argv)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # before numpy and torch load

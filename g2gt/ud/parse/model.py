@@ -52,7 +52,9 @@ class DecodedBatch:
 
     ``heads``, ``rels``, ``upos``: ``[B, n]`` of the last pass of each sentence; ``tags``: for each tag
     head of the model (``"xpos"``, ``"feats"``, ``"lemma"``) ``[B, n, k]`` its best classes, best first
-    (``k = 1``; ``k = lemma_topk`` for lemma rules, whose class 0 ``<unk>`` is never among them);
+    (``k = 1``; ``k = 1 + lemma_topk`` for lemma rules: column 0 is the best class with ``<unk>`` (class 0,
+    a rare rule) allowed, so 0 there says the head found no frequent rule; columns 1.. are the best
+    ``lemma_topk`` rules, among which ``<unk>`` never is);
     ``passes``: ``[B]`` encoder passes run per sentence; ``history``: when recorded, ``(heads, rels,
     upos)`` after each iteration (a sentence that converged keeps its last values).
     """
@@ -256,23 +258,25 @@ class ParserModel(nn.Module):
                 graph = dependency_labels(g.node_features["head"], g.node_features["rel"], words_mask, lab_dt)
             x = self.embed(g.tokens, batch.char_ids, batch.word_types, batch.treebank)  # once for all iterations
             res_h, res_r, res_u = (torch.zeros_like(g.tokens) for _ in range(3))
-            res_t = {name: torch.zeros(*g.tokens.shape, lemma_topk if name == "lemma" else 1, dtype=torch.long,
+            res_t = {name: torch.zeros(*g.tokens.shape, 1 + lemma_topk if name == "lemma" else 1, dtype=torch.long,
                                        device=dev) for name in self.taggers}
             passes = torch.zeros(B, dtype=torch.long, device=dev)
             history: list[tuple[Tensor, Tensor, Tensor]] = []
             active = torch.arange(B, device=dev)
             n_iter = max(T + (0 if input_graph else 1), 1)
+            last_h = None  # [B, n, d]: each sentence's encoder states of its last pass (the tags read them once)
             for _ in range(n_iter):
                 if active.numel():
                     sub = active
                     lab = self.labels(position[sub], None if graph is None else graph[sub])
                     h = self.encoder(x[sub], lab, g.padding_mask[sub])
                     passes[sub] += 1
-                    ph, pr, pu, pt = self._predict_pass(h, g.padding_mask[sub], words_mask[sub], lengths[sub],
-                                                        algorithm, root_rel, lemma_topk)
-                    res_h[sub], res_r[sub], res_u[sub] = ph, pr, pu
-                    for name, top in pt.items():
-                        res_t[name][sub] = top
+                    ph, pr = self._predict_tree(h, g.padding_mask[sub], words_mask[sub], lengths[sub], algorithm,
+                                                root_rel)
+                    res_h[sub], res_r[sub] = ph, pr
+                    if last_h is None:
+                        last_h = h.new_zeros(B, *h.shape[1:])
+                    last_h[sub] = h
                     new_graph = dependency_labels(ph, pr, words_mask[sub], lab_dt)
                     if graph is None:
                         graph = torch.zeros(B, *position.shape[1:], dtype=lab_dt, device=dev)
@@ -282,16 +286,20 @@ class ParserModel(nn.Module):
                     graph[sub] = new_graph
                     active = sub[changed]
                 if record_history:
+                    res_u, tags = self._predict_tags(last_h, words_mask, lemma_topk)
                     history.append((res_h.clone(), res_r.clone(), res_u.clone()))
                 elif active.numel() == 0:
                     break  # fixed point everywhere: later iterations would be identical
+            if last_h is not None:  # the tags of each sentence's last pass, computed once
+                res_u, tags = self._predict_tags(last_h, words_mask, lemma_topk)
+                res_t.update(tags)
             return DecodedBatch(res_h, res_r, res_u, res_t, passes, history)
         finally:
             self.train(was)
 
-    def _predict_pass(self, h: Tensor, padding_mask: Tensor, words_mask: Tensor, lengths: Tensor, algorithm: str,
-                      root_rel: int, lemma_topk: int) -> tuple[Tensor, Tensor, Tensor, dict[str, Tensor]]:
-        """Heads, relations, UPOS ``[b, n]`` and tag top classes ``[b, n, k]`` from encoder states ``h``."""
+    def _predict_tree(self, h: Tensor, padding_mask: Tensor, words_mask: Tensor, lengths: Tensor, algorithm: str,
+                      root_rel: int) -> tuple[Tensor, Tensor]:
+        """Heads and relations ``[b, n]`` (one tree per sentence) from encoder states ``h``."""
         dev = h.device
         arc = self.arc(h, padding_mask).float()
         b, n = arc.shape[:2]
@@ -311,20 +319,28 @@ class ParserModel(nn.Module):
         rs[:, root_rel] = torch.where(is_root, float("inf"), float("-inf")).to(rs.dtype)
         pr = torch.zeros_like(ph)
         pr[wm] = rs.argmax(-1)
-        pu = torch.zeros_like(ph)
-        pu[wm] = self.tagger(h[wm]).argmax(-1)
+        return ph, pr
+
+    def _predict_tags(self, h: Tensor, words_mask: Tensor, lemma_topk: int) -> tuple[Tensor, dict[str, Tensor]]:
+        """UPOS ``[b, n]`` and the other tag heads' top classes ``[b, n, k]`` from encoder states ``h``."""
+        wm = words_mask
+        b, n = wm.shape
+        hw = h[wm]
+        pu = torch.zeros(b, n, dtype=torch.long, device=h.device)
+        pu[wm] = self.tagger(hw).argmax(-1)
         tops = {}
         for name, tagger in self.taggers.items():
-            logits = tagger(h[wm]).float()
-            if name == "lemma":  # <unk> (rare rules) is never an answer
+            logits = tagger(hw).float()
+            if name == "lemma":  # <unk> (rare rules) is never an answer; column 0 says whether it was the best
+                best = logits.argmax(-1, keepdim=True)
                 logits[:, 0] = float("-inf")
-                top = logits.topk(min(lemma_topk, logits.shape[-1]), -1).indices
+                top = torch.cat([best, logits.topk(min(lemma_topk, logits.shape[-1]), -1).indices], -1)
             else:
                 top = logits.argmax(-1, keepdim=True)
-            pt = torch.zeros(b, n, lemma_topk if name == "lemma" else 1, dtype=torch.long, device=dev)
+            pt = torch.zeros(b, n, 1 + lemma_topk if name == "lemma" else 1, dtype=torch.long, device=h.device)
             pt[wm, : top.shape[-1]] = top
             tops[name] = pt
-        return ph, pr, pu, tops
+        return pu, tops
 
     @torch.no_grad()
     def attention_weights(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
