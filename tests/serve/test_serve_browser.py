@@ -1,7 +1,8 @@
 """The web page of ``g2gt serve`` driven as a person would: headless Chromium (Debian's ``chromium`` and
 ``chromium-driver``) through Selenium types text, presses Parse, and the drawn trees are checked against the
-model's own parse: one word node per word and one arc per word, from the right head. A screenshot is saved
-(``$G2GT_TEST_ARTIFACTS`` or the test's temporary folder)."""
+model's own parse: one word node per word and one arc per word, from the right head; with "coreference" ticked,
+the mentions of each entity in one colour. Screenshots are saved (``$G2GT_TEST_ARTIFACTS`` or the test's
+temporary folder)."""
 
 from __future__ import annotations
 
@@ -115,6 +116,48 @@ def test_page_parses_text_and_draws_the_right_trees(server, models, browser, tmp
     out.mkdir(parents=True, exist_ok=True)
     shot = out / "serve_page.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 1000
+
+
+def test_page_colours_the_mentions_of_each_entity(server, models, browser, tmp_path):
+    """With "coreference" ticked, the text comes back with every mention of an entity with two or more mentions
+    in that entity's colour (one colour per entity, its id and type on hover), singletons uncoloured, and the
+    trees carry the same colours as bars under the words."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    text = "Mary called her brother John. He told Mary that he was tired."  # "her" nested in "her brother"
+    wait = WebDriverWait(browser, 60)
+    browser.get(server.url + "/")
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#model option"))
+    box = browser.find_element(By.ID, "text")
+    box.clear()
+    box.send_keys(text)
+    browser.find_element(By.ID, "coref").click()
+    browser.find_element(By.ID, "parse").click()
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#results section.coref"))
+
+    entities = models[DEFAULT_MODEL].nlp(text, coref=True).entities
+    shared = {e["id"]: e for e in entities if len(e["mentions"]) >= 2}
+    assert len(shared) >= 2, "the model should find two entities with two or more mentions here"
+    panel = browser.find_element(By.CSS_SELECTOR, "section.coref .coref-text")
+    assert panel.text == text  # the text as typed, mentions marked inside it
+    spans = panel.find_elements(By.CSS_SELECTOR, "span.mention")
+    colour: dict[str, set[str]] = {}
+    for span in spans:
+        colour.setdefault(span.get_attribute("data-entity"), set()).add(span.value_of_css_property("border-bottom-color"))
+        e = shared[span.get_attribute("data-entity")]  # only entities with two or more mentions are coloured
+        assert span.get_attribute("title").startswith(f"entity {e['id']} ({e['type']})")
+    assert set(colour) == set(shared)
+    assert sorted(s.text for s in spans) == sorted(m["text"] for e in shared.values() for m in e["mentions"])
+    assert all(len(c) == 1 for c in colour.values())  # one colour per entity ...
+    assert len({next(iter(c)) for c in colour.values()}) == len(colour)  # ... and a different one for each
+    assert all(next(iter(c)) not in ("rgba(0, 0, 0, 0)", "rgb(0, 0, 0)") for c in colour.values())
+    bars = browser.find_elements(By.CSS_SELECTOR, "section.sentence .tree svg g.mention")
+    assert {b.get_attribute("data-entity") for b in bars} == set(shared)
+
+    out = Path(os.environ.get("G2GT_TEST_ARTIFACTS") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(out / "serve_page_coref.png"))
 
 
 def test_page_shows_a_server_error(models, browser):

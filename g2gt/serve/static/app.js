@@ -249,8 +249,9 @@ function renderCoref(result) {
   }
   section.appendChild(list);
   const single = result.entities.length - entities.length;
-  section.appendChild(element("p", "note", entities.length ? `${single} entities with one mention (not coloured)` :
-    `no entity with two or more mentions (${single} with one)`));
+  const singles = single === 1 ? "1 entity with one mention" : `${single} entities with one mention`;
+  section.appendChild(element("p", "note", entities.length ? (single ? `${singles} (not coloured)` : "") :
+    `no entity with two or more mentions (${singles})`));
   return section;
 }
 
