@@ -67,7 +67,8 @@ def _pipeline_command(args: argparse.Namespace) -> str:
             words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     for stage, model in args.source or []:
         words += ["--source", f"{stage}={model}"]
-    words += [flag for flag, on in (("--resume", args.resume), ("--no-enhancer", not args.enhancer)) if on]
+    words += [flag for flag, on in (("--resume", args.resume), ("--no-enhancer", not args.enhancer),
+                                    ("--no-coref", not args.coref)) if on]
     return shell_words(words)
 
 
@@ -195,18 +196,21 @@ def _configure_pipeline(p: argparse.ArgumentParser) -> None:
         "Train every stage a UD treebank supports and write one model folder: the tokenizer, sentence splitter "
         "and multiword-token expander (g2gt train segmenter), the tagger (UPOS / XPOS / UFeats, the columns the "
         "treebank fills), lemmatizer and parser (g2gt train parser), and the enhanced-UD model when the "
-        "treebank has DEPS (g2gt train enhanced). Each stage trains in its own folder OUT/<stage>; --resume "
-        "continues an interrupted stage with its own stored budget and reuses finished ones (also runs made by "
-        "those commands); a finished segmenter without the expander the treebank needs gets only the expander "
-        f"trained. The budget is split {shares} unless a stage gets its own minutes. Then OUT/model is "
-        "written and scored on dev with the official CoNLL 2018 scorer, from raw text and from the gold "
-        "tokenisation; model.json holds the scores, the commands (each stage's own, from OUT/<stage>/"
-        "commands.jsonl, and this one), the wall time and the CPU.")
+        "treebank has DEPS (g2gt train enhanced), and coreference when its training and dev files carry "
+        "CorefUD Entity= annotations in MISC (g2gt train coref; e.g. UD_English-GUM). Each stage trains in its "
+        "own folder OUT/<stage>; --resume continues an interrupted stage with its own stored budget and reuses "
+        "finished ones (also runs made by those commands); a finished segmenter without the expander the "
+        f"treebank needs gets only the expander trained. The budget is split in the proportions {shares} among "
+        "the stages the treebank has, unless a stage gets its own minutes. Then OUT/model is written and scored "
+        "on dev with the official CoNLL 2018 scorer, from raw text and from the gold tokenisation (coreference: "
+        "CoNLL F1 with head match, as the CRAC shared tasks); model.json holds the scores, the commands (each "
+        "stage's own, from OUT/<stage>/commands.jsonl, and this one), the wall time and the CPU.")
     p.epilog = (
         "examples:\n"
         "  g2gt train pipeline --treebank UD_French-Sequoia --out runs/fr_sequoia --max-minutes 60 --threads 1\n"
         "  g2gt train pipeline --train tr-train.conllu --dev tr-dev.conllu --name tr_imst --out runs/tr\n"
         "  g2gt train pipeline --treebank UD_French-Sequoia --out runs/fr_sequoia --resume\n"
+        "  g2gt train pipeline --treebank UD_English-GUM --out runs/en_gum --max-minutes 120 --threads 1   # + coref\n"
         "  g2gt train parser --init-from fr_sequoia --train UD_French-Sequoia/fr_sequoia-ud-train.conllu \\\n"
         "      --dev UD_French-Sequoia/fr_sequoia-ud-dev.conllu --out runs/fr2/parser   # a longer parser, then:\n"
         "  g2gt train pipeline --treebank UD_French-Sequoia --out runs/fr2 --resume --source segmenter=fr_sequoia\n"
@@ -222,7 +226,7 @@ def _configure_pipeline(p: argparse.ArgumentParser) -> None:
     data.add_argument("--lang", help="language code (default: from the file names, e.g. fr)")
     data.add_argument("--resume", action="store_true", help="continue unfinished stages, reuse finished ones")
     data.add_argument("--source", action="append", type=_stage_source, metavar="STAGE=MODEL",
-                      help="take a stage (segmenter, parser, enhancer) as it is from a trained model (a model's "
+                      help="take a stage (segmenter, parser, enhancer, coref) as it is from a trained model (a model's "
                       "name, a model or training folder) instead of training it, e.g. --source "
                       "segmenter=fr_sequoia to retrain only the parser; repeatable")
     budget = p.add_argument_group("budget")
@@ -235,6 +239,8 @@ def _configure_pipeline(p: argparse.ArgumentParser) -> None:
                         help="at most N updates per stage and for the expander (quick trials and tests)")
     budget.add_argument("--no-enhancer", dest="enhancer", action="store_false",
                         help="no enhanced-UD stage even when the treebank has DEPS")
+    budget.add_argument("--no-coref", dest="coref", action="store_false",
+                        help="no coreference stage even when the treebank has Entity= annotations")
     budget.add_argument("--no-eval", dest="evaluate", action="store_false", help="skip the dev evaluation")
     add_common_options(p, batch_tokens=None)
     p.set_defaults(func=run_pipeline)
@@ -262,13 +268,18 @@ def run_pipeline(args: argparse.Namespace) -> int:
     minutes = {s: getattr(args, f"{s}_minutes") for s in STAGE_SHARES if getattr(args, f"{s}_minutes") is not None}
     card = train_pipeline(files, args.out, name=args.name, lang=args.lang, max_minutes=args.max_minutes,
                           stage_minutes=minutes, resume=args.resume, device=device, progress=progress_enabled(args),
-                          batch_tokens=args.batch_tokens, enhancer=args.enhancer, evaluate=args.evaluate,
+                          batch_tokens=args.batch_tokens, enhancer=args.enhancer, coref=args.coref,
+                          evaluate=args.evaluate,
                           command=_pipeline_command(args), threads=args.threads, max_steps=args.max_steps,
                           sources=dict(args.source or []))
     for kind, row in (card.get("dev_scores_official_scorer") or {}).items():  # the card's headline numbers
         shown = ", ".join(f"{k} {row[k]:.2f}" for k in ("Tokens", "Words", "UPOS", "Lemmas", "UAS", "LAS", "ELAS")
                           if k in row)
         print(f"dev scores ({kind}, official scorer): {shown}", file=sys.stderr)
+    for kind, row in (card.get("coref_dev_scores") or {}).items():
+        print(f"dev coreference ({kind}, head match, no singletons): CoNLL F1 {row['CoNLL']:.2f} (MUC "
+              f"{row['MUC']:.2f}, B3 {row['B3']:.2f}, CEAF-e {row['CEAF-e']:.2f}); mentions F1 "
+              f"{row['mention F1 (head)']:.2f}", file=sys.stderr)
     print(f"model folder: {Path(args.out) / 'model'} ({card.get('name')}); card: model.json", file=sys.stderr)
     return 0
 

@@ -28,7 +28,9 @@ def _treebank(folder, n_train: int, n_dev: int, name: str = "en_tiny"):
 
 def test_split_budget():
     three = split_budget(30, ["segmenter", "parser", "enhancer"])
-    assert three == pytest.approx({s: 30 * v for s, v in STAGE_SHARES.items()})
+    assert three == pytest.approx({s: 30 * STAGE_SHARES[s] for s in ("segmenter", "parser", "enhancer")})
+    four = split_budget(30, ["segmenter", "parser", "enhancer", "coref"])  # shares renormalised over the stages
+    assert four == pytest.approx({s: 30 * v / sum(STAGE_SHARES.values()) for s, v in STAGE_SHARES.items()})
     two = split_budget(10, ["segmenter", "parser"], {"segmenter": 4})
     assert two == pytest.approx({"segmenter": 4, "parser": 6})
     short = split_budget(3, ["segmenter", "parser", "enhancer"])  # the segmenter's floor: one minute

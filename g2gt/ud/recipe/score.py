@@ -13,6 +13,12 @@ Words, UPOS, XPOS, UFeats, AllTags, Lemmas, UAS, LAS, CLAS, MLAS, BLEX, and ELAS
 It also checks that the raw-text output gives the text back exactly (:func:`g2gt.ud.tokenize.text_from_sentences`),
 runs the UD validator (level 2) on it, and measures the multiword-token expansion on the dev set's gold
 multiword tokens (lexicon + learned expander; ``unseen``: the surfaces not in the lexicon).
+
+With a coref stage (``coref=True``) the gold-tokenisation run also resolves coreference, and each dev document's
+raw text goes through the whole pipeline on its own (the raw text of the dev set as one text would be one
+document); both are scored against the dev set's ``Entity=`` annotations (:func:`coref_summary`: MUC, B3,
+CEAF-e, CoNLL F1 with head match and without singletons, the CRAC primary measure, mention detection and entity
+types; raw-text mentions moved onto the gold words by characters, :func:`g2gt.ud.coref.metrics.coref_report`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from pathlib import Path
 
 from ...core.files import data_path_name
 
-__all__ = ["raw_text", "score_model", "mwt_accuracy", "treebank_facts", "machine_facts"]
+__all__ = ["raw_text", "score_model", "coref_summary", "mwt_accuracy", "treebank_facts", "machine_facts"]
 
 
 def raw_text(sentences) -> str:
@@ -56,9 +62,10 @@ def mwt_accuracy(lexicon, sentences) -> dict:
 
 
 def score_model(model_dir: str | os.PathLike, dev, lang: str, eval_dir: str | os.PathLike,
-                enhanced: bool = False, dtype: str = "auto") -> dict:
+                enhanced: bool = False, dtype: str = "auto", coref: bool = False) -> dict:
     """Card entries for ``model_dir`` scored on the ``dev`` sentences (module docstring); the predictions go
-    to ``eval_dir/dev_raw.conllu`` and ``eval_dir/dev_gold_tok.conllu``."""
+    to ``eval_dir/dev_raw.conllu`` and ``eval_dir/dev_gold_tok.conllu`` (and, with ``coref``,
+    ``eval_dir/dev_raw_coref.conllu``)."""
     import torch
 
     from ..evaluate import METRICS, evaluate, validate_file
@@ -70,7 +77,8 @@ def score_model(model_dir: str | os.PathLike, dev, lang: str, eval_dir: str | os
     text = raw_text(dev)
     with torch.inference_mode():
         raw = nlp(text, enhanced=enhanced)
-        gold = nlp(dev, enhanced=enhanced)
+        gold = nlp(dev, enhanced=enhanced, coref=coref)
+        raw_coref = _raw_coref(nlp, dev) if coref else None
     out = Path(eval_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_conllu(raw, out / "dev_raw.conllu")
@@ -84,10 +92,40 @@ def score_model(model_dir: str | os.PathLike, dev, lang: str, eval_dir: str | os
             "evaluation": {"dtype": dtype, "dev_sentences": len(dev), "raw_text_sentences": len(raw),
                            "text_round_trip": text_from_sentences(raw) == text,
                            "validator_level2_errors": len(errors), "validator_first_errors": errors[:3]}}
+    if coref:
+        from ..coref.metrics import coref_report
+
+        write_conllu(raw_coref, out / "dev_raw_coref.conllu")
+        card["coref_dev_scores"] = {name: coref_summary(coref_report(dev, list(pred)))
+                                    for name, pred in (("raw text", raw_coref), ("gold tokenisation", gold))}
     lexicon = getattr(nlp.tokenize, "lexicon", None)
     if lexicon is not None:
         card["mwt_dev"] = mwt_accuracy(lexicon, dev)
     return card
+
+
+def _raw_coref(nlp, dev) -> list:
+    """Each dev document's raw text (as :func:`raw_text` renders it) through ``nlp`` with coreference, one
+    document at a time; the first sentence of each carries the gold ``# newdoc id``."""
+    from ..tokenize.data import documents_from_sentences, render_document
+
+    out = []
+    for i, d in enumerate(documents_from_sentences(dev)):
+        sents = list(nlp(render_document(d, "para", random.Random(i)).text, coref=True))
+        if sents:
+            sents[0].metadata["newdoc id"] = d.doc_id or f"doc{i + 1}"
+        out += sents
+    return out
+
+
+def coref_summary(report: dict) -> dict:
+    """The card's coreference row of a :func:`g2gt.ud.coref.metrics.coref_report`: F1 of MUC, B3, CEAF-e and
+    the CoNLL F1 (head match, no singletons), the CoNLL F1 with singletons, mention detection F1 (head match)
+    and the entity-type accuracy on matched mentions, in percent."""
+    head, m = report["head"], report["mentions"]
+    return {"MUC": round(head["muc_f1"], 2), "B3": round(head["bcub_f1"], 2), "CEAF-e": round(head["ceafe_f1"], 2),
+            "CoNLL": round(head["conll"], 2), "CoNLL with singletons": round(report["head+singletons"]["conll"], 2),
+            "mention F1 (head)": round(m["mention_f1"], 2), "entity type accuracy": round(m["type_acc"], 2)}
 
 
 def treebank_facts(files, train, dev) -> dict:

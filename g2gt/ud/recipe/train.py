@@ -10,8 +10,12 @@ stage (folder)  what                                                       share
 ``parser``      UPOS / XPOS / UFeats (the columns the treebank fills),      65 %
                 lemmas, the dependency tree
 ``enhancer``    enhanced UD graphs (DEPS), when the training data has them  15 %
+``coref``       coreference (CorefUD ``Entity=`` in MISC: mentions,         20 %
+                entities, entity types), when the training and dev data
+                have them (:func:`g2gt.ud.coref.train.train_coref`)
 ==============  =========================================================  ======================
 
+``enhancer=False`` / ``coref=False`` (``--no-enhancer`` / ``--no-coref``) leave the optional stages out.
 Shares are renormalised over the stages a treebank has; ``stage_minutes`` gives a stage its own minutes. The
 segmenter gets at least a minute where that is at most a third of the budget, and trains the multiword-token
 expander only with two minutes or more.
@@ -40,11 +44,15 @@ weights, ``model.json``; a stage's ``best.pt``, or its ``averaged.pt`` when its 
 snapshots, ``--average-last``) and scored on the dev set with the official CoNLL 2018 scorer from raw text and
 from the gold tokenisation (:mod:`g2gt.ud.recipe.score`); the card gets the scores, the multiword-token
 accuracy, whether ``# text`` was rebuilt exactly, the UD validator's verdict, the commands, the wall time
-and the CPU. The training settings of each stage are the defaults of its own command (``g2gt train
-segmenter / parser / enhanced``), read from the same place: the config dataclasses, the recipes'
-:class:`TrainConfig` makers (:func:`g2gt.ud.tokenize.train.default_train_config`,
-:func:`g2gt.ud.parse.parser_train_config`, :func:`g2gt.ud.enhance.enhancer_train_config`) and the training
-functions' signatures (``batch_tokens``).
+and the CPU. The coref stage is written into the model folder as
+``coref.pt`` (:func:`g2gt.ud.coref.stage.add_to_model_folder`) with its link threshold chosen on dev (recorded
+in the card's ``coref_threshold``), and scored on dev from the gold tokenisation (predicted trees) and from raw
+text, document by document (``coref_dev_scores``: MUC, B3, CEAF-e, CoNLL F1 with head match, as the CRAC shared
+tasks). The training settings of each stage are the defaults of its own command (``g2gt train segmenter /
+parser / enhanced / coref``), read from the same place: the config dataclasses, the recipes' :class:`TrainConfig`
+makers (:func:`g2gt.ud.tokenize.train.default_train_config`, :func:`g2gt.ud.parse.parser_train_config`,
+:func:`g2gt.ud.enhance.enhancer_train_config`, :func:`g2gt.ud.coref.train.coref_train_config`) and the training
+functions' signatures (``batch_tokens``; the coref stage's batch is ``max_tokens``).
 """
 
 from __future__ import annotations
@@ -63,7 +71,7 @@ __all__ = ["DEFAULT_MINUTES", "STAGE_SHARES", "SEGMENTER_FLOOR", "EXPANDER_MIN_M
 
 DEFAULT_MINUTES = 30.0
 #: share of the budget of each stage (renormalised over the stages a treebank has)
-STAGE_SHARES = {"segmenter": 0.20, "parser": 0.65, "enhancer": 0.15}
+STAGE_SHARES = {"segmenter": 0.20, "parser": 0.65, "enhancer": 0.15, "coref": 0.20}
 #: minutes the segmenter gets at least (when that is at most a third of the budget)
 SEGMENTER_FLOOR = 1.0
 #: the expander trains only when the segmenter stage has at least this many minutes (else the character model
@@ -137,6 +145,11 @@ def _has_deps(sentences) -> bool:
     return any(w["deps"] not in (None, "_", []) for s in sentences for w in s.words)
 
 
+def _has_entities(sentences) -> bool:
+    """Whether some word carries a CorefUD ``Entity`` item in MISC."""
+    return any("Entity" in (w["misc"] or {}) for s in sentences for w in s.words)
+
+
 def _mwt_types(sentences) -> int:
     """Number of different (lowercased) multiword-token surfaces."""
     from ..tokenize.data import surface_tokens
@@ -177,13 +190,12 @@ def _stage_config(folder: Path, resume: bool, fresh: Callable[[], object], start
 def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | None = None, lang: str | None = None,
                    max_minutes: float = DEFAULT_MINUTES, stage_minutes: dict[str, float] | None = None,
                    resume: bool = False, device: str = "cpu", progress: bool = False, batch_tokens: int | None = None,
-                   enhancer: bool = True, evaluate: bool = True, command: str | None = None,
+                   enhancer: bool = True, coref: bool = True, evaluate: bool = True, command: str | None = None,
                    threads: int = 0, max_steps: int | None = None, sources: dict[str, str] | None = None) -> dict:
     """Train every stage ``files`` supports into ``out/<stage>``, write ``out/model`` and score it on dev
     (module docstring). ``command``: what the card and the stage folders record as the pipeline's command;
     ``sources``: ``{stage: model}``, stages taken as they are from trained models. Returns the model card as written to ``out/model/model.json``."""
     from ..io.conllu import read_conllu
-    from ..models import part_checkpoint
     from ..models.export import export_model, source_commands, stage_commands
     from .runs import record_command
 
@@ -193,7 +205,8 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     name, lang = name or files.name, lang or files.lang
     train = read_conllu(files.train, require_heads=True)
     dev = read_conllu(files.dev, require_heads=True)
-    stages = ["segmenter", "parser"] + (["enhancer"] if enhancer and _has_deps(train) and _has_deps(dev) else [])
+    stages = ["segmenter", "parser"] + (["enhancer"] if enhancer and _has_deps(train) and _has_deps(dev) else []) \
+        + (["coref"] if coref and _has_entities(train) and _has_entities(dev) else [])
     sources = {s: str(m) for s, m in (sources or {}).items()}
     for s in sources:
         if s not in stages:
@@ -215,25 +228,23 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
         info["segmenter"] = _segmenter_stage(train, dev, out / "segmenter", minutes["segmenter"], resume,
                                              lang == "en", command, limit, runtime)
 
-    # ---- 2. tagger, lemmatizer, parser; 3. enhanced UD (when the treebank has DEPS)
-    from ..enhance import train_enhanced
-    from ..parse import train_parser
+    # ---- 2. tagger, lemmatizer, parser; 3. enhanced UD (when the treebank has DEPS); 4. coreference (Entity=)
+    from ..coref.train import coref_train_config, train_coref
+    from ..enhance import enhancer_train_config, train_enhanced
+    from ..parse import parser_train_config, train_parser
 
-    from ..enhance import enhancer_train_config
-    from ..parse import parser_train_config
-
-    for k, (stage, recipe, fit) in enumerate((("parser", parser_train_config, train_parser),
-                                              ("enhancer", enhancer_train_config, train_enhanced)), 2):
-        if stage not in trained:
-            continue
+    recipes = {"parser": (parser_train_config, train_parser, "batch_tokens"),
+               "enhancer": (enhancer_train_config, train_enhanced, "batch_tokens"),
+               "coref": (coref_train_config, train_coref, "max_tokens")}
+    for stage in (s for s in stages if s in trained and s in recipes):
+        recipe, fit, batch_name = recipes[stage]
         folder = out / stage
         fresh = recipe(max_minutes=minutes[stage], **limit, **runtime)
-        _say(f"[{k}/{len(stages)}] {stage} -> {folder}")
+        _say(f"[{stages.index(stage) + 1}/{len(stages)}] {stage} -> {folder}")
         tc, resumed, reused = _stage_config(folder, resume, lambda fresh=fresh: fresh, **runtime)
         if not reused:
             record_command(folder, command, resumed)
-            fit(train, dev, folder, {}, tc, **({"batch_tokens": batch_tokens} if batch_tokens else {}),
-                resume=resumed)
+            fit(train, dev, folder, {}, tc, **({batch_name: batch_tokens} if batch_tokens else {}), resume=resumed)
         info[stage] = _stage_info(folder, reused)
 
     # ---- the model folder and its card
@@ -252,7 +263,8 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     card = {
         "name": name, "language": lang,
         "description": f"{name}: tokenizer, sentence splitter, multiword tokens, tagger, lemmatizer, parser"
-                       + (", enhanced UD" if "enhancer" in stages else "") + f" (trained on {files.train.name})",
+                       + (", enhanced UD" if "enhancer" in stages else "")
+                       + (", coreference" if "coref" in stages else "") + f" (trained on {files.train.name})",
         **treebank_facts(files, train, dev),
         "commands": {**commands, "pipeline": command},
         "training_minutes": {s: round(i["minutes"], 2) for s, i in info.items()},
@@ -261,12 +273,23 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
         "stages": info,
     }
     model_dir = out / "model"
-    part = {s: part_checkpoint(sources[s], s) if s in sources else _trained_part(out / s) for s in stages}
+    part = {s: _source_part(sources[s], s) if s in sources else _trained_part(out / s) for s in stages}
     export_model(model_dir, part["parser"], part["segmenter"], part.get("enhancer"), card)
+    from ..coref.stage import FILE_NAME as COREF_FILE, add_to_model_folder
+
+    if "coref" in stages:
+        from ..models import model_card
+
+        _say(f"coref: {model_dir / COREF_FILE}, its link threshold chosen on {files.dev.name}")
+        add_to_model_folder(part["coref"], model_dir, tune_on=dev)
+        card["coref_threshold"] = model_card(model_dir)["coref_threshold"]
+    else:
+        (model_dir / COREF_FILE).unlink(missing_ok=True)  # a stage of an earlier run must not be shipped
     t_trained = time.time()
     if evaluate:
         _say(f"scoring {model_dir} on {files.dev.name} (raw text and gold tokenisation)")
-        card.update(score_model(model_dir, dev, lang, out / "eval", enhanced="enhancer" in stages))
+        card.update(score_model(model_dir, dev, lang, out / "eval", enhanced="enhancer" in stages,
+                                coref="coref" in stages))
     card["training"] = {"wall_minutes": round((t_trained - t_start) / 60, 2),
                         "wall_minutes_with_evaluation": round((time.time() - t_start) / 60, 2),
                         "max_minutes": max_minutes, "threads": threads or None, "device": device, **machine_facts()}
@@ -330,16 +353,27 @@ def _trained_part(folder: Path) -> Path:
     return averaged if averaged.is_file() else folder
 
 
+def _source_part(model: str, stage: str) -> Path:
+    """The checkpoint of ``stage`` in the model ``model`` (``--source STAGE=MODEL``)."""
+    from ..models import part_checkpoint
+
+    if stage == "coref":
+        from ..coref.stage import coref_checkpoint
+
+        return coref_checkpoint(model)
+    return part_checkpoint(model, stage)
+
+
 def _source_info(stage: str, model: str) -> dict:
     """Facts of a stage taken from a trained model (``sources``): those of its training folder, else its
     checkpoint's and its card's (updates, minutes and budget as the source's card gives them)."""
     from ...core.checkpoint import load_checkpoint
-    from ..models import find_model, is_model_folder, model_card, part_checkpoint
+    from ..models import find_model, is_model_folder, model_card
 
     where = find_model(model)
     if where.is_dir() and not is_model_folder(where):
         return {**_stage_info(where, True), "source": model}
-    ck = load_checkpoint(part_checkpoint(model, stage))
+    ck = load_checkpoint(_source_part(model, stage))
     card = model_card(where) if where.is_dir() else {}
     return {"folder": None, "source": model, "step": (card.get("steps") or {}).get(stage, ck.get("step", 0)),
             "minutes": (card.get("training_minutes") or {}).get(stage, 0.0), "budget": f"from {model}",
