@@ -50,7 +50,7 @@ __all__ = ["cpp_kernels", "forward", "backward", "kernel_choice", "build", "buil
            "build_ahead"]
 
 SOURCE = Path(__file__).with_name("csrc") / "label_attention.cpp"
-CFLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno"]
+CFLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-fno-math-errno"]
 ANNOUNCE = ("g2gt: building the label-attention kernel once (about 30 s; later runs load it in a second; "
             "'g2gt build-kernel' does it ahead) ...")
 ANNOUNCE_BACKGROUND = ("g2gt: building the label-attention kernel in the background (once per machine, about "

@@ -47,10 +47,11 @@
 namespace {
 
 using at::Tensor;
-using g2gt_rows::exp_inplace;
+using g2gt_rows::exp_shift;
 using g2gt_rows::gather_add;
 using g2gt_rows::kNegInf;
 using g2gt_rows::MaskView;
+using g2gt_rows::row_max;
 using g2gt_rows::Problem;
 using g2gt_blocks::block_rows;
 using g2gt_blocks::label_sets;
@@ -106,7 +107,7 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
   const T scale = static_cast<T>(P.scale);
   const bool tiled = g2gt_gemm::own<T>(br, L + nk, std::max(dh, L + nk));  // small blocks: register tiles
   at::parallel_for(0, P.B * H * nblk, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> sbuf(br * (L + nk));
+    std::vector<T> sbuf(br * (L + nk)), inv(br);
     Stacked<T> KA(a_k, nk, !tiled, tiled), VA(values ? *a_v : a_k, nk, values, false);
     Renumbered rn;
     int64_t loaded = -1;
@@ -139,24 +140,16 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
           const int64_t i = i0 + r, n = P.ncols(i);
           T* s = sbuf.data() + r * w + lc;
           P.score_row(s, n, b, h, i, s - lc, bl, r);
-          T m = kNegInf<T>;
-#pragma omp simd reduction(max : m)
-          for (int64_t j = 0; j < n; ++j) m = s[j] > m ? s[j] : m;
+          const T m = row_max(s, n);
           if (m == kNegInf<T>) {  // no visible key: zeros
             std::fill(s, s + jmax, T(0));
             lp[bh * nq + i] = kNegInf<T>;
+            inv[r] = T(0);
             continue;
           }
-#pragma omp simd
-          for (int64_t j = 0; j < n; ++j) s[j] -= m;
-          exp_inplace(s, n);
-          T sum = 0;
-#pragma omp simd reduction(+ : sum)
-          for (int64_t j = 0; j < n; ++j) sum += s[j];
-          const T inv = T(1) / sum;
-#pragma omp simd
-          for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+          const T sum = exp_shift(s, n, m);  // unnormalised: the output rows are scaled by 1 / sum below
           std::fill(s + n, s + jmax, T(0));
+          inv[r] = T(1) / sum;
           lp[bh * nq + i] = m + std::log(sum);
         }
         if (values) {  // [per | P] [a_V; V]
@@ -165,6 +158,12 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
           nn<T>(tiled, rows, dh, w, T(1), sbuf.data(), w, VA.top(lc), dh, T(0), ob, O.si);
         } else {
           nn<T>(tiled, rows, dh, jmax, T(1), sbuf.data() + lc, w, V.row(b, h, 0), V.si, T(0), ob, O.si);
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          T* o = ob + r * O.si;
+          const T f = inv[r];
+#pragma omp simd
+          for (int64_t x = 0; x < dh; ++x) o[x] *= f;
         }
       });
     }
@@ -254,9 +253,7 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
               continue;
             }
             P.score_row(p, n, b, h, i, p - lc, bl, r);
-#pragma omp simd
-            for (int64_t j = 0; j < n; ++j) p[j] -= l;
-            exp_inplace(p, n);
+            exp_shift(p, n, l);
             std::fill(p + n, p + jmax, T(0));
             if (values) {
               for (int64_t c = 0; c < P.C; ++c) gather_add(ds, n, ds - lc + bl.offs[c], bl.sizes[c], bl.row(c, r));
