@@ -160,3 +160,24 @@ def test_without_entities_no_coref_stage(tmp_path):
     assert main(_pipeline(tb, out, "--no-eval")) == 0
     card = json.loads((out / "model" / "model.json").read_text())
     assert set(card["parts"]) == {"segmenter", "parser"} and not (out / "coref").exists()
+
+
+def test_an_interrupted_coref_stage_is_continued(tmp_path, capsys):
+    """A coref run stopped at update 2 of 4 (its stored budget) is continued by --resume up to update 4."""
+    from g2gt.core.checkpoint import load_checkpoint, save_atomic
+
+    tb, out = _treebank(tmp_path / "UD_English-Toy"), tmp_path / "run"
+    data = ["--train", str(tb / "en_toy-ud-train.conllu"), "--dev", str(tb / "en_toy-ud-dev.conllu")]
+    assert main(["train", "coref", *data, "--out", str(out / "coref"), "--max-steps", "2", *TINY_COREF,
+                 *COMMON]) == 0
+    last = load_checkpoint(out / "coref" / "last.pt")
+    last["train_config"]["max_steps"] = 4  # as if the run had been stopped half-way
+    save_atomic(last, out / "coref" / "last.pt")
+    assert not run_state(out / "coref").finished
+    capsys.readouterr()
+    assert main(_pipeline(tb, out, "--resume", "--no-eval")) == 0
+    assert "coref: resuming" in capsys.readouterr().err
+    assert run_state(out / "coref").step == 4 and run_state(out / "coref").finished
+    card = json.loads((out / "model" / "model.json").read_text())
+    assert card["steps"]["coref"] == 4 and not card["stages"]["coref"]["reused"]
+    assert len(run_commands(out / "coref")) == 2  # its own command, then the pipeline's
