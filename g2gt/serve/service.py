@@ -99,14 +99,17 @@ class ParseService:
     @staticmethod
     def _input(model: LoadedModel, w: Work) -> str | list[Sentence]:
         """What the pipeline reads for a work: its text, its sentences, or the lines of a presegmented text
-        segmented (all in one call) and each made one sentence."""
+        segmented (all in one call) and each made one sentence (the first alone starts the document)."""
         if w.sentences is not None:
             return w.sentences
         if not w.presegmented:
             return w.text or ""
         lines = [line for line in (w.text or "").splitlines() if line.strip()]
         segs = [s for s in model.segment(lines) if s] if lines else []
-        return [merge_sentences(line, str(k)) for k, line in enumerate(segs, 1)]
+        out = [merge_sentences(line, str(k)) for k, line in enumerate(segs, 1)]
+        for s in out[1:]:  # one text, one document: only its first sentence opens it (as for coreference)
+            s.metadata.pop("newdoc", None)
+        return out
 
 
 def _as_request_error(e: Exception) -> Exception:

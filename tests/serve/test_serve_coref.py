@@ -111,6 +111,16 @@ def test_requests_batched_together_stay_separate_documents(models):
     assert parse_conllu_string(docs[1].conllu())[0].metadata.get("global.Entity")  # a document of its own
 
 
+def test_presegmented_text_is_one_document(server):
+    """Every line is a sentence, but the text stays one document: an entity links mentions across lines."""
+    status, out = server.json("/v1/parse", {"text": "Mary met John.\nShe smiled.\n", "presegmented": True,
+                                            "coref": True})
+    assert status == 200, out
+    assert [s["comments"][0] == "# newdoc" for s in out["sentences"]] == [True, False]
+    assert {e["document"] for e in out["entities"]} == {0}
+    assert len(out["entities"]) == len({e["id"] for e in out["entities"]})
+
+
 def test_openapi_documents_the_option(server):
     import json
 
@@ -119,3 +129,4 @@ def test_openapi_documents_the_option(server):
     assert "coreference" in props["coref"]["description"]
     assert "entities" in schema["components"]["schemas"]["ParseResponse"]["properties"]
     assert {"sentence", "start", "end", "text"} <= set(schema["components"]["schemas"]["MentionOut"]["properties"])
+    assert "<code>coref</code>" in server.request("GET", "/docs")[1].decode("utf-8")  # the offline API page
