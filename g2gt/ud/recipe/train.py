@@ -193,8 +193,10 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
                    enhancer: bool = True, coref: bool = True, evaluate: bool = True, command: str | None = None,
                    threads: int = 0, max_steps: int | None = None, sources: dict[str, str] | None = None) -> dict:
     """Train every stage ``files`` supports into ``out/<stage>``, write ``out/model`` and score it on dev
-    (module docstring). ``command``: what the card and the stage folders record as the pipeline's command;
-    ``sources``: ``{stage: model}``, stages taken as they are from trained models. Returns the model card as written to ``out/model/model.json``."""
+    (module docstring). ``enhancer`` / ``coref``: train the optional stages when the data has what they learn
+    (DEPS; ``Entity=`` in MISC, in both the training and the dev file). ``command``: what the card and the stage
+    folders record as the pipeline's command; ``sources``: ``{stage: model}``, stages taken as they are from
+    trained models. Returns the model card as written to ``out/model/model.json``."""
     from ..io.conllu import read_conllu
     from ..models.export import export_model, source_commands, stage_commands
     from .runs import record_command
