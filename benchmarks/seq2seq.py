@@ -180,8 +180,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--dev-sentences", type=int, default=0, help="score only the first N dev pairs (0 = all)")
     ap.add_argument("--bpe-vocab", type=int, default=rc.bpe_vocab)
     ap.add_argument("--d-model", type=int, default=rc.d_model)
-    ap.add_argument("--layers", type=int, default=rc.layers)
-    ap.add_argument("--heads", type=int, default=rc.heads)
+    ap.add_argument("--layers", dest="num_layers", type=int, default=rc.num_layers)
+    ap.add_argument("--heads", dest="num_heads", type=int, default=rc.num_heads)
     ap.add_argument("--ffn-dim", type=int, default=rc.ffn_dim)
     ap.add_argument("--dropout", type=float, default=rc.dropout)
     ap.add_argument("--label-smoothing", type=float, default=rc.label_smoothing)
@@ -239,13 +239,13 @@ def main(argv=None) -> int:
         rel_vocab = LabelVocab.for_dependencies(sorted({r for s in src_train for r in s.deprels if r}))
         rel_vocab.add(SUBWORD_LABEL)
     recipe = Seq2SeqTrainConfig(
-        bpe_vocab=args.bpe_vocab, d_model=args.d_model, layers=args.layers, heads=args.heads, ffn_dim=args.ffn_dim,
-        dropout=args.dropout, label_smoothing=args.label_smoothing, max_distance=args.max_distance,
+        bpe_vocab=args.bpe_vocab, d_model=args.d_model, num_layers=args.num_layers, num_heads=args.num_heads,
+        ffn_dim=args.ffn_dim, dropout=args.dropout, label_smoothing=args.label_smoothing, max_distance=args.max_distance,
         batch_tokens=args.batch_tokens, lr=args.lr, warmup=args.warmup, cooldown=args.cooldown, seed=args.seed,
         amp=args.amp)
     cfg = recipe.train_config()
-    size = dict(d_model=args.d_model, num_heads=args.heads, num_encoder_layers=args.layers,
-                num_decoder_layers=args.layers, ffn_dim=args.ffn_dim, dropout=args.dropout)
+    size = dict(d_model=args.d_model, num_heads=args.num_heads, num_encoder_layers=args.num_layers,
+                num_decoder_layers=args.num_layers, ffn_dim=args.ffn_dim, dropout=args.dropout)
     budget = args.minutes * 60
 
     runs: dict[str, System] = {}
@@ -264,8 +264,8 @@ def main(argv=None) -> int:
         dev[name] = (dids, ddeps)
         torch.manual_seed(args.seed)
         if name == "c":
-            model = TorchTransformer(tok.vocab_size, args.d_model, args.heads, args.layers, args.layers, args.ffn_dim,
-                                     args.dropout, tok.pad_id)
+            model = TorchTransformer(tok.vocab_size, args.d_model, args.num_heads, args.num_layers, args.num_layers,
+                                     args.ffn_dim, args.dropout, tok.pad_id)
         elif name == "b":
             model = task.build_model(positions="sinusoidal", decoder_max_distance=0, **size)
         else:

@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = G2GTConfig(
         src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=args.d_model, num_heads=args.heads,
         num_encoder_layers=args.layers, num_decoder_layers=args.layers, ffn_dim=args.ffn, dropout=args.dropout,
-        encoder_labels=[num_chain_labels(k)], decoder_max_distance=k, positions=args.positions,
+        num_labels=[num_chain_labels(k)], decoder_max_distance=k, positions=args.positions,
         pad_id=PAD, bos_id=BOS, eos_id=EOS)
     model = G2GTransformer(cfg)
     task = ReverseTask(train, dev, k, args.batch_tokens, seed=args.seed)

@@ -91,7 +91,7 @@ def tiny_model(seed: int = 0, dropout: float = 0.0, dtype: torch.dtype = torch.f
     torch.manual_seed(seed)
     cfg = G2GTConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=32, num_heads=2, num_encoder_layers=1,
                      num_decoder_layers=1, ffn_dim=64, dropout=dropout,
-                     encoder_labels=[num_chain_labels(MAX_DISTANCE)], decoder_max_distance=MAX_DISTANCE, **kw)
+                     num_labels=[num_chain_labels(MAX_DISTANCE)], decoder_max_distance=MAX_DISTANCE, **kw)
     return G2GTransformer(cfg).to(dtype)
 
 

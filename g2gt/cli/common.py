@@ -12,6 +12,8 @@ Nothing here imports torch at module level: ``g2gt --help`` and ``g2gt COMMAND -
   from a dataclass (or a function's keyword arguments), so defaults live in one place; a command declares the
   few defaults it wants different once, next to itself.
 * :class:`UsageError`: raised by a command for a bad combination of arguments; printed as one line, exit 2.
+* :func:`add_old_spelling`: a renamed option's old spelling, hidden from the help, still accepted for one
+  release; each use prints one line on stderr naming the new option.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "field_default", "signature_default",
     "option_values", "positive_int", "non_negative_int", "resolve_device", "apply_runtime", "progress_enabled",
     "check_input_path", "check_output_path", "check_folder_path", "add_workers_option", "command_line",
+    "OldSpelling", "add_old_spelling",
 ]
 
 
@@ -269,8 +272,41 @@ def _add_option(group: Any, name: str, hint: Any, default: Any, help_text: str, 
     if "(default" not in text:
         text = f"{text} (default: {shown})".lstrip()
     group.add_argument(*flags, dest=name, default=default, help=text, **kw)
-    for alias in aliases:  # old spellings: accepted, not shown
-        group.add_argument(alias, dest=name, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kw)
+    for alias in aliases:  # old spellings: accepted, not shown, and each use names the new option
+        if kind is bool:
+            add_old_spelling(group, alias, flags[0], name, value=True)
+        else:
+            add_old_spelling(group, alias, flags[0], name, **kw)
+
+
+class OldSpelling(argparse.Action):
+    """The hidden old spelling of a renamed option: it stores what the new one stores and prints one line on
+    stderr, ``g2gt: --ffn is deprecated and will be removed in the next release; use --ffn-dim``."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str, nargs: Any = None, const: Any = None,
+                 **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=nargs, const=const, **kw)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"g2gt: {option_string} is deprecated and will be removed in the next release; use {self.new}",
+              file=sys.stderr)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+_NO_VALUE = object()
+
+
+def add_old_spelling(group: Any, old: str, new: str, dest: str, *, value: Any = _NO_VALUE, **kw: Any) -> None:
+    """Accept ``old``, the hidden old spelling of option ``new`` (``"--ffn"`` of ``"--ffn-dim"``), storing into
+    ``dest`` (:class:`OldSpelling`). ``value``: for an old flag that takes no argument, the value it stores
+    (``--cased``: ``lowercase=False``); ``kw``: ``type``, ``metavar``, ``choices``, ``default`` (default: not
+    set, so the new option's default stays)."""
+    if value is not _NO_VALUE:
+        kw.update(nargs=0, const=value)
+    kw.setdefault("default", argparse.SUPPRESS)
+    group.add_argument(old, action=OldSpelling, new=new, dest=dest, help=argparse.SUPPRESS, **kw)
 
 
 def _metavar(kind: type) -> str:

@@ -16,9 +16,9 @@ from pathlib import Path
 from ..ud.models import DEFAULT_MODEL
 from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path, check_input_path,
-    check_output_path, data_file_arg, field_default, non_negative_int, option_values, progress_enabled,
-    signature_default,
+    UsageError, add_common_options, add_old_spelling, add_workers_option, apply_runtime, check_folder_path,
+    check_input_path, check_output_path, data_file_arg, field_default, non_negative_int, option_values,
+    progress_enabled, signature_default,
 )
 from .training import ENCODER_HELP, add_training_groups, start_run
 from ..ud.parse.config import PARSER_TRAIN_DEFAULTS
@@ -125,9 +125,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
                         model_defaults=MODEL_CLI_DEFAULTS, train_defaults=TRAIN_CLI_DEFAULTS,
                         task_choices={"refine_train": ("self", "corrupt", "none")},
                         train_choices={"schedule": ("inverse_sqrt", "cosine", "constant")})
-    # old spelling of --no-lowercase
-    p.add_argument("--cased", dest="lowercase", action="store_false", default=argparse.SUPPRESS,
-                   help=argparse.SUPPRESS)
+    add_old_spelling(p, "--cased", "--no-lowercase", "lowercase", value=False)
     p.set_defaults(func=run_train)
 
 
@@ -242,14 +240,13 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
     p.add_argument("--treebank", metavar="NAME", default=None,
                    help="for a parser trained on several treebanks: whose annotation conventions to follow "
                         "(default: the first it was trained on, e.g. en_ewt)")
-    p.add_argument("--keep-upos", action="store_true", help=argparse.SUPPRESS)  # old spelling of --keep upos
+    add_old_spelling(p, "--keep-upos", "--keep upos", "keep_upos", value=True, default=False)
     p.add_argument("--dtype", choices=["float32", "bfloat16", "int8", "auto"], default="auto",
                    help="every stage's precision: bfloat16 (fast on CPUs with AMX and on GPUs), int8 (CPU only: "
                         "int8 dynamic quantization of the parser's linear layers), float32 (the weights as trained). "
                         "Default auto: bfloat16 where it is fast, else int8 for the parser on a CPU, else float32; "
                         "speed and scores of each: the README's precision table")
-    # old spelling of --batch-tokens (it already meant padded tokens here)
-    p.add_argument("--batch-size", dest="batch_tokens", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add_old_spelling(p, "--batch-size", "--batch-tokens", "batch_tokens", type=int)  # it meant padded tokens too
     add_common_options(p)
     from .scale import add_files_options
 

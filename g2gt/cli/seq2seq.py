@@ -13,18 +13,24 @@ from pathlib import Path
 
 from ..data import find_data
 from .common import (
-    UsageError, add_common_options, add_dataclass_options, add_workers_option, apply_runtime, check_folder_path,
-    check_input_path, check_output_path, field_default, option_values, positive_int, progress_enabled,
+    UsageError, add_common_options, add_dataclass_options, add_old_spelling, add_workers_option, apply_runtime,
+    check_folder_path, check_input_path, check_output_path, field_default, option_values, positive_int,
+    progress_enabled,
 )
 
 DATA = "multi30k"
 PAIR = ("en", "de")
 COMMON_FIELDS = ("batch_tokens", "device", "progress")  # Seq2SeqTrainConfig fields set by the common options
+#: option names of Seq2SeqTrainConfig fields that differ from ``--field-name`` (sizes as every train command)
+FLAGS = {"num_layers": "--layers", "num_heads": "--heads", "num_encoder_layers": "--encoder-layers",
+         "num_decoder_layers": "--decoder-layers"}
+#: hidden old spellings, accepted for one release with a one-line notice naming the new option
 OLD_SPELLINGS = {"ffn_dim": ["--ffn"], "accum_steps": ["--accum"], "length_penalty": ["--lenpen"]}
 
 
 def register(subparsers) -> None:
-    subparsers.add_parser("translate", help="translate text with a trained seq2seq model", configure=_configure_translate)
+    subparsers.add_parser("translate", help="translate text with a trained seq2seq model",
+                          configure=_configure_translate)
     subparsers.add_parser("evaluate-mt", help="sacreBLEU BLEU and chrF of a translation against a reference",
                           configure=_configure_evaluate)
 
@@ -59,6 +65,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
         "examples:\n"
         "  g2gt train seq2seq --out runs/mt --max-minutes 40 --threads 1\n"
         "  g2gt train seq2seq --out runs/mt --resume        # continue an interrupted run (same budget)\n"
+        "  g2gt train seq2seq --out runs/mt --max-minutes 40 --average-last 5   # also write OUT/averaged.pt\n"
         f"Data defaults: Multi30k {s}->{t} from $G2GT_DATA/{DATA}/train.{s}.gz (and train.{t}.gz, val.{s}.gz, "
         f"val.{t}.gz); $G2GT_DATA is a data folder laid out as data/README.md of the g2gt repository says.")
     d = p.add_argument_group("data")
@@ -74,13 +81,12 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     d.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs)")
     d.add_argument("--resume", action="store_true",
                    help="continue from OUT/last.pt (tokenizers, data settings and model size come from it)")
-    add_dataclass_options(p, Seq2SeqTrainConfig, _train_fields(), aliases=OLD_SPELLINGS, grouped=True,
+    add_dataclass_options(p, Seq2SeqTrainConfig, _train_fields(), flags=FLAGS, aliases=OLD_SPELLINGS, grouped=True,
                           choices={"positions": ("none", "sinusoidal", "learned"),
                                    "schedule": ("inverse_sqrt", "cosine", "constant"),
                                    "select": tuple(SELECT_MODES)})
     add_common_options(p, batch_tokens=field_default(Seq2SeqTrainConfig, "batch_tokens"))
-    p.add_argument("--max-tokens", dest="batch_tokens", type=positive_int, default=argparse.SUPPRESS,
-                   help=argparse.SUPPRESS)  # old spelling of --batch-tokens
+    add_old_spelling(p, "--max-tokens", "--batch-tokens", "batch_tokens", type=positive_int)
     p.set_defaults(func=run_train)
 
 
@@ -118,8 +124,7 @@ def run_train(args: argparse.Namespace) -> int:
     config = Seq2SeqTrainConfig(**option_values(args, _train_fields()), batch_tokens=args.batch_tokens,
                                 device=device, progress=progress_enabled(args))
     run = train_seq2seq(src_train, tgt_train, src_dev, tgt_dev, args.out, config, resume=args.resume)
-    best = json.loads((Path(args.out) / "config.json").read_text(encoding="utf-8")).get("best_dev", {})
-    value = best.get(config.select)
+    value = json.loads((Path(args.out) / "config.json").read_text(encoding="utf-8")).get("best_dev")
     what = {"dev_loss": "dev loss", "bleu": "greedy dev BLEU"}.get(config.select, config.select)
     print(f"trained {run.steps} updates; best.pt holds the model of the best {what}"
           + (f" ({value:.3f})" if isinstance(value, (int, float)) else "") + f": {args.out}", file=sys.stderr)
@@ -151,8 +156,9 @@ def _configure_translate(p: argparse.ArgumentParser) -> None:
     beam = field_default(TranslateConfig, "beam")
     p.add_argument("--beam", type=positive_int, default=beam, metavar="K",
                    help=f"beam size (1 = greedy; default: {beam})")
-    p.add_argument("--length-penalty", "--lenpen", type=float, default=None, metavar="X",
+    p.add_argument("--length-penalty", type=float, default=None, metavar="X",
                    help="length penalty: score / length ** X (default: the model's, saved at training)")
+    add_old_spelling(p, "--lenpen", "--length-penalty", "length_penalty", type=float, metavar="X")
     p.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
                    help="weights' precision: auto = bfloat16 on a GPU that has it, else float32 (default: auto)")
     add_common_options(p, batch_tokens=field_default(TranslateConfig, "batch_tokens"))

@@ -4,6 +4,9 @@ g2gt uses one name per concept: ``batch_tokens`` for a token budget, ``num_heads
 ``num_labels`` for sizes, ``causal`` for a causal mask. A function or config that used to take another
 name reads it through :func:`renamed_kwargs` (or is decorated with :func:`renamed_params`), which moves the
 value to the new name and warns once per call site, so a caller's code keeps running while it is updated.
+A config dataclass with a renamed field is decorated with :func:`renamed_fields`: the old keyword and
+attribute still work (with the warning), and dicts stored under the old key (checkpoints, ``config.json``)
+load silently through its ``from_dict`` (:func:`upgrade_keys`), since their owner cannot change them.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import functools
 import warnings
 from typing import Any, Callable, Mapping, TypeVar
 
-__all__ = ["renamed_kwargs", "renamed_params", "warn_renamed"]
+__all__ = ["renamed_kwargs", "renamed_params", "renamed_fields", "upgrade_keys", "warn_renamed"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=type)
 
 
 def warn_renamed(old: str, new: str, where: str, stacklevel: int = 3) -> None:
@@ -60,3 +64,67 @@ def renamed_params(**renames: str) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def upgrade_keys(d: Mapping[str, Any], renames: Mapping[str, str]) -> dict[str, Any]:
+    """A copy of the stored dict ``d`` with every old key of ``renames`` (``old -> new``) moved to its new key,
+    without a warning (the value was written by an earlier version); where both are present the new one wins."""
+    out = dict(d)
+    for old, new in renames.items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+    return out
+
+
+def renamed_fields(**renames: str) -> Callable[[C], C]:
+    """Class decorator (above ``@dataclass``) for a config whose fields were renamed, ``old="new"``:
+
+    * ``Cls(old=...)`` still works, moved to ``new`` with a :class:`DeprecationWarning`; both is a ``TypeError``;
+    * ``obj.old`` reads and writes ``obj.new``, with the warning;
+    * ``Cls.from_dict(d)`` (the class's own, or ``Cls(**d)`` without one) reads dicts with the old keys
+      silently: a checkpoint or ``config.json`` written before the rename loads as it did.
+
+    ``dataclasses.fields``, ``asdict`` and ``to_dict`` see the new names only::
+
+        @renamed_fields(encoder_labels="num_labels")
+        @dataclass
+        class G2GTConfig: ...
+    """
+    def decorate(cls: C) -> C:
+        where = cls.__name__
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if not renames.keys().isdisjoint(kwargs):
+                kwargs = renamed_kwargs(kwargs, renames, where, stacklevel=4)
+            init(self, *args, **kwargs)
+
+        cls.__init__ = __init__  # type: ignore[misc]
+        base = getattr(cls, "from_dict", None)
+
+        def from_dict(klass: Any, d: Mapping[str, Any]) -> Any:
+            d = upgrade_keys(d, renames)
+            return base.__func__(klass, d) if base is not None else klass(**d)
+
+        from_dict.__doc__ = (f"{where} from a stored dict; the old keys {sorted(renames)} are read as "
+                             f"{[renames[k] for k in sorted(renames)]}.")
+        cls.from_dict = classmethod(from_dict)  # type: ignore[attr-defined]
+        for old, new in renames.items():
+            setattr(cls, old, _renamed_attribute(old, new, where))
+        return cls
+
+    return decorate
+
+
+def _renamed_attribute(old: str, new: str, where: str) -> property:
+    def get(self: Any) -> Any:
+        warn_renamed(old, new, where)
+        return getattr(self, new)
+
+    def set_(self: Any, value: Any) -> None:
+        warn_renamed(old, new, where)
+        setattr(self, new, value)
+
+    return property(get, set_, doc=f"Deprecated: the old name of ``{new}``.")

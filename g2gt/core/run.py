@@ -1,5 +1,5 @@
 """One training run in a folder, the way the task recipes run it (``train_parser``, ``train_enhanced``,
-``train_segmenter``; ``train_seq2seq`` still runs its own Trainer subclass).
+``train_segmenter``, ``train_coref``, ``distill_parser``, ``train_seq2seq``).
 
 A recipe builds its vocabulary, model config and task, then :func:`run_training`:
 
@@ -22,6 +22,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
 from torch import nn
@@ -52,16 +53,18 @@ def _write_info(out: Path, info: dict) -> None:
 
 def run_training(model: nn.Module, task, tc: TrainConfig, out_dir: str | os.PathLike, model_config: dict, *,
                  task_info: dict, data_info: dict, more_info: dict | None = None, resume: bool = False,
-                 average_last: int = 0) -> tuple[Trainer, list[dict]]:
+                 average_last: int = 0, trainer_class: Callable[..., Trainer] = Trainer
+                 ) -> tuple[Trainer, list[dict]]:
     """Steps 1-4 of the module docstring; returns the :class:`Trainer` (``trainer.device``, ``trainer.best``)
     and the dev history of :meth:`Trainer.fit`. ``tc`` must keep ``average_last`` snapshots
-    (:func:`with_averaging`)."""
+    (:func:`with_averaging`). ``trainer_class``: a :class:`Trainer` subclass, e.g. one that also prints what
+    it logs."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     info = {"model_config": model_config, "train_config": tc.to_dict(), "task": task_info, "data": data_info,
             "parameters": sum(p.numel() for p in model.parameters()), **(more_info or {})}
     _write_info(out, info)
-    trainer = Trainer(model, task, tc, out, model_config=model_config)
+    trainer = trainer_class(model, task, tc, out, model_config=model_config)
     t0 = time.time()
     history = trainer.fit(resume=resume)
     info.update(train_seconds=round(time.time() - t0, 1), steps=trainer.step, best_dev=trainer.best)

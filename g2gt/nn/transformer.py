@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..core.config import DictConfig
+from ..core.deprecation import renamed_fields
 from ..core.graph import num_chain_labels, relative_position_labels
 from .attention import GraphAttention, KVCache
 from .search import beam_search, greedy_search
@@ -39,12 +41,15 @@ __all__ = [
 ]
 
 
+@renamed_fields(encoder_labels="num_labels")
 @dataclass
-class G2GTConfig:
-    """Hyper-parameters of :class:`G2GTransformer` (saved inside checkpoints).
+class G2GTConfig(DictConfig):
+    """Hyper-parameters of :class:`G2GTransformer` (saved inside checkpoints; :meth:`from_dict` reads them).
 
-    ``encoder_labels``: label-table size of each encoder label channel (e.g.
-    ``[num_chain_labels(16)]`` for a sequence, plus a dependency channel).
+    ``num_labels``: label-table size of each encoder label channel (e.g.
+    ``[num_chain_labels(16)]`` for a sequence, plus a dependency channel), as
+    :class:`GraphAttention`'s ``num_labels``; the old name ``encoder_labels``
+    still works for one release, with a ``DeprecationWarning``.
     ``decoder_max_distance``: clip distance of the decoder's causal chain labels
     (``0`` = no labels in decoder self-attention). ``positions``: ``"none"``
     (relative labels only), ``"sinusoidal"`` or ``"learned"`` absolute positions.
@@ -61,7 +66,7 @@ class G2GTConfig:
     dropout: float = 0.1
     attention_dropout: float = 0.0
     activation: str = "relu"
-    encoder_labels: list[int] = field(default_factory=lambda: [num_chain_labels(16)])
+    num_labels: list[int] = field(default_factory=lambda: [num_chain_labels(16)])
     decoder_max_distance: int = 16
     value_labels: bool = True
     norm_first: bool = True
@@ -72,9 +77,6 @@ class G2GTConfig:
     pad_id: int = 0
     bos_id: int = 1
     eos_id: int = 2
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def sinusoidal_positions(positions: Tensor, dim: int) -> Tensor:
@@ -293,7 +295,7 @@ class G2GTransformer(nn.Module):
             raise ValueError(f"positions must be 'none', 'sinusoidal' or 'learned', got {c.positions!r}")
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
         self.encoder = GraphEncoder(
-            c.num_encoder_layers, c.d_model, c.num_heads, c.ffn_dim, list(c.encoder_labels), c.value_labels,
+            c.num_encoder_layers, c.d_model, c.num_heads, c.ffn_dim, list(c.num_labels), c.value_labels,
             c.dropout, c.attention_dropout, c.norm_first, c.activation,
         )
         self.pos_embed = nn.Embedding(c.max_positions, c.d_model) if c.positions == "learned" else None

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import Error
 from ..core.config import AMP_HELP, DictConfig, TrainConfig, option
+from ..core.deprecation import renamed_fields
+from ..errors import Error
 
 __all__ = ["DEFAULT_BEAM", "Seq2SeqSettings", "Seq2SeqTrainConfig", "SELECT_MODES", "TranslateConfig"]
 
@@ -27,6 +28,7 @@ DEFAULT_BEAM = 5
 SELECT_MODES = {"dev_loss": "min", "bleu": "max"}
 
 
+@renamed_fields(max_tokens="batch_tokens")
 @dataclass
 class Seq2SeqSettings(DictConfig):
     """Data and decoding settings of a seq2seq model (saved inside its checkpoint).
@@ -36,7 +38,8 @@ class Seq2SeqSettings(DictConfig):
     source dependency channel. ``max_src_len`` / ``max_tgt_len``: subwords kept per
     sentence (longer ones are truncated, with a warning counting them; the target
     limit includes EOS). ``max_len_a`` / ``max_len_b``: decoding stops after
-    ``a * source_len + b`` tokens.
+    ``a * source_len + b`` tokens. ``batch_tokens``: padded tokens per training batch (``max_tokens``
+    before; checkpoints that say so still load).
     """
 
     max_distance: int = 16
@@ -45,13 +48,12 @@ class Seq2SeqSettings(DictConfig):
     max_src_len: int = 256
     max_tgt_len: int = 256
     label_smoothing: float = 0.1
-    max_tokens: int = 2048
+    batch_tokens: int = 2048
     eval_sentences: int = 0  # 0 = the whole dev set
     eval_beam: int = 1
     length_penalty: float = 1.0
     max_len_a: float = 1.5
     max_len_b: int = 10
-
 
 
 @dataclass
@@ -85,12 +87,17 @@ class TranslateConfig(DictConfig):
         return self
 
 
+@renamed_fields(layers="num_layers", heads="num_heads", encoder_layers="num_encoder_layers",
+                decoder_layers="num_decoder_layers")
 @dataclass
 class Seq2SeqTrainConfig(DictConfig):
     """Everything :func:`train_seq2seq` needs besides the data; the defaults are the project's recipe.
 
     Field metadata ``{"help", "group"}`` documents each field; ``g2gt train seq2seq`` builds its options
     from these fields (``--d-model`` for ``d_model`` ...), so the CLI and Python share one set of defaults.
+    Sizes are named as in :class:`g2gt.nn.G2GTConfig` (``num_layers``, ``num_heads``, ``num_encoder_layers``,
+    ``num_decoder_layers``); the old names ``layers``, ``heads``, ``encoder_layers`` and ``decoder_layers``
+    still work for one release, with a ``DeprecationWarning``.
     """
 
     # subwords
@@ -100,10 +107,10 @@ class Seq2SeqTrainConfig(DictConfig):
                         "them)", "subwords")
     # model
     d_model: int = option(256, "model width", "model")
-    layers: int = option(3, "encoder and decoder layers (each)", "model")
-    encoder_layers: int | None = option(None, "encoder layers (default: layers)", "model")
-    decoder_layers: int | None = option(None, "decoder layers (default: layers)", "model")
-    heads: int = option(4, "attention heads", "model")
+    num_layers: int = option(3, "encoder and decoder layers (each)", "model")
+    num_encoder_layers: int | None = option(None, "encoder layers (default: num_layers)", "model")
+    num_decoder_layers: int | None = option(None, "decoder layers (default: num_layers)", "model")
+    num_heads: int = option(4, "attention heads", "model")
     ffn_dim: int = option(1024, "feed-forward width", "model")
     dropout: float = option(0.1, "dropout", "model")
     attention_dropout: float = option(0.0, "dropout on attention probabilities", "model")
@@ -135,13 +142,15 @@ class Seq2SeqTrainConfig(DictConfig):
                          "fairseq does by default) or bleu (highest greedy BLEU on the first eval_sentences)",
                          "evaluation")
     eval_sentences: int = option(300, "dev sentences translated at each evaluation (0 = all)", "evaluation")
-    final_beam: int = option(DEFAULT_BEAM, "beam size of the final translation of the whole dev set (0 = skip)", "evaluation")
+    final_beam: int = option(DEFAULT_BEAM, "beam size of the final translation of the whole dev set (0 = skip)",
+                             "evaluation")
     length_penalty: float = option(1.0, "length penalty exponent of beam search", "evaluation")
+    average_last: int = option(0, "keep the weights of the last N evaluations (OUT/step-NNNNNNN.pt) and write "
+                               "their average to OUT/averaged.pt at the end, scored on dev (0 = off)", "evaluation")
     # runtime
     device: str = option("auto", "auto, cpu, cuda, cuda:1 ...", "runtime")
     amp: str = option("auto", AMP_HELP, "runtime")
     progress: bool = option(True, "progress bars and a data summary on stderr", "runtime")
-
 
     def train_config(self) -> TrainConfig:
         """The :class:`g2gt.core.config.TrainConfig` of this recipe (``select`` chooses ``best.pt``)."""
@@ -151,19 +160,22 @@ class Seq2SeqTrainConfig(DictConfig):
             lr=self.lr, weight_decay=self.weight_decay, warmup=self.warmup, warmup_steps=self.warmup_steps,
             schedule=self.schedule, cooldown=self.cooldown, max_steps=self.max_steps, epochs=self.epochs,
             max_minutes=self.max_minutes, accum_steps=self.accum_steps, eval_every=self.eval_every, metric=self.select,
-            metric_mode=SELECT_MODES[self.select], seed=self.seed, device=self.device, amp=self.amp, progress=self.progress)
+            metric_mode=SELECT_MODES[self.select], seed=self.seed, device=self.device, amp=self.amp,
+            progress=self.progress)
 
     def settings(self, graph: bool = False) -> Seq2SeqSettings:
         """The data / decoding :class:`Seq2SeqSettings` of this recipe."""
         return Seq2SeqSettings(
             max_distance=self.max_distance, graph=graph, joint_vocab=self.joint_vocab, max_src_len=self.max_len,
-            max_tgt_len=self.max_len, label_smoothing=self.label_smoothing, max_tokens=self.batch_tokens,
+            max_tgt_len=self.max_len, label_smoothing=self.label_smoothing, batch_tokens=self.batch_tokens,
             eval_sentences=self.eval_sentences, length_penalty=self.length_penalty)
 
     def model_kwargs(self) -> dict:
         """Keyword arguments of :meth:`Seq2SeqTask.model_config` for this recipe's model size."""
-        return dict(d_model=self.d_model, num_heads=self.heads, num_encoder_layers=self.encoder_layers or self.layers,
-                    num_decoder_layers=self.decoder_layers or self.layers, ffn_dim=self.ffn_dim, dropout=self.dropout,
+        return dict(d_model=self.d_model, num_heads=self.num_heads,
+                    num_encoder_layers=self.num_encoder_layers or self.num_layers,
+                    num_decoder_layers=self.num_decoder_layers or self.num_layers, ffn_dim=self.ffn_dim,
+                    dropout=self.dropout,
                     attention_dropout=self.attention_dropout, decoder_max_distance=self.max_distance,
                     value_labels=self.value_labels, positions=self.positions,
                     max_positions=max(1024, self.max_len + 2))

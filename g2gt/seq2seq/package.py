@@ -96,7 +96,12 @@ def training_card(folder: str | os.PathLike, data_name: str = "dev") -> dict:
 
     info, final = read("config.json"), read("final.json")
     card: dict = {}
-    mc, recipe, data = info.get("model_config") or {}, info.get("recipe") or {}, info.get("data") or {}
+    # the recipe sits under "task" since training runs through g2gt.core.run; at the top level before
+    recipe = (info.get("task") or {}).get("recipe") or info.get("recipe") or {}
+    mc, data = info.get("model_config") or {}, info.get("data") or {}
+    best = info.get("best_dev")
+    if isinstance(best, (int, float)):
+        best = {(info.get("train_config") or {}).get("metric", "dev_loss"): best}
     if mc:
         card["model"] = (f"G2GTransformer encoder-decoder, {info.get('parameters', 0) / 1e6:.1f}M parameters: "
                          f"d_model {mc.get('d_model')}, {mc.get('num_encoder_layers')}+{mc.get('num_decoder_layers')} "
@@ -106,8 +111,9 @@ def training_card(folder: str | os.PathLike, data_name: str = "dev") -> dict:
         card["recipe"] = recipe
     if data:
         card["training"] = {"train_pairs": data.get("train_pairs"), "dev_pairs": data.get("dev_pairs"),
-                            "steps": info.get("steps"), "train_seconds": info.get("train_seconds_this_call"),
-                            "best_dev": info.get("best_dev")}
+                            "steps": info.get("steps"),
+                            "train_seconds": info.get("train_seconds", info.get("train_seconds_this_call")),
+                            "best_dev": best}
     if final:
         keep = ("bleu", "chrf", "bleu_lowercase", "chrf_lowercase", "beam", "length_penalty", "sentences",
                 "bleu_signature", "chrf_signature", "bleu_detail")

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -16,11 +17,11 @@ from pathlib import Path
 
 import torch
 
-from ..core.checkpoint import TrainingFolderLock, load_checkpoint
+from ..core.checkpoint import TrainingFolderLock
 from ..core.graph import LabelVocab
+from ..core.train import Trainer
 from ..nn.transformer import G2GTConfig, G2GTransformer
 from .subword import SubwordTokenizer
-from ..core.train import Trainer
 from .config import Seq2SeqTrainConfig
 from .data import check_aligned
 from .metrics import mt_scores
@@ -103,15 +104,27 @@ def _new_task(src_train: Sequence, tgt_train: Sequence[str], graph: bool, cfg: S
     return Seq2SeqTask(src_tok, tgt_tok, cfg.settings(graph), rel_vocab=rel_vocab, seed=cfg.seed)
 
 
+def _device(name: str) -> torch.device:
+    """The device the Trainer will pick for ``name`` (``"auto"``: CUDA when available, else CPU)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
 def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequence, tgt_dev: Sequence[str],
                   out_dir: str | os.PathLike, config: Seq2SeqTrainConfig | None = None,
                   resume: bool = False) -> Seq2SeqRun:
-    """Train a translation model with :class:`g2gt.core.train.Trainer`; return the best one.
+    """Train a translation model through the one training runner (:func:`g2gt.core.run.run_training`);
+    return the best one.
 
     ``src_*``: source sentences as strings, or :class:`g2gt.ud.io.conllu.Sentence` objects (one parse per
     target line) for graph to sequence (see :func:`read_training_data`); ``tgt_*``: target sentences.
     ``out_dir`` receives ``best.pt`` (selected by ``config.select``), ``last.pt`` (resumable), ``log.jsonl``,
-    ``config.json`` and, with ``final_beam > 0``, ``dev.hyp`` + ``final.json`` (whole dev set, beam search).
+    ``config.json`` (``model_config``, ``train_config``, ``task``: the recipe and the data settings,
+    ``data``, ``parameters``, then ``steps``, ``train_seconds``, ``best_dev``) and, with ``final_beam > 0``,
+    ``dev.hyp`` + ``final.json`` (whole dev set, beam search). With ``config.average_last = K > 0`` the
+    weights of the last ``K`` evaluations are also averaged into ``averaged.pt``, scored on dev (greedy, in
+    ``config.json``) and, with ``final_beam > 0``, decoded into ``dev.averaged.hyp`` + ``final.averaged.json``.
     The folder is locked for the whole call. With ``resume=True`` and an ``out_dir/last.pt``, the tokenizers,
     data settings and model size come from the checkpoint (``batch_tokens``, ``eval_sentences`` and
     ``length_penalty`` from ``config``), and the budget is the run's total.
@@ -121,6 +134,9 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
     the training loss comes every ``eval_every / 4`` updates too; the final decoding of the dev set is
     announced, then its scores printed.
     """
+    from ..core.run import resume_checkpoint, run_training, with_averaging
+    from ..core.runtime import autocast_dtype
+
     cfg = config or Seq2SeqTrainConfig()
     graph = _is_graph(src_train)
     if graph != _is_graph(src_dev) and len(src_dev):
@@ -129,23 +145,23 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
     check_aligned(len(src_dev), "dev sources", len(tgt_dev), "dev targets")
     if not len(tgt_train) or not len(tgt_dev):
         raise ValueError(f"need training and dev sentences (got {len(tgt_train)} and {len(tgt_dev)})")
+    tc = with_averaging(cfg.train_config(), cfg.average_last)
     out = Path(out_dir)
     main = int(os.environ.get("RANK", "0")) == 0
     with TrainingFolderLock(out) if main else nullcontext():
         t0 = time.time()
-        last = out / "last.pt"
-        if resume and last.exists():
-            ck = load_checkpoint(last)
+        ck = resume_checkpoint(out, resume)
+        if ck is not None:
             task = Seq2SeqTask.from_checkpoint_extra(ck.get("task", {}))
             if task.settings.graph != graph:
-                raise ValueError(f"{last} was trained {'with' if task.settings.graph else 'without'} source parses; "
-                                 "resume it with the same kind of source")
-            task.settings.max_tokens, task.settings.eval_sentences = cfg.batch_tokens, cfg.eval_sentences
+                raise ValueError(f"{out / 'last.pt'} was trained {'with' if task.settings.graph else 'without'} "
+                                 "source parses; resume it with the same kind of source")
+            task.settings.batch_tokens, task.settings.eval_sentences = cfg.batch_tokens, cfg.eval_sentences
             task.settings.length_penalty, task.seed = cfg.length_penalty, cfg.seed
-            model_config = G2GTConfig(**ck["model_config"])
+            model_config = G2GTConfig.from_dict(ck["model_config"])
             if cfg.progress:
-                print(f"resuming {last} at update {ck['step']}: tokenizers, data settings and model size come from "
-                      "the checkpoint", file=sys.stderr)
+                print(f"resuming {out / 'last.pt'} at update {ck['step']}: tokenizers, data settings and model size "
+                      "come from the checkpoint", file=sys.stderr)
         else:
             task = _new_task(src_train, tgt_train, graph, cfg)
             model_config = task.model_config(**cfg.model_kwargs())
@@ -153,35 +169,35 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
         task.dev = task.encode_pairs(src_dev, tgt_dev, "dev")
         torch.manual_seed(cfg.seed)
         model = G2GTransformer(model_config)
-        info = {"recipe": cfg.to_dict(), "settings": task.settings.to_dict(), "model_config": model_config.to_dict(),
-                "parameters": sum(p.numel() for p in model.parameters()),
-                "data": {"train_pairs": len(task.train), "dev_pairs": len(task.dev),
-                         "train_source_subwords": sum(map(len, task.train.src)),
-                         "train_target_subwords": sum(map(len, task.train.tgt)) + len(task.train.tgt),
-                         "vocab": task.src_tok.vocab_size,
-                         "target_vocab": None if task.tgt_tok is task.src_tok else task.tgt_tok.vocab_size,
-                         "channels": task.channels, "prepare_seconds": round(time.time() - t0, 1)}}
+        params = sum(p.numel() for p in model.parameters())
+        data = {"train_pairs": len(task.train), "dev_pairs": len(task.dev),
+                "train_source_subwords": sum(map(len, task.train.src)),
+                "train_target_subwords": sum(map(len, task.train.tgt)) + len(task.train.tgt),
+                "vocab": task.src_tok.vocab_size,
+                "target_vocab": None if task.tgt_tok is task.src_tok else task.tgt_tok.vocab_size,
+                "channels": task.channels, "prepare_seconds": round(time.time() - t0, 1)}
         if cfg.progress and main:
-            d = info["data"]
-            print(f"data: {d['train_pairs']} train / {d['dev_pairs']} dev pairs, {d['train_source_subwords']} source / "
-                  f"{d['train_target_subwords']} target subwords (vocab {d['vocab']}), prepared in "
-                  f"{d['prepare_seconds']:.0f}s; model: {info['parameters'] / 1e6:.2f}M parameters, channels "
+            print(f"data: {data['train_pairs']} train / {data['dev_pairs']} dev pairs, {data['train_source_subwords']} "
+                  f"source / {data['train_target_subwords']} target subwords (vocab {data['vocab']}), prepared in "
+                  f"{data['prepare_seconds']:.0f}s; model: {params / 1e6:.2f}M parameters, channels "
                   f"{task.channels}", file=sys.stderr)
-        trainer = _ReportingTrainer(model, task, cfg.train_config(), out,
-                                    train_every=0 if cfg.progress else max(1, cfg.eval_every // 4))
-        info["autocast"] = str(trainer.amp_dtype).removeprefix("torch.") if trainer.amp_dtype else "off"
-        if main:
-            _write_json(out / "config.json", info)
-        t_train = time.time()
-        history = trainer.fit(resume=resume)
+        amp = autocast_dtype(_device(cfg.device), cfg.amp)
+        task_info = {"kind": "seq2seq", "recipe": cfg.to_dict(), "settings": task.settings.to_dict(),
+                     "average_last": cfg.average_last}
+        trainer_class = functools.partial(_ReportingTrainer,
+                                          train_every=0 if cfg.progress else max(1, cfg.eval_every // 4))
+        trainer, history = run_training(
+            model, task, tc, out, model_config.to_dict(), task_info=task_info, data_info=data,
+            more_info={"autocast": str(amp).removeprefix("torch.") if amp else "off"}, resume=resume,
+            average_last=cfg.average_last, trainer_class=trainer_class)
         final = None
         if main:
-            info.update(train_seconds_this_call=round(time.time() - t_train, 1), steps=trainer.step,
-                        best_dev={cfg.select: trainer.best})
-            _write_json(out / "config.json", info)
             if cfg.final_beam > 0:
                 final = final_evaluation(out, src_dev, tgt_dev, cfg.final_beam, cfg.length_penalty, trainer.device,
                                          progress=cfg.progress)
+                if (out / "averaged.pt").exists() and cfg.average_last:
+                    final_evaluation(out, src_dev, tgt_dev, cfg.final_beam, cfg.length_penalty, trainer.device,
+                                     progress=cfg.progress, checkpoint="averaged.pt")
             model, task = load_seq2seq(out, trainer.device)  # the best checkpoint
     return Seq2SeqRun(model, task, history, final, trainer.step)
 
@@ -193,23 +209,28 @@ def _write_json(path: Path, obj: dict) -> None:
 
 
 def final_evaluation(out_dir: str | os.PathLike, src_dev: Sequence, tgt_dev: Sequence[str], beam: int = 5,
-                     length_penalty: float = 1.0, device: str | torch.device = "cpu", progress: bool = False) -> dict:
+                     length_penalty: float = 1.0, device: str | torch.device = "cpu", progress: bool = False,
+                     checkpoint: str = "best.pt") -> dict:
     """Translate the whole dev set with ``out_dir``'s best checkpoint; write ``dev.hyp`` and ``final.json``.
 
     Returns the :func:`mt_scores` of the cased output (``bleu``, ``chrf``, signatures), plus
     ``bleu_lowercase`` / ``chrf_lowercase``, ``beam``, ``length_penalty`` and ``translate_seconds``.
+    ``checkpoint``: another checkpoint of the folder, e.g. ``averaged.pt``, whose files are then
+    ``dev.averaged.hyp`` and ``final.averaged.json``.
     """
     out = Path(out_dir)
-    model, task = load_seq2seq(out, device)
-    _say(f"decoding the dev set ({len(src_dev):,} sentences) with beam {beam} and the best checkpoint ...")
+    model, task = load_seq2seq(out / checkpoint, device)
+    stem = "" if checkpoint == "best.pt" else "." + Path(checkpoint).stem
+    what = "the best checkpoint" if checkpoint == "best.pt" else checkpoint
+    _say(f"decoding the dev set ({len(src_dev):,} sentences) with beam {beam} and {what} ...")
     t = time.time()
     hyps = task.translate(model, src_dev, beam=beam, length_penalty=length_penalty, batch_size=32, progress=progress)
     secs = time.time() - t
-    (out / "dev.hyp").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    (out / f"dev{stem}.hyp").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
     cased, lower = mt_scores(tgt_dev, hyps), mt_scores(tgt_dev, hyps, lowercase=True)
     final = {**cased, "bleu_lowercase": lower["bleu"], "chrf_lowercase": lower["chrf"], "beam": beam,
              "length_penalty": length_penalty, "translate_seconds": round(secs, 1)}
-    _write_json(out / "final.json", final)
+    _write_json(out / f"final{stem}.json", final)
     _say(f"dev BLEU {final['bleu']:.2f}  chrF {final['chrf']:.2f}  (beam {beam}, {len(hyps):,} sentences in "
-         f"{secs:.0f}s): {out / 'dev.hyp'}, {out / 'final.json'}")
+         f"{secs:.0f}s): {out / f'dev{stem}.hyp'}, {out / f'final{stem}.json'}")
     return final

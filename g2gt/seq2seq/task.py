@@ -40,6 +40,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..core.batch import BucketBatchSampler, GraphBatch, collate, pad_sequences, token_budget_batches
+from ..core.deprecation import renamed_params
 from ..core.graph import EdgeChannel, Graph, LabelVocab, chain_graph, num_chain_labels
 from ..nn.transformer import G2GTConfig, G2GTransformer
 from .subword import SubwordTokenizer
@@ -163,7 +164,7 @@ class Seq2SeqTask:
         """A :class:`G2GTConfig` matching this task's vocabularies and label channels."""
         joint = self.src_tok is self.tgt_tok or self.settings.joint_vocab
         base = dict(src_vocab_size=self.src_tok.vocab_size, tgt_vocab_size=self.tgt_tok.vocab_size,
-                    encoder_labels=self.encoder_label_sizes(), share_embeddings=bool(joint),
+                    num_labels=self.encoder_label_sizes(), share_embeddings=bool(joint),
                     pad_id=self.pad_id, bos_id=self.bos_id, eos_id=self.eos_id)
         base.update(kw)
         return G2GTConfig(**base)
@@ -259,8 +260,8 @@ class Seq2SeqTask:
     def _sampler(self, data: ParallelData, shuffle: bool, epoch: int = 0, rank: int = 0, world: int = 1,
                  skip: int = 0) -> BucketBatchSampler:
         lengths = [max(len(s), len(t) + 1, 1) for s, t in zip(data.src, data.tgt, strict=True)]
-        max_tokens = max(self.settings.max_tokens, max(lengths, default=1))
-        sampler = BucketBatchSampler(lengths, max_tokens, shuffle=shuffle, seed=self.seed, num_replicas=world,
+        budget = max(self.settings.batch_tokens, max(lengths, default=1))
+        sampler = BucketBatchSampler(lengths, budget, shuffle=shuffle, seed=self.seed, num_replicas=world,
                                      rank=rank)
         sampler.set_epoch(epoch, skip)
         return sampler
@@ -287,27 +288,29 @@ class Seq2SeqTask:
         return max(1, min(s.max_tgt_len, int(math.ceil(s.max_len_a * src_len + s.max_len_b))))
 
     @torch.no_grad()
+    @renamed_params(max_tokens="batch_tokens")
     def translate_ids(self, model, src: Sequence[list[int]], deps: Sequence[EdgeChannel] | None = None,
                       beam: int = 1, length_penalty: float | None = None, batch_size: int = 64,
-                      progress: bool = False, max_tokens: int | None = None) -> list[list[int]]:
+                      progress: bool = False, batch_tokens: int | None = None) -> list[list[int]]:
         """Decode encoded sources (greedy for ``beam = 1``, else beam search); returns target ids in input
         order. Empty sources give empty outputs without running the model.
 
         Sources are decoded shortest first, in batches of at most ``batch_size`` sentences and, when
-        ``max_tokens`` is given, at most ``max_tokens`` padded source subwords (a longer sentence is decoded
-        alone). ``beam``, ``batch_size`` and ``max_tokens`` must be integers >= 1 (``ValueError`` otherwise).
+        ``batch_tokens`` is given, at most ``batch_tokens`` padded source subwords (a longer sentence is decoded
+        alone). ``beam``, ``batch_size`` and ``batch_tokens`` must be integers >= 1 (``ValueError`` otherwise);
+        ``max_tokens=``, the old name of ``batch_tokens``, still works for one release.
         """
         _check_positive_int("beam", beam, "1 = greedy search")
         _check_positive_int("batch_size", batch_size, "sentences decoded together")
-        if max_tokens is not None:
-            _check_positive_int("max_tokens", max_tokens, "padded source subwords per batch")
+        if batch_tokens is not None:
+            _check_positive_int("batch_tokens", batch_tokens, "padded source subwords per batch")
         lp = self.settings.length_penalty if length_penalty is None else length_penalty
         device = next(model.parameters()).device
         was = model.training
         model.eval()
         out: list[list[int]] = [[] for _ in src]
         todo = [i for i in range(len(src)) if len(src[i])]
-        batches = token_budget_batches([len(src[i]) for i in todo], max_tokens or sys.maxsize, max_items=batch_size)
+        batches = token_budget_batches([len(src[i]) for i in todo], batch_tokens or sys.maxsize, max_items=batch_size)
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(todo), desc="translate", disable=not progress, dynamic_ncols=True, file=sys.stderr)
@@ -327,16 +330,17 @@ class Seq2SeqTask:
             model.train(was)
         return out
 
+    @renamed_params(max_tokens="batch_tokens")
     def translate(self, model, sentences: Sequence[str] | Sequence, beam: int = 1,
                   length_penalty: float | None = None, batch_size: int = 64, progress: bool = False,
-                  max_tokens: int | None = None) -> list[str]:
+                  batch_tokens: int | None = None) -> list[str]:
         """Raw sentences (or CoNLL-U sentences in graph mode) -> detokenized translations,
         one per input, ``""`` for an empty input (batching as in :meth:`translate_ids`)."""
         if self.settings.graph:
             ids, deps = self.encode_graph_sources(sentences, "input")
         else:
             ids, deps = self.encode_sources(sentences, "input"), None
-        hyps = self.translate_ids(model, ids, deps, beam, length_penalty, batch_size, progress, max_tokens)
+        hyps = self.translate_ids(model, ids, deps, beam, length_penalty, batch_size, progress, batch_tokens)
         return self.tgt_tok.decode_batch(hyps)
 
     # ---- evaluation
@@ -376,7 +380,7 @@ def load_seq2seq(path: str | os.PathLike, device: str | torch.device = "cpu") ->
 
     state = load_checkpoint(resolve_checkpoint(path), device)
     task = Seq2SeqTask.from_checkpoint_extra(state.get("task", {}))
-    model = G2GTransformer(G2GTConfig(**state["model_config"]))
+    model = G2GTransformer(G2GTConfig.from_dict(state["model_config"]))
     model.load_state_dict(state["model"], strict=True)
     model.to(device).eval()
     return model, task

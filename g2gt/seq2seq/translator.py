@@ -124,7 +124,7 @@ class Translator:
         if checkpoint_kind(state) != "seq2seq":
             raise _wrong_kind(path, state)
         task = Seq2SeqTask.from_checkpoint_extra(state["task"])
-        model = G2GTransformer(G2GTConfig(**state["model_config"]))
+        model = G2GTransformer(G2GTConfig.from_dict(state["model_config"]))
         model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state["model"].items()},
                               strict=True)
         model.to(device=dev, dtype=dt)
@@ -202,7 +202,7 @@ class Translator:
             raise TypeError("a Translator takes a list of lines, got a single string: translator([line])")
         lines = list(lines)
         kw = dict(beam=cfg.beam, length_penalty=cfg.length_penalty, batch_size=cfg.batch_size,
-                  max_tokens=cfg.batch_tokens)
+                  batch_tokens=cfg.batch_tokens)
         if self.graph:
             return [h.replace("\n", " ").replace("\r", " ") for h in self.task.translate(self.model, lines, **kw)]
         bad = next((i for i, x in enumerate(lines) if not isinstance(x, str)), None)

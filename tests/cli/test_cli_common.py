@@ -180,6 +180,7 @@ def test_add_dataclass_options_types_defaults_and_help(capsys):
     assert vars(p.parse_args([])) == {"width": 8, "rate": 0.25, "name": "a", "flag": True, "limit": None}
     got = vars(p.parse_args(["--w", "3", "--rate", "1e-3", "--name", "b", "--no-flag", "--limit", "5"]))
     assert got == {"width": 3, "rate": 1e-3, "name": "b", "flag": False, "limit": 5}
+    assert capsys.readouterr().err == "g2gt: --w is deprecated and will be removed in the next release; use --width\n"
     text = p.format_help()
     assert "how wide (default: 8)" in text and "--w " not in text and "--w," not in text and "(default: 0.25)" in text
     with pytest.raises(SystemExit):

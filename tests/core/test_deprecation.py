@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import warnings
 
 import pytest
 
-from g2gt.core.deprecation import renamed_kwargs, renamed_params
+from g2gt.core.deprecation import renamed_fields, renamed_kwargs, renamed_params, upgrade_keys
 
 
 @renamed_params(max_tokens="batch_tokens")
@@ -46,3 +48,49 @@ def test_graph_attention_is_causal_is_deprecated():
     with pytest.warns(DeprecationWarning, match="is_causal.*causal"):
         old = attn(x, is_causal=True)
     torch.testing.assert_close(old, attn(x, causal=True), rtol=0, atol=0)
+
+
+@renamed_fields(width="num_width")
+@dataclasses.dataclass
+class _Toy:
+    num_width: int = 3
+    depth: int = 1
+
+
+def test_renamed_fields_old_keyword_and_attribute_warn_and_work():
+    with pytest.warns(DeprecationWarning, match="_Toy: 'width' is deprecated.*'num_width'"):
+        toy = _Toy(width=5)
+    assert toy == _Toy(num_width=5) and [f.name for f in dataclasses.fields(_Toy)] == ["num_width", "depth"]
+    with pytest.warns(DeprecationWarning, match="'width'"):
+        assert toy.width == 5
+    with pytest.raises(TypeError, match="both 'width' and 'num_width'"):
+        _Toy(width=1, num_width=2)
+
+
+def test_renamed_fields_read_stored_dicts_with_old_keys_silently():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a checkpoint written before the rename is not the reader's fault
+        assert _Toy.from_dict({"width": 7, "depth": 2}) == _Toy(num_width=7, depth=2)
+        assert upgrade_keys({"width": 1, "num_width": 2}, {"width": "num_width"}) == {"num_width": 2}
+
+
+def test_config_renames_num_labels_num_layers_num_heads_batch_tokens():
+    from g2gt.nn import G2GTConfig
+    from g2gt.seq2seq import Seq2SeqSettings, Seq2SeqTrainConfig
+
+    with pytest.warns(DeprecationWarning, match="encoder_labels.*num_labels"):
+        old = G2GTConfig(src_vocab_size=10, encoder_labels=[5, 3])
+    assert old == G2GTConfig(src_vocab_size=10, num_labels=[5, 3]) and "encoder_labels" not in old.to_dict()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        rc = Seq2SeqTrainConfig(layers=2, heads=1, encoder_layers=4, decoder_layers=1)
+    assert sorted(str(w.message).split("'")[1] for w in seen if w.category is DeprecationWarning) == [
+        "decoder_layers", "encoder_layers", "heads", "layers"]
+    assert (rc.num_layers, rc.num_heads, rc.num_encoder_layers, rc.num_decoder_layers) == (2, 1, 4, 1)
+    assert rc.model_kwargs()["num_encoder_layers"] == 4 and rc.model_kwargs()["num_heads"] == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stored = G2GTConfig.from_dict({"src_vocab_size": 10, "encoder_labels": [34]})
+        assert stored.num_labels == [34]
+        assert Seq2SeqSettings.from_dict({"max_tokens": 77}).batch_tokens == 77
+        assert Seq2SeqTrainConfig.from_dict({"layers": 5, "heads": 2}).num_layers == 5

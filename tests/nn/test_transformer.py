@@ -16,7 +16,7 @@ def _model(norm_first=True, positions="none", dtype=torch.float64, labels=None, 
     torch.manual_seed(0)
     cfg = G2GTConfig(src_vocab_size=20, tgt_vocab_size=17, d_model=16, num_heads=2, num_encoder_layers=2,
                      num_decoder_layers=2, ffn_dim=32, dropout=0.1, norm_first=norm_first, positions=positions,
-                     encoder_labels=labels or [num_chain_labels(K), 5], decoder_max_distance=K, **kw)
+                     num_labels=labels or [num_chain_labels(K), 5], decoder_max_distance=K, **kw)
     return G2GTransformer(cfg).to(dtype).eval()
 
 
@@ -180,7 +180,7 @@ def test_state_dict_round_trip_strict(tmp_path):
 def test_reset_parameters_and_encoder_only():
     torch.manual_seed(0)
     enc = G2GTransformer(G2GTConfig(20, 0, d_model=16, num_heads=2, num_encoder_layers=1, ffn_dim=32,
-                                    encoder_labels=[num_chain_labels(K)]))
+                                    num_labels=[num_chain_labels(K)]))
     assert enc.decoder is None
     b = collate([chain_graph([4, 5, 6], K)])
     assert enc.encode(b.tokens, b.labels, b.padding_mask).shape == (1, 3, 16)

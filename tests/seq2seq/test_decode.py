@@ -17,7 +17,7 @@ BOS, EOS = 1, 2
 def _setup(seed: int, vocab: int = 9, lengths=(3, 6, 4), scale: float = 1.0):
     torch.manual_seed(seed)
     cfg = G2GTConfig(src_vocab_size=12, tgt_vocab_size=vocab, d_model=16, num_heads=2, num_encoder_layers=1,
-                     num_decoder_layers=2, ffn_dim=32, dropout=0.3, encoder_labels=[num_chain_labels(2)],
+                     num_decoder_layers=2, ffn_dim=32, dropout=0.3, num_labels=[num_chain_labels(2)],
                      decoder_max_distance=2, tie_embeddings=False)
     m = G2GTransformer(cfg).double().eval()
     with torch.no_grad():
@@ -176,7 +176,7 @@ def test_generate_rejects_bad_arguments_and_encoder_only_models():
     with pytest.raises(ValueError, match="max_new_tokens"):
         m.generate(b.tokens, b.labels, b.padding_mask, max_new_tokens=0)
     enc = G2GTransformer(G2GTConfig(src_vocab_size=12, d_model=16, num_heads=2, num_encoder_layers=1, ffn_dim=32,
-                                    encoder_labels=[num_chain_labels(2)]))
+                                    num_labels=[num_chain_labels(2)]))
     with pytest.raises(RuntimeError, match="encoder-only"):
         enc.generate(b.tokens, b.labels, b.padding_mask, max_new_tokens=4)
 

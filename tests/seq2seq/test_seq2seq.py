@@ -35,7 +35,7 @@ def trained(pairs, tmp_path_factory):
     torch.manual_seed(0)
     src, tgt = pairs
     tok = SubwordTokenizer.train(src + tgt, vocab_size=400)
-    task = Seq2SeqTask(tok, tok, Seq2SeqSettings(max_distance=8, max_tokens=2000, label_smoothing=0.0))
+    task = Seq2SeqTask(tok, tok, Seq2SeqSettings(max_distance=8, batch_tokens=2000, label_smoothing=0.0))
     task.train = task.encode_pairs(src, tgt)
     task.dev = task.train
     model = task.build_model(**TINY)
@@ -269,13 +269,13 @@ def test_graph_to_sequence_cli(tmp_path, pairs, capsys):
     rc = cli_main(["train", "seq2seq", "--src-train", str(SRC), "--tgt-train", str(TGT), "--src-dev", str(SRC),
                    "--tgt-dev", str(TGT), "--src-graphs", str(conllu), "--src-dev-graphs", str(conllu),
                    "--out", str(out), "--max-steps", "3", "--eval-every", "3", "--eval-sentences", "5",
-                   "--bpe-vocab", "300", "--d-model", "32", "--layers", "1", "--ffn", "64", "--heads", "2",
+                   "--bpe-vocab", "300", "--d-model", "32", "--layers", "1", "--ffn-dim", "64", "--heads", "2",
                    "--final-beam", "0", "--no-progress", "--device", "cpu"])
     assert rc == 0, capsys.readouterr().err
     model, task = load_seq2seq(out)
     assert task.settings.graph and task.channels == ["position", "deps"]
     assert SUBWORD_LABEL in task.rel_vocab and "dep\u2191" in task.rel_vocab
-    assert model.config.encoder_labels == [2 * 16 + 2, len(task.rel_vocab)]
+    assert model.config.num_labels == [2 * 16 + 2, len(task.rel_vocab)]
     # the dependency channel changes the encoding (it is really read)
     from g2gt.ud.io.conllu import read_conllu
 
@@ -300,7 +300,7 @@ def test_train_cli_resume_reuses_tokenizer(tmp_path, capsys):
     out = tmp_path / "run"
     common = ["train", "seq2seq", "--src-train", str(SRC), "--tgt-train", str(TGT), "--src-dev", str(SRC),
               "--tgt-dev", str(TGT), "--out", str(out), "--bpe-vocab", "300", "--d-model", "32", "--layers", "1",
-              "--ffn", "64", "--heads", "2", "--eval-every", "2", "--eval-sentences", "4", "--final-beam", "0",
+              "--ffn-dim", "64", "--heads", "2", "--eval-every", "2", "--eval-sentences", "4", "--final-beam", "0",
               "--no-progress", "--device", "cpu"]
     assert cli_main(common + ["--max-steps", "2"]) == 0
     tok_json = torch.load(out / "last.pt", weights_only=True)["task"]["src_tokenizer"]
@@ -312,7 +312,7 @@ def test_train_cli_resume_reuses_tokenizer(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------- training glue, scores, recipe
-SMALL = dict(bpe_vocab=300, d_model=32, layers=1, heads=2, ffn_dim=64, eval_sentences=5, progress=False,
+SMALL = dict(bpe_vocab=300, d_model=32, num_layers=1, num_heads=2, ffn_dim=64, eval_sentences=5, progress=False,
              device="cpu")
 
 
@@ -327,7 +327,7 @@ def test_train_seq2seq_writes_a_complete_run(tmp_path, pairs):
     assert not (out / ".lock").exists()
     assert len((out / "dev.hyp").read_text(encoding="utf-8").splitlines()) == 8
     assert run.final["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.")
-    assert run.model.config.d_model == 32 and run.task.settings.max_tokens == 2048
+    assert run.model.config.d_model == 32 and run.task.settings.batch_tokens == 2048
     assert len(run.task.translate(run.model, src[:3], beam=2)) == 3
 
 
@@ -359,7 +359,7 @@ def test_recipe_defaults_are_the_measured_recipe_and_the_benchmarks():
     import importlib.util
 
     rc = Seq2SeqTrainConfig()
-    assert (rc.batch_tokens, rc.lr, rc.heads, rc.d_model, rc.layers, rc.ffn_dim, rc.dropout, rc.label_smoothing,
+    assert (rc.batch_tokens, rc.lr, rc.num_heads, rc.d_model, rc.num_layers, rc.ffn_dim, rc.dropout, rc.label_smoothing,
             rc.bpe_vocab, rc.joint_vocab, rc.max_distance) == (2048, 1e-3, 4, 256, 3, 1024, 0.1, 0.1, 8000, True, 16)
     assert 0 < rc.warmup < 0.5 and rc.warmup_steps is None and 0 < rc.cooldown < 1
     tc = rc.train_config()
@@ -372,7 +372,7 @@ def test_recipe_defaults_are_the_measured_recipe_and_the_benchmarks():
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     args = bench.build_arg_parser().parse_args([])
-    for name in ("bpe_vocab", "d_model", "layers", "heads", "ffn_dim", "dropout", "label_smoothing", "max_distance",
+    for name in ("bpe_vocab", "d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "label_smoothing", "max_distance",
                  "batch_tokens", "lr", "warmup", "cooldown", "seed"):
         assert getattr(args, name) == getattr(rc, name), name
     for f in __import__("dataclasses").fields(Seq2SeqTrainConfig):
@@ -409,14 +409,14 @@ def test_translate_batches_by_padded_source_tokens(trained, pairs):
 
     model.encode = spy
     try:
-        by_tokens = task.translate(model, src, max_tokens=40)
+        by_tokens = task.translate(model, src, batch_tokens=40)
     finally:
         del model.encode
     assert len(shapes) > 1 and all(b * n <= 40 or b == 1 for b, n in shapes)
     assert sum(b for b, _ in shapes) == len(src)
     assert by_tokens == task.translate(model, src)
-    with pytest.raises(ValueError, match="max_tokens must be an integer >= 1"):
-        task.translate(model, src[:2], max_tokens=0)
+    with pytest.raises(ValueError, match="batch_tokens must be an integer >= 1"):
+        task.translate(model, src[:2], batch_tokens=0)
 
 
 @pytest.mark.parametrize("beam", [0, -1, 1.5])

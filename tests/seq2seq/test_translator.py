@@ -37,7 +37,7 @@ def folder(pairs, tmp_path_factory):
     torch.manual_seed(0)
     src, tgt = pairs
     tok = SubwordTokenizer.train(src + tgt, vocab_size=400)
-    task = Seq2SeqTask(tok, tok, Seq2SeqSettings(max_distance=8, max_tokens=2000, label_smoothing=0.0))
+    task = Seq2SeqTask(tok, tok, Seq2SeqSettings(max_distance=8, batch_tokens=2000, label_smoothing=0.0))
     task.train = task.dev = task.encode_pairs(src, tgt)
     out = tmp_path_factory.mktemp("mt")
     cfg = TrainConfig(lr=5e-3, warmup_steps=20, max_steps=120, eval_every=10_000, metric="bleu", metric_mode="max",

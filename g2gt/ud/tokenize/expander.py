@@ -135,7 +135,7 @@ def build_expander_model(config: ExpanderConfig) -> G2GTransformer:
     return G2GTransformer(G2GTConfig(
         src_vocab_size=config.vocab_size, tgt_vocab_size=config.vocab_size, d_model=config.d_model,
         num_heads=config.num_heads, num_encoder_layers=config.num_layers, num_decoder_layers=config.num_layers,
-        ffn_dim=config.ffn_dim, dropout=config.dropout, encoder_labels=[num_chain_labels(config.max_distance)],
+        ffn_dim=config.ffn_dim, dropout=config.dropout, num_labels=[num_chain_labels(config.max_distance)],
         decoder_max_distance=config.max_distance, value_labels=False, share_embeddings=True, tie_embeddings=True,
         positions="sinusoidal", pad_id=PAD, bos_id=BOS, eos_id=EOS))
 
