@@ -61,8 +61,8 @@ def add_training_groups(p: argparse.ArgumentParser, model_cls: type, model_optio
 
     add_dataclass_options(p.add_argument_group("model"), model_cls, model_options, defaults=model_defaults,
                           help=model_help, flags=model_flags)
-    for title, cls in (more_configs or {}).items():
-        add_dataclass_options(p.add_argument_group(title), cls)
+    for title, cls in (more_configs or {}).items():  # every field but the common options' (--batch-tokens)
+        add_dataclass_options(p.add_argument_group(title), cls, config_options(cls))
     task = p.add_argument_group(task_title)
     add_signature_options(task, train_fn, task_options, defaults=task_defaults, help=task_help, choices=task_choices)
     if more_task_options is not None:
@@ -75,6 +75,14 @@ def add_training_groups(p: argparse.ArgumentParser, model_cls: type, model_optio
         add_common_options(p, uses=[u for u in COMMON_OPTIONS if u != "batch_tokens"])
     else:
         add_common_options(p, batch_tokens=batch_tokens)
+
+
+def config_options(cls: type) -> list[str]:
+    """The fields of config dataclass ``cls`` that get an option of their own: all but those the common
+    options set (``batch_tokens``: ``--batch-tokens``)."""
+    import dataclasses
+
+    return [f.name for f in dataclasses.fields(cls) if f.name not in COMMON_OPTIONS]
 
 
 def start_run(args: argparse.Namespace, train_options: Iterable[str], device: str, metric: str, *,

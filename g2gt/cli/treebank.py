@@ -18,10 +18,10 @@ from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path, command_line, data_file_arg,
-    option_values, positive_int, progress_enabled, shell_words,
+    UsageError, add_common_options, add_old_spelling, apply_runtime, check_folder_path, check_input_path,
+    command_line, data_file_arg, field_default, option_values, positive_int, progress_enabled, shell_words,
 )
-from .training import add_training_groups, start_run
+from .training import add_training_groups, config_options, start_run
 
 SEG_MODEL_SKIP = ("vocab_size", "spaces_in_tokens", "space_words")
 SEG_TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
@@ -114,9 +114,12 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
 
     add_training_groups(
         p, SegmenterConfig, _seg_model_options(), train_segmenter, SEG_TASK_OPTIONS, SEG_TRAIN_OPTIONS,
-        task_help=SEG_TASK_HELP, batch_tokens=None, model_flags={}, more_configs={"training text": SegmentDataConfig},
+        task_help=SEG_TASK_HELP, batch_tokens=field_default(SegmentDataConfig, "batch_tokens"), model_flags={},
+        more_configs={"training text": SegmentDataConfig},
         task_title="language and averaging", task_defaults={"english_rules": None}, more_task_options=expander_steps,
         recipe=default_train_config)
+    add_old_spelling(p, "--batch-windows", "--batch-tokens (characters: windows * --window)", "batch_windows",
+                     type=positive_int)
     p.set_defaults(func=run_segmenter)
 
 
@@ -153,9 +156,18 @@ def is_english_treebank(path: str | Path) -> bool:
     return Path(path).name.lower().startswith("en_")
 
 
+def _segment_data_config(args: argparse.Namespace):
+    """The :class:`SegmentDataConfig` of the options; ``--batch-tokens`` is characters per batch (old
+    ``--batch-windows N``: ``N`` windows of ``--window`` characters)."""
+    from ..ud.tokenize import SegmentDataConfig
+
+    batch = args.batch_windows * args.window if hasattr(args, "batch_windows") else args.batch_tokens
+    return SegmentDataConfig(**option_values(args, config_options(SegmentDataConfig)), batch_tokens=batch)
+
+
 def run_segmenter(args: argparse.Namespace) -> int:
     from ..ud.io.conllu import read_conllu
-    from ..ud.tokenize import SegmentDataConfig, SegmenterConfig, train_segmenter
+    from ..ud.tokenize import SegmenterConfig, train_segmenter
     from ..ud.tokenize.train import default_train_config, expander_budget
 
     train_path = data_file_arg(args.train, EWT_TRAIN, "--train")
@@ -169,7 +181,7 @@ def run_segmenter(args: argparse.Namespace) -> int:
     tc = start_run(args, SEG_TRAIN_OPTIONS, device, "score", recipe=default_train_config, init_from=args.init_from)
     seg = train_segmenter(read_conllu(train_path), read_conllu(dev_path), args.out,
                           SegmenterConfig(**option_values(args, _seg_model_options())), tc, args.resume,
-                          SegmentDataConfig(**option_values(args, SegmentDataConfig.__dataclass_fields__)),
+                          _segment_data_config(args),
                           english_rules=english, spaces_in_tokens=args.spaces_in_tokens, expander=args.expander,
                           expander_train_config=expander_budget(tc, args.expander_steps), average_last=args.average_last)
     print(f"done in {(time.time() - t0) / 60:.1f} min: {seg}; best.pt in {args.out}", file=sys.stderr)

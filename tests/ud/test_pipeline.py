@@ -51,7 +51,7 @@ def parts(tmp_path_factory):
                d / "parser" / "best.pt")
     train_segmenter(train, dev, d / "segmenter", SegmenterConfig(**SEG_TINY),
                     default_train_config(max_steps=2, eval_every=0, progress=False),
-                    data_config=SegmentDataConfig(batch_windows=8))
+                    data_config=SegmentDataConfig(batch_tokens=8 * 48))
     tc = TrainConfig(lr=2e-3, max_steps=2, eval_every=0, metric="elas", metric_mode="max", progress=False,
                      device="cpu")
     train_enhanced(train, dev, d / "enhanced", ENH_TINY, tc, max_tokens=800)

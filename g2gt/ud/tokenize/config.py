@@ -16,9 +16,11 @@ CoNLL-U pipeline must stay above 2,000 words/s on one CPU thread, so the segment
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ...core.config import DictConfig, option
+from ...core.deprecation import upgrade_keys, warn_renamed
 
 __all__ = ["SegmenterConfig", "SegmentDataConfig", "ExpanderConfig", "NUM_LABELS", "LABEL_NAMES"]
 
@@ -26,6 +28,8 @@ __all__ = ["SegmenterConfig", "SegmentDataConfig", "ExpanderConfig", "NUM_LABELS
 #: 2 token end that ends a sentence, 3 end of a multiword token, 4 multiword token + sentence end
 LABEL_NAMES = ("inside", "token_end", "sentence_end", "mwt_end", "mwt_sentence_end")
 NUM_LABELS = len(LABEL_NAMES)
+#: characters per window of the default model (SegmenterConfig.window)
+DEFAULT_WINDOW = 96
 
 
 @dataclass
@@ -47,7 +51,7 @@ class SegmenterConfig(DictConfig):
     max_distance: int = option(16, "clip distance of the chain labels (relative positions)", "model")
     value_labels: bool = option(False, "chain-label embeddings on the values too (not only the keys)", "model")
     dropout: float = option(0.1, "dropout", "model")
-    window: int = option(96, "characters per window (training and inference)", "model")
+    window: int = option(DEFAULT_WINDOW, "characters per window (training and inference)", "model")
     context: int = option(12, "inference: characters of overlap on each side of a window", "model")
     spaces_in_tokens: bool = option(False, "a single space may be inside a token (Vietnamese words: 'chủ tịch'); "
                                     "else whitespace always ends a token", "model")
@@ -64,7 +68,12 @@ class SegmentDataConfig(DictConfig):
     space, paragraphs by a newline), ``blank`` (paragraphs separated by a blank line), ``flat`` (no newlines
     at all), ``lines`` (one sentence per line) and ``wrap`` (blank lines between paragraphs and lines
     wrapped at 60-100 characters, as UD's ``conllu_to_text`` writes raw text). ``double_space``: chance that
-    a space between two sentences is doubled. ``batch_windows``: windows per training batch.
+    a space between two sentences is doubled. ``batch_tokens``: characters per training batch, padding
+    included, as every other ``batch_tokens`` counts padded tokens: every training window holds ``window``
+    characters (a short-text window is padded to it), so a batch is ``batch_tokens // window`` windows
+    (:meth:`windows_per_batch`; the default 6144 is 64 windows of 96 characters, and also the segmenter's
+    inference budget). ``batch_windows=N``, the old setting, still works for one release (with a
+    ``DeprecationWarning``): ``N`` windows whatever the window.
     ``space_word_dropout``: see :mod:`g2gt.ud.tokenize.words`. ``utterances`` adds windows that each hold one
     short text alone, its edges inside the window (:func:`g2gt.ud.tokenize.data.render_utterance`): a
     treebank's documents are long, so without them the model never sees a text of one short sentence.
@@ -76,7 +85,8 @@ class SegmentDataConfig(DictConfig):
     style_lines: float = option(0.15, "weight of the 'lines' rendering (one sentence per line)", "data")
     style_wrap: float = option(0.15, "weight of the 'wrap' rendering (lines wrapped at 60-100 chars)", "data")
     double_space: float = option(0.05, "chance that two sentences are separated by two spaces", "data")
-    batch_windows: int = option(64, "windows per training batch", "data")
+    batch_tokens: int = option(6144, "characters per training batch, padding included: batch_tokens // window "
+                               "windows (6144 = 64 windows of 96 characters)", "data")
     eval_style: str = option("para", "rendering of the dev documents for evaluation", "data")
     min_char_count: int = option(2, "characters seen fewer times in training share the unknown id", "data")
     mwt_weight: float = option(1.0, "loss weight of the multiword-token end labels (rare in most treebanks)", "data")
@@ -88,12 +98,45 @@ class SegmentDataConfig(DictConfig):
     capitalize: float = option(0.5, "chance that such a short text's sentences start with a capital letter "
                                "(when they start with a lowercase one)", "data")
 
+    def windows_per_batch(self, window: int) -> int:
+        """Training windows of ``window`` characters per batch: ``batch_tokens // window`` (at least 1), or the
+        ``batch_windows=N`` given the old way."""
+        old = getattr(self, "_batch_windows", None)
+        return int(old) if old else max(1, self.batch_tokens // window)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SegmentDataConfig":
+        """From a stored dict (``config.json``, a checkpoint's ``data_config``); an old ``batch_windows`` is
+        read as that many windows of the default 96 characters."""
+        if "batch_windows" in d and "batch_tokens" not in d:
+            d = {**d, "batch_tokens": int(d["batch_windows"]) * DEFAULT_WINDOW}
+        return super().from_dict(upgrade_keys(d, {"batch_windows": "batch_tokens"}))
+
     def style_weights(self) -> dict[str, float]:
         w = {"para": self.style_para, "blank": self.style_blank, "flat": self.style_flat,
              "lines": self.style_lines, "wrap": self.style_wrap}
         if any(v < 0 for v in w.values()) or sum(w.values()) <= 0:
             raise ValueError(f"style weights must be >= 0 and not all 0, got {w}")
         return w
+
+
+_data_init = SegmentDataConfig.__init__
+
+
+@functools.wraps(_data_init)
+def _segment_data_init(self: SegmentDataConfig, *args, batch_windows: int | None = None, **kwargs) -> None:
+    """``SegmentDataConfig(batch_windows=N)``, the old spelling: ``N`` windows per batch, with a warning."""
+    if batch_windows is not None:
+        if "batch_tokens" in kwargs:
+            raise TypeError("SegmentDataConfig: got both 'batch_windows' and 'batch_tokens'; pass only 'batch_tokens'")
+        warn_renamed("batch_windows", "batch_tokens (characters: windows * window)", "SegmentDataConfig")
+        kwargs["batch_tokens"] = int(batch_windows) * DEFAULT_WINDOW
+    _data_init(self, *args, **kwargs)
+    if batch_windows is not None:
+        self._batch_windows = int(batch_windows)
+
+
+SegmentDataConfig.__init__ = _segment_data_init  # type: ignore[method-assign]
 
 
 @dataclass

@@ -4,7 +4,7 @@
   styles and order (:func:`g2gt.ud.tokenize.data.render_stream`, seeded by ``(seed, epoch)``), keeps its
   non-space characters with their gap features (:meth:`g2gt.ud.tokenize.chars.CharVocab.compact`), cuts them
   into windows of ``window`` characters from a random offset, shuffles the windows and groups
-  ``batch_windows`` of them per batch; rank ``r`` of ``W`` takes every ``W``-th batch. ``utterances`` (a
+  ``batch_tokens // window`` of them per batch; rank ``r`` of ``W`` takes every ``W``-th batch. ``utterances`` (a
   share of those windows) more windows each hold a short text alone, padded (``padding_mask``).
 * ``loss``: cross entropy of the 5 character labels, summed over the characters
   (``num_tokens`` = characters); the two multiword-token labels weigh ``mwt_weight``.
@@ -129,7 +129,8 @@ class SegmentTask:
 
     def train_batches(self, epoch: int, rank: int = 0, world_size: int = 1, skip: int = 0) -> Iterator[SegmentBatch]:
         cols, lengths = self._windows(epoch)
-        B, W = self.data.batch_windows, cols[0].shape[1]
+        W = cols[0].shape[1]
+        B = self.data.windows_per_batch(W)
         starts = list(range(0, len(lengths), B))
         per = len(starts) // world_size if world_size > 1 else len(starts)
         mine = starts[rank::world_size][:per]

@@ -117,7 +117,7 @@ def test_a_segmenter_checkpoint_carries_its_expander(tmp_path):
     train, dev = read_conllu(EWT_SAMPLE_TRAIN)[:300], read_conllu(EWT_SAMPLE_DEV)[:20]
     tc = default_train_config(max_steps=2, eval_every=0, progress=False, device="cpu")
     exp_tc = expander_train_config(max_steps=3, eval_every=3, progress=False, device="cpu")
-    seg = train_segmenter(train, dev, tmp_path, SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=8),
+    seg = train_segmenter(train, dev, tmp_path, SEG_TINY, tc, data_config=SegmentDataConfig(batch_tokens=8 * 48),
                           expander=True, expander_config=TINY_EXP, expander_train_config=exp_tc)
     assert seg.lexicon.expander is not None and seg.lexicon.rules == "none"
     saved = torch.load(tmp_path / "expander" / "best.pt", weights_only=True)["model"]
@@ -194,12 +194,12 @@ def test_spaces_in_tokens_is_chosen_from_the_data(tmp_path):
     rendered = render_document(Document(None, [[[GoldToken(t, (t,)) for t in VI_TOKENS]]]), "wrap")
     assert "chủ tịch" in rendered.text  # wrapping never breaks a token at its inner space
     tc = default_train_config(max_steps=1, eval_every=0, progress=False, device="cpu")
-    seg = train_segmenter(vi, vi[:4], tmp_path / "vi", SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=4))
+    seg = train_segmenter(vi, vi[:4], tmp_path / "vi", SEG_TINY, tc, data_config=SegmentDataConfig(batch_tokens=4 * 48))
     assert seg.model.config.spaces_in_tokens and seg.lexicon.expander is None
     assert "chủ tịch" in seg.model.config.space_words
     assert text_from_sentences(seg(VI)) == VI  # whatever the one-step model decides, the text comes back
     en = read_conllu(EWT_SAMPLE_TRAIN)[:40]
-    seg = train_segmenter(en, en[:4], tmp_path / "en", SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=4))
+    seg = train_segmenter(en, en[:4], tmp_path / "en", SEG_TINY, tc, data_config=SegmentDataConfig(batch_tokens=4 * 48))
     assert not seg.model.config.spaces_in_tokens and not seg.model.config.space_words
 
 
@@ -214,6 +214,7 @@ def test_a_few_spaced_tokens_in_a_large_treebank_turn_spaces_on(tmp_path, spaced
     tokens = sum(len(s.words) for s in train)
     assert spaced < SPACES_AUTO_SHARE * tokens  # under 1 %
     tc = default_train_config(max_steps=1, eval_every=0, progress=False, device="cpu")
-    seg = train_segmenter(train, en[:4], tmp_path / "fr", SEG_TINY, tc, data_config=SegmentDataConfig(batch_windows=4))
+    seg = train_segmenter(train, en[:4], tmp_path / "fr", SEG_TINY, tc,
+                          data_config=SegmentDataConfig(batch_tokens=4 * 48))
     assert seg.model.config.spaces_in_tokens is on
     assert ("0 000" in seg.model.config.space_words) is on

@@ -39,7 +39,7 @@ def random_segmenter(sample_docs):
     model = SegmenterModel(SegmenterConfig(vocab_size=len(vocab), **TINY))
     with torch.no_grad():
         model.classifier.bias.copy_(torch.tensor([0.0, 0.5, 0.3, 0.3, 0.2]))
-    return Segmenter(model, vocab, MWTLexicon({"don't": ["do", "n't"]}), batch_windows=4)
+    return Segmenter(model, vocab, MWTLexicon({"don't": ["do", "n't"]}), batch_tokens=4 * 48)
 
 
 def test_model_shapes_and_padding_invariance():
@@ -114,7 +114,7 @@ def test_training_smoke_and_checkpoint_round_trip(tmp_path):
     dev = read_conllu(EWT_SAMPLE_DEV)[:60]
     cfg = SegmenterConfig(**TINY)
     tc = default_train_config(max_steps=40, eval_every=20, log_every=5, progress=False, warmup=0.1)
-    seg = train_segmenter(train, dev, tmp_path, cfg, tc, data_config=SegmentDataConfig(batch_windows=16))
+    seg = train_segmenter(train, dev, tmp_path, cfg, tc, data_config=SegmentDataConfig(batch_tokens=16 * 48))
     log = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
     losses = [e["loss"] for e in log if e["kind"] == "train"]
     assert losses[-1] < 0.6 * losses[0]
@@ -131,7 +131,7 @@ def test_training_smoke_and_checkpoint_round_trip(tmp_path):
     assert text_from_sentences(seg(text)) == text
     # resume continues the same run to a larger budget
     tc2 = default_train_config(max_steps=45, eval_every=20, log_every=5, progress=False, warmup=0.1)
-    train_segmenter(train, dev, tmp_path, cfg, tc2, resume=True, data_config=SegmentDataConfig(batch_windows=16))
+    train_segmenter(train, dev, tmp_path, cfg, tc2, resume=True, data_config=SegmentDataConfig(batch_tokens=16 * 48))
     last = torch.load(tmp_path / "last.pt", weights_only=True)
     assert last["step"] == 45
 
@@ -165,7 +165,7 @@ def test_relearn_lexicon_upgrades_an_old_checkpoint_and_keeps_the_weights(tmp_pa
     train = read_conllu(EWT_SAMPLE_TRAIN)[:400]
     tc = default_train_config(max_steps=2, eval_every=0, log_every=1, progress=False)
     train_segmenter(train, read_conllu(EWT_SAMPLE_DEV)[:20], tmp_path / "run", SegmenterConfig(**TINY), tc,
-                    data_config=SegmentDataConfig(batch_windows=8))
+                    data_config=SegmentDataConfig(batch_tokens=8 * 48))
     state = torch.load(tmp_path / "run" / "last.pt", weights_only=True)
     old = {**state, "task": {k: v for k, v in state["task"].items() if k != "mwt_always"}}
     torch.save(old, tmp_path / "old.pt")  # as saved before the always-split set existed

@@ -105,7 +105,7 @@ def test_warm_start_continues_a_segmenter_with_its_characters_and_weights(tmp_pa
     train = read_conllu(EWT_SAMPLE_TRAIN)[:200]
     dev = read_conllu(EWT_SAMPLE_DEV)[:30]
     tc = default_train_config(max_steps=6, eval_every=6, log_every=2, progress=False, warmup=0.1)
-    data = SegmentDataConfig(batch_windows=8)
+    data = SegmentDataConfig(batch_tokens=8 * 48)
     first = train_segmenter(train, dev, tmp_path / "a", SegmenterConfig(**TINY), tc, data_config=data)
     frozen = dataclasses.replace(tc, max_steps=1, lr=0.0, warmup=0.0, init_from=str(tmp_path / "a" / "best.pt"))
     other = SegmenterConfig(**{**TINY, "d_model": 16})  # ignored: the source's architecture is kept
