@@ -114,10 +114,12 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
 
     add_training_groups(
         p, SegmenterConfig, _seg_model_options(), train_segmenter, SEG_TASK_OPTIONS, SEG_TRAIN_OPTIONS,
-        task_help=SEG_TASK_HELP, batch_tokens=field_default(SegmentDataConfig, "batch_tokens"), model_flags={},
+        task_help=SEG_TASK_HELP, batch_tokens=field_default(SegmentDataConfig, "batch_tokens"),
         more_configs={"training text": SegmentDataConfig},
         task_title="language and averaging", task_defaults={"english_rules": None}, more_task_options=expander_steps,
         recipe=default_train_config)
+    for name, new in (("num_layers", "--layers"), ("num_heads", "--heads")):  # as in every g2gt train command
+        add_old_spelling(p, "--" + name.replace("_", "-"), new, name, type=int, metavar="N")
     add_old_spelling(p, "--batch-windows", "--batch-tokens (characters: windows * --window)", "batch_windows",
                      type=positive_int)
     p.set_defaults(func=run_segmenter)

@@ -17,6 +17,10 @@ OLD = [
     (["parse", "--model", "m", "in.conllu"], ["--batch-size", "500"], "batch_tokens", 500, "--batch-tokens"),
     (["parse", "--model", "m", "in.conllu"], ["--keep-upos"], "keep_upos", True, "--keep upos"),
     (["train", "parser", "--out", "o"], ["--cased"], "lowercase", False, "--no-lowercase"),
+    (["train", "segmenter", "--out", "o"], ["--num-layers", "2"], "num_layers", 2, "--layers"),
+    (["train", "segmenter", "--out", "o"], ["--num-heads", "3"], "num_heads", 3, "--heads"),
+    (["train", "segmenter", "--out", "o"], ["--batch-windows", "8"], "batch_windows", 8,
+     "--batch-tokens (characters: windows * --window)"),
 ]
 
 
@@ -28,7 +32,7 @@ def test_old_spelling_works_and_names_the_new_option(command, old, dest, value, 
     assert err == [f"g2gt: {old[0]} is deprecated and will be removed in the next release; use {new}"]
 
 
-@pytest.mark.parametrize("command, old, dest, value, new", OLD[:1] + OLD[-2:])
+@pytest.mark.parametrize("command, old, dest, value, new", OLD[:1] + OLD[-5:])
 def test_new_spelling_is_silent_and_old_one_is_hidden(command, old, dest, value, new, capsys):
     build_parser().parse_known_args(command)
     assert capsys.readouterr().err == ""
