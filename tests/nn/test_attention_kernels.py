@@ -267,3 +267,33 @@ def test_sparse_labels_match_naive(path, values, monkeypatch):
     out = run(path, monkeypatch, *args, True, 0, sizes)
     ref = naive(*args, True, 0, q.shape[-1] ** -0.5)
     compare(out, ref, [q, k, v, a_k] + ([a_v] if values else []), atol=1e-10, rtol=1e-8)
+
+
+@pytest.mark.parametrize("gemm", ["tiles", "aten"])
+@pytest.mark.parametrize("values", [False, True], ids=["keys", "keys+values"])
+def test_label_runs_float32(gemm, values, cpp_kernel, monkeypatch):
+    """Rows made of long runs of one label (clipped relative positions; a tree channel that is mostly "no
+    edge"; rows with a single label throughout), over more keys than a vector holds and a ragged tail: the
+    float32 kernel, which sums the run labels in registers, against the float64 reference."""
+    monkeypatch.setenv("G2GT_LABEL_GEMM", gemm)
+    sizes, B, n = [9, 11], 3, 53
+    args = list(case(sizes, dtype=torch.float32, B=B, H=2, nq=n, nk=n, dh=16, values=values, seed=11))
+    g = torch.Generator().manual_seed(12)
+    i = torch.arange(n)
+    pos = ((i[None, :] - i[:, None]).clamp(-4, 4) + 4).repeat(B, 1, 1)
+    dep = torch.zeros(B, n, n, dtype=torch.long)
+    dep[torch.arange(B)[:, None], i[None, :], torch.randint(0, n, (B, n), generator=g)] = torch.randint(
+        1, 11, (B, n), generator=g)
+    pos[2, 5], dep[2, 5], dep[0, 7, :] = 3, 0, 6  # single-label rows
+    args[5] = torch.stack([pos, dep], 1)
+    ref_args = [None if t is None else t.detach().double().requires_grad_(t.requires_grad) for t in args[:5]]
+    ref_args += [a.double() if torch.is_tensor(a) and a.is_floating_point() else a for a in args[5:]]
+    out = run("cpp", monkeypatch, *args, False, 0, sizes)
+    ref = naive(*ref_args, False, 0, 16**-0.5)
+    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+    ins = [t for t in args[:5] if t is not None]
+    grads = torch.autograd.grad((out * grad).sum(), ins)
+    ref_grads = torch.autograd.grad((ref * grad.double()).sum(), [t for t in ref_args[:5] if t is not None])
+    torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=1e-4)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a.double(), b, atol=5e-5, rtol=1e-3)

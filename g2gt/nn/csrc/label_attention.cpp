@@ -56,7 +56,6 @@ using g2gt_rows::Problem;
 using g2gt_blocks::block_rows;
 using g2gt_blocks::label_sets;
 using g2gt_blocks::LabelSet;
-using g2gt_blocks::Renumbered;
 using g2gt_blocks::Rows;
 using g2gt_blocks::Stacked;
 using g2gt_blocks::with_labels;
@@ -105,11 +104,11 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
   T* lp = lse.data_ptr<T>();
   const bool values = a_v.has_value() && a_v->defined();
   const T scale = static_cast<T>(P.scale);
-  const bool tiled = g2gt_gemm::own<T>(br, L + nk, std::max(dh, L + nk));  // small blocks: register tiles
+  // every product of a block is rows x (L + nk) x dh: register tiles for small ones
+  const bool tiled = g2gt_gemm::own<T>(br, L + nk, dh);
   at::parallel_for(0, P.B * H * nblk, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> sbuf(br * (L + nk)), inv(br);
     Stacked<T> KA(a_k, nk, !tiled, tiled), VA(values ? *a_v : a_k, nk, values, false);
-    Renumbered rn;
     int64_t loaded = -1;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / nblk, blk = task % nblk, i0 = blk * br, b = bh / H, h = bh % H;
@@ -130,7 +129,7 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
       const int64_t lc = set.used.empty() ? L : int64_t(set.used.size()), w = lc + jmax;  // row of [qa | S]
       KA.use(set);
       if (values) VA.use(set);
-      with_labels(P, set, rn, b, i0, rows, jmax, [&](const auto& bl) {
+      with_labels(P, set, b, i0, [&](const auto& bl) {
         if (tiled) {  // [qa | S]
           nn<T>(true, rows, w, dh, scale, Q.row(b, h, i0), Q.si, KA.top_t(lc), KA.ldt(), T(0), sbuf.data(), w);
         } else {
@@ -185,13 +184,13 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
   const Rows<T> Q(q), K(k), V(v), G(dout), O(out), dQ(dq), dK(dk), dV(dv);
   const T* lp = lse.data_ptr<T>();
   const T scale = static_cast<T>(P.scale);
-  const bool tiled = g2gt_gemm::own<T>(br, L + nk, std::max(dh, L + nk));  // small blocks: register tiles
+  // every product of a block is rows x (L + nk) x dh: register tiles for small ones
+  const bool tiled = g2gt_gemm::own<T>(br, L + nk, dh);
   std::mutex lock;
   at::parallel_for(0, P.B * P.H, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> pbuf(br * (L + nk)), dsbuf(br * (L + nk)), delta(br);
     // [a_K; K] (row-major, and transposed for the tiles), [a_V; V] (transposed for the tiles, else row-major)
     Stacked<T> KA(a_k, nk, true, tiled), VA(values ? *a_v : a_k, nk, !tiled && values, tiled);
-    Renumbered rn;
     // this (b, h)'s [da_K rows; dk] and [da_V rows; dv] (table rows just above the keys, as in Stacked),
     // and this thread's da_K, da_V
     std::vector<T> dka((L + nk) * dh), dva((L + nk) * dh), dak_t(L * dh, T(0)), dav_t(values ? L * dh : 0, T(0));
@@ -218,7 +217,7 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
         const T* gb = G.row(b, h, i0);
         T* dka_top = dka.data() + (L - lc) * dh;
         T* dva_top = dva.data() + (L - lc) * dh;
-        with_labels(P, set, rn, b, i0, rows, jmax, [&](const auto& bl) {
+        with_labels(P, set, b, i0, [&](const auto& bl) {
           if (tiled) {
             nn<T>(true, rows, w, dh, scale, qb, Q.si, KA.top_t(lc), KA.ldt(), T(0), pbuf.data(), w);  // [qa | S]
             if (values) {

@@ -41,9 +41,16 @@ struct Rows {
 // Short sentences name few of the L labels (e.g. ~20-40 of 120 in the parser: relative positions plus a
 // tree's relations), so a block whose labels use at most 3/4 of the table (and at most 128 rows) works on
 // those rows only, its labels renumbered 0..Lc-1 (one table for all channels): the label columns of its
-// products shrink from L to Lc. Other blocks use the whole table and the labels as given.
+// products shrink from L to Lc. Other blocks use the whole table and the labels as given. The renumbered
+// ids ([C, rows, ncol] uint8) are made once per call and block, and shared by all heads.
 struct LabelSet {
   std::vector<int64_t> used;  // table rows, ascending; empty = the whole table
+  std::vector<uint8_t> ids;   // the block's labels renumbered over `used` (when not empty)
+  std::vector<int64_t> offs, sizes;
+  int64_t rows = 0, ncol = 0;
+  BlockLabels<uint8_t> labels() const {
+    return {ids.data(), rows * ncol, ncol, int64_t(offs.size()), offs.data(), sizes.data()};
+  }
 };
 
 template <typename T, typename Lab>
@@ -53,6 +60,7 @@ std::vector<LabelSet> label_sets(const Problem<T, Lab>& P, int64_t br) {
   std::vector<LabelSet> sets(Bl * nblk);
   at::parallel_for(0, Bl * nblk, 1, [&](int64_t begin, int64_t end) {
     std::vector<uint8_t> mark(P.L);
+    std::vector<int16_t> map(P.L);
     for (int64_t t = begin; t < end; ++t) {
       const int64_t b = t / nblk, i0 = (t % nblk) * br, rows = std::min(br, P.nq - i0);
       const int64_t jmax = P.ncols(i0 + rows - 1);
@@ -68,8 +76,24 @@ std::vector<LabelSet> label_sets(const Problem<T, Lab>& P, int64_t br) {
           }
         }
       if (count > limit) continue;
+      LabelSet& set = sets[t];
       for (int64_t x = 0; x < P.L; ++x)
-        if (mark[x]) sets[t].used.push_back(x);
+        if (mark[x]) {
+          map[x] = static_cast<int16_t>(set.used.size());
+          set.used.push_back(x);
+        }
+      set.rows = rows;
+      set.ncol = jmax;
+      set.ids.resize(P.C * rows * jmax);
+      for (int64_t c = 0; c < P.C; ++c)
+        for (int64_t r = 0; r < rows; ++r) {
+          const Lab* l = P.lab_row(b, c, i0 + r);
+          const int16_t* m = map.data() + P.offs[c];
+          uint8_t* out = set.ids.data() + (c * rows + r) * jmax;
+          for (int64_t j = 0; j < jmax; ++j) out[j] = static_cast<uint8_t>(m[l[j]]);
+        }
+      set.offs.assign(P.C, 0);
+      set.sizes.assign(P.C, int64_t(set.used.size()));
     }
   });
   return sets;
@@ -116,38 +140,13 @@ struct Stacked {
   int64_t ldt() const { return L + n; }
 };
 
-// A block's labels renumbered over its LabelSet: ids [C, rows, ncol] (uint8, table rows 0..Lc-1).
-struct Renumbered {
-  std::vector<uint8_t> ids;
-  std::vector<int16_t> map;
-  std::vector<int64_t> offs, sizes;
-  template <typename T, typename Lab>
-  BlockLabels<uint8_t> build(const Problem<T, Lab>& P, const LabelSet& set, int64_t b, int64_t i0,
-                                        int64_t rows, int64_t ncol) {
-    map.assign(P.L, -1);
-    for (size_t x = 0; x < set.used.size(); ++x) map[set.used[x]] = static_cast<int16_t>(x);
-    ids.resize(P.C * rows * ncol);
-    for (int64_t c = 0; c < P.C; ++c)
-      for (int64_t r = 0; r < rows; ++r) {
-        const Lab* l = P.lab_row(b, c, i0 + r);
-        const int16_t* m = map.data() + P.offs[c];
-        uint8_t* out = ids.data() + (c * rows + r) * ncol;
-        for (int64_t j = 0; j < ncol; ++j) out[j] = static_cast<uint8_t>(m[l[j]]);
-      }
-    offs.assign(P.C, 0);
-    sizes.assign(P.C, int64_t(set.used.size()));
-    return {ids.data(), rows * ncol, ncol, P.C, offs.data(), sizes.data()};
-  }
-};
-
 // Runs f(block labels) with the labels of the block as given, or renumbered over its set.
 template <typename T, typename Lab, typename F>
-void with_labels(const Problem<T, Lab>& P, const LabelSet& set, Renumbered& rn, int64_t b, int64_t i0,
-                 int64_t rows, int64_t ncol, F&& f) {
+void with_labels(const Problem<T, Lab>& P, const LabelSet& set, int64_t b, int64_t i0, F&& f) {
   if (set.used.empty()) {
     f(P.direct(b, i0));
   } else {
-    f(rn.build(P, set, b, i0, rows, ncol));
+    f(set.labels());
   }
 }
 

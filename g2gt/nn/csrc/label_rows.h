@@ -181,6 +181,83 @@ inline void gather_add(T* s, int64_t n, const T* t, int64_t size, const Lab* l) 
   for (; j < n; ++j) s[j] += t[l[j]];
 }
 
+// d[l[j]] += s[j] for j < n: the label scatter of one row. Rows of real label matrices are mostly runs of
+// one or two labels (clipped relative positions: the far-left and far-right labels; a tree channel: "no
+// edge"), and a run is a chain of dependent read-modify-writes of one entry of d. With AVX2 / AVX-512 the
+// two most likely run labels (those of the row's first and last key, else its middle one) are summed in
+// vector registers by comparison; the other entries go one at a time (all of a vector's lanes when most of
+// them are others, as with uniformly random labels, else lane by lane over the set bits).
+template <typename T, typename Lab>
+inline void scatter_row(T* __restrict d, const T* __restrict s, const Lab* __restrict l, int64_t n) {
+  int64_t j = 0;
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Lab, uint8_t>) {
+    if (n >= 16) {
+      const int d0 = l[0], d1 = l[n - 1] != d0 ? l[n - 1] : (l[n / 2] != d0 ? l[n / 2] : -1);
+#if defined(__AVX512F__)
+      constexpr int W = 16;
+      const __m512i v0 = _mm512_set1_epi32(d0), v1 = _mm512_set1_epi32(d1);
+      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+      for (; j + W <= n; j += W) {
+        const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l + j)));
+        const __m512 v = _mm512_loadu_ps(s + j);
+        const __mmask16 m0 = _mm512_cmpeq_epi32_mask(idx, v0), m1 = _mm512_cmpeq_epi32_mask(idx, v1);
+        a0 = _mm512_mask_add_ps(a0, m0, a0, v);
+        a1 = _mm512_mask_add_ps(a1, m1, a1, v);
+        unsigned rest = static_cast<unsigned>(static_cast<__mmask16>(~(m0 | m1)));
+#else
+      constexpr int W = 8;
+      const __m256i v0 = _mm256_set1_epi32(d0), v1 = _mm256_set1_epi32(d1);
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+      for (; j + W <= n; j += W) {
+        const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(l + j)));
+        const __m256 v = _mm256_loadu_ps(s + j);
+        const __m256 m0 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, v0));
+        const __m256 m1 = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, v1));
+        a0 = _mm256_add_ps(a0, _mm256_and_ps(m0, v));
+        a1 = _mm256_add_ps(a1, _mm256_and_ps(m1, v));
+        unsigned rest = ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_or_ps(m0, m1))) & 0xFFu;
+#endif
+        if (__builtin_popcount(rest) >= W - W / 4) {  // mostly other labels: all lanes, the run lanes as 0
+          alignas(64) T z[W];
+#if defined(__AVX512F__)
+          _mm512_store_ps(z, _mm512_maskz_mov_ps(static_cast<__mmask16>(rest), v));
+#else
+          _mm256_store_ps(z, _mm256_andnot_ps(_mm256_or_ps(m0, m1), v));
+#endif
+          for (int t = 0; t < W; ++t) d[l[j + t]] += z[t];
+        } else {
+          for (; rest; rest &= rest - 1) {
+            const int t = __builtin_ctz(rest);
+            d[l[j + t]] += s[j + t];
+          }
+        }
+      }
+      T rest0 = 0, rest1 = 0;
+      for (; j < n; ++j) {  // the tail: run labels into the register sums too
+        const int x = l[j];
+        if (x == d0) rest0 += s[j];
+        else if (x == d1) rest1 += s[j];
+        else d[x] += s[j];
+      }
+#if defined(__AVX512F__)
+      d[d0] += _mm512_reduce_add_ps(a0) + rest0;
+      if (d1 >= 0) d[d1] += _mm512_reduce_add_ps(a1) + rest1;
+#else
+      alignas(32) float h0[8], h1[8];
+      _mm256_store_ps(h0, a0);
+      _mm256_store_ps(h1, a1);
+      for (int t = 0; t < 8; ++t) rest0 += h0[t], rest1 += h1[t];
+      d[d0] += rest0;
+      if (d1 >= 0) d[d1] += rest1;
+#endif
+      return;
+    }
+  }
+#endif
+  for (; j < n; ++j) d[l[j]] += s[j];
+}
+
 template <typename T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
@@ -203,7 +280,7 @@ struct MaskView {
 
 // The label ids of one block of query rows: channel c of block row r is row(c, r)[0:ncol), ids into a table
 // whose channel c starts at offs[c] and holds sizes[c] entries. Either the call's labels as given, or a
-// block's renumbered copy (see Compact in label_attention.cpp), whose channels share one table.
+// block's renumbered copy (see LabelSet in label_blocks.h), whose channels share one table.
 template <typename Lab>
 struct BlockLabels {
   const Lab* base;
@@ -262,6 +339,15 @@ struct Problem {
   // independent chains overlap.
   template <typename BL>
   void scatter_block(T* dst, const T* src, int64_t ld, int64_t rows, int64_t ncol, const BL& bl) const {
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<decltype(bl.base), const uint8_t*>) {
+      if (ncol >= 16) {
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < C; ++c) scatter_row(dst + r * ld + bl.offs[c], src + r * ld, bl.row(c, r), ncol);
+        return;
+      }
+    }
+#endif
     for (int64_t c = 0; c < C; ++c) {
       int64_t r = 0;
       for (; r + 4 <= rows; r += 4) {
