@@ -131,6 +131,7 @@ class DocExample:
     depth: list[int]
     bounds: list[int]
     mentions: list[Mention]
+    genders: list = field(default_factory=list)  # per word: a personal pronoun's Gender value, else None
 
     def __len__(self) -> int:
         return len(self.forms)
@@ -139,6 +140,7 @@ class DocExample:
 def make_doc(doc: Sequence, vocab: CorefVocab, gold: bool = True) -> DocExample:
     """A document's :class:`DocExample`; ``gold``: read its mentions (else none)."""
     forms, lemmas, upos, rels, names, morph, heads, sent, bounds = [], [], [], [], [], [], [], [], []
+    genders: list[str | None] = []
     for si, s in enumerate(doc):
         off = len(forms)
         bounds.append(off)
@@ -150,6 +152,8 @@ def make_doc(doc: Sequence, vocab: CorefVocab, gold: bool = True) -> DocExample:
             names.append(r)
             rels.append(vocab.rel_index.get(r, 1))
             morph.append(vocab.morph_index.get(_morph(t["feats"]), 1))
+            feats = t["feats"] or {}
+            genders.append(feats.get("Gender") if feats.get("PronType") == "Prs" else None)
             h = t["head"]
             heads.append(off + int(h) - 1 if h else -1)
             sent.append(si)
@@ -168,7 +172,8 @@ def make_doc(doc: Sequence, vocab: CorefVocab, gold: bool = True) -> DocExample:
             left[h] = min(left[h], left[i])
             right[h] = max(right[h], right[i])
     mentions = read_mentions(doc) if gold else []
-    return DocExample(forms, lemmas, upos, rels, names, morph, heads, sent, left, right, depth, bounds, mentions)
+    return DocExample(forms, lemmas, upos, rels, names, morph, heads, sent, left, right, depth, bounds, mentions,
+                      genders)
 
 
 def windows(ex: DocExample, max_words: int, offset: int = 0) -> list[tuple[int, int]]:

@@ -6,7 +6,10 @@ For one window (:meth:`g2gt.ud.coref.model.CorefModel.predict`):
    start / end scores (inside its subtree);
 2. mention heads are visited left to right; each takes its best-scoring earlier mention head as antecedent
    when that score is above the threshold (0, the trained score of "no antecedent"), else it starts a new
-   entity;
+   entity. With ``genders`` (the ``Gender`` feature of each word that is a personal pronoun, from the parse),
+   an antecedent whose entity already holds a personal pronoun of another gender is passed over for the next
+   best one ("Mary met John. She gave him her book.": ``him`` cannot join ``She``'s entity); nouns and names
+   carry no constraint;
 3. the entities are the connected components of the antecedent links (:func:`clusters_from_links`);
    a mention without links is a singleton entity. An entity's type is the type whose probabilities,
    summed over its mentions' head tags, are the highest (GUM gives every mention of an entity its type).
@@ -47,10 +50,12 @@ def clusters_from_links(n: int, links: Sequence[tuple[int, int]]) -> list[list[i
 
 
 def decode_window(pred: dict[str, torch.Tensor], b: int, n: int, offset: int, etypes: Sequence[str],
-                  first_eid: int = 1, threshold: float = 0.0) -> list[Mention]:
+                  first_eid: int = 1, threshold: float = 0.0,
+                  genders: Sequence[str | None] | None = None) -> list[Mention]:
     """Mentions with entity ids (``first_eid``, ``first_eid + 1`` ... as strings, in order of their first
     mention) of window ``b`` of ``n`` words starting at document position ``offset`` (module docstring).
-    ``threshold``: the score of "no antecedent" (0 as trained; lower links more)."""
+    ``threshold``: the score of "no antecedent" (0 as trained; lower links more). ``genders``: per word of
+    the window, a personal pronoun's gender or None (``DocExample.genders``; None: no constraint)."""
     tag = pred["tag"][b, :n].tolist()
     heads = [i for i in range(n) if tag[i] > 0]
     if not heads:
@@ -60,9 +65,11 @@ def decode_window(pred: dict[str, torch.Tensor], b: int, n: int, offset: int, et
     idx = torch.tensor(heads, device=ant.device)
     sub = ant[idx][:, idx]  # [M, M], -inf on and above the diagonal
     links = []
-    if len(heads) > 1:
+    if len(heads) > 1 and genders is None:
         best, arg = sub.max(-1)
         links = [(k, int(arg[k])) for k in range(1, len(heads)) if float(best[k]) > threshold]
+    elif len(heads) > 1:
+        links = _agreeing_links(sub, [genders[h] for h in heads], threshold)
     groups = clusters_from_links(len(heads), links)
     probs = pred["tag_probs"][b, :n, 1:]  # [n, T - 1]: the mention types
     out: list[Mention] = []
@@ -74,3 +81,32 @@ def decode_window(pred: dict[str, torch.Tensor], b: int, n: int, offset: int, et
                                etypes[t] if 0 <= t < len(etypes) else "", "", offset + h))
     out.sort(key=lambda m: (m.start, -m.end))
     return out
+
+
+def _agreeing_links(scores: torch.Tensor, genders: Sequence[str | None], threshold: float) -> list[tuple[int, int]]:
+    """Left to right, each mention's best antecedent above ``threshold`` whose entity so far holds no personal
+    pronoun of another gender (``scores [M, M]``, -inf on and above the diagonal)."""
+    M = len(genders)
+    root = list(range(M))
+    held: list[set] = [{g} if g else set() for g in genders]  # the pronoun genders of each entity (at its root)
+
+    def find(a: int) -> int:
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
+        return a
+
+    links = []
+    order = torch.argsort(scores, dim=-1, descending=True).tolist()
+    values = scores.tolist()
+    for k in range(1, M):
+        for j in order[k][:k]:
+            if not values[k][j] > threshold:
+                break
+            rj, rk = find(j), find(k)
+            if len(held[rj] | held[rk]) <= 1:
+                links.append((k, j))
+                root[rk] = rj
+                held[rj] |= held[rk]
+                break
+    return links

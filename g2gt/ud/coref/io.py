@@ -286,12 +286,14 @@ def entities(sentences: Sequence) -> list[dict]:
     ``{"document": k, "id": eid, "type": etype, "mentions": [{"sentence": s, "start": a, "end": b, "text": ...,
     "head": h}]}`` with ``s`` the sentence's index in ``sentences`` and ``a`` / ``b`` / ``h`` 1-based word ids in
     it (``end`` inclusive, in sentence ``end_sentence``, which differs from ``sentence`` only for a mention
-    across sentences; ``head`` is None when the layout has no head field)."""
+    across sentences). ``head``: the layout's head field; without one (GUM's layout), the mention's syntactic
+    head: its first word whose HEAD lies outside the mention (None without trees)."""
     out: list[dict] = []
     base = 0
     for k, doc in enumerate(documents(sentences)):
         where = [(base + si, i + 1) for si, s in enumerate(doc) for i in range(len(s))]
         forms = [f for s in doc for f in s.forms]
+        heads = _document_heads(doc)
         base += len(doc)
         by_eid: dict[str, dict] = {}
         for m in read_mentions(doc):
@@ -299,6 +301,25 @@ def entities(sentences: Sequence) -> list[dict]:
             (s0, a), (s1, b) = where[m.start], where[m.end]
             e["mentions"].append({"sentence": s0, "start": a, "end": b, "end_sentence": s1,
                                   "text": " ".join(forms[w] for w in m.words),
-                                  "head": where[m.head][1] if m.head is not None else None})
+                                  "head": where[h][1] if (h := _span_head(m, heads)) is not None else None})
         out += list(by_eid.values())
     return out
+
+
+def _document_heads(doc: Sequence) -> list[int | None]:
+    """Per word of a document, its head's document position (-1 = root; None without a tree)."""
+    out: list[int | None] = []
+    for s in doc:
+        off = len(out)
+        for w in s.words:
+            h = w.get("head")
+            out.append(None if h is None else off + int(h) - 1)
+    return out
+
+
+def _span_head(m: Mention, heads: Sequence[int | None]) -> int | None:
+    """``m.head``, else the first word of ``m`` whose head is outside ``m`` (None without trees)."""
+    if m.head is not None:
+        return m.head
+    inside = set(m.words)
+    return next((w for w in m.words if heads[w] is not None and heads[w] not in inside), None)

@@ -47,6 +47,8 @@ class Coreferencer:
                  max_words: int = 2048, threshold: float = 0.0) -> None:
         self.model = model
         self.threshold = threshold  # antecedent score a link must beat (0 = "no antecedent" as trained)
+        # personal pronouns of different genders never in one entity (g2gt.ud.coref.decode)
+        self.agreement = True
         self.vocab = vocab
         self.layout = layout
         self.max_words = max_words
@@ -99,7 +101,8 @@ class Coreferencer:
                     g = window_graph(ex, vocab, a, b, model.config.max_distance)
                     pred = model.predict(make_batch([g], vocab).to(self.device))
                     first = 1 + len({m.eid for m in mentions})
-                    mentions += decode_window(pred, 0, b - a, a, vocab.etypes, first, self.threshold)
+                    mentions += decode_window(pred, 0, b - a, a, vocab.etypes, first, self.threshold,
+                                              ex.genders[a:b] if self.agreement and ex.genders else None)
                 out.append(mentions)
         model.train(was)
         return out
@@ -125,10 +128,11 @@ class Coreferencer:
         scores = {}
         for t in grid:
             out = []
-            for wins in preds:
+            for ex, wins in zip(docs, preds):
                 ms: list[Mention] = []
                 for a, b, p in wins:
-                    ms += decode_window(p, 0, b - a, a, self.vocab.etypes, 1 + len({m.eid for m in ms}), t)
+                    ms += decode_window(p, 0, b - a, a, self.vocab.etypes, 1 + len({m.eid for m in ms}), t,
+                                        ex.genders[a:b] if self.agreement and ex.genders else None)
                 out.append([dataclasses.replace(m, head=None) for m in ms] if no_head else ms)
             scores[float(t)] = coref_scores(gold, out)["conll"]
         self.threshold = max(scores, key=lambda t: (scores[t], t))
