@@ -30,9 +30,18 @@ Memory is reported as follows and named in the table header:
   buffers a kernel takes from ``malloc`` itself do not (the label kernel's are one
   ``[rows, n]`` block per thread, under 1 MiB).
 
-Example (the issue-28 measurement; ``--sizes 256,512,2048`` adds the long case)::
+``--label-kind parser`` gives the labels the UD parser feeds its encoder instead of uniformly random ones:
+two channels, the relative position ``clip(j - i, -8, 8)`` (17 labels) and a random dependency tree
+(``1 + 2 * 54`` labels: "no edge", each relation upwards and downwards), mostly long runs of one label per
+row; only ``sdpa``, ``keys`` and ``keys+vals`` run with them. ``--inference`` times the forward pass alone
+(``torch.inference_mode``, modules in eval mode), as parsing runs it.
 
-    OMP_NUM_THREADS=1 python benchmarks/attention.py --sizes 256,512 --repeats 3 --threads 1 --methods sdpa,keys,keys+vals
+Examples (``--sizes 256,512,2048`` adds the long case)::
+
+    OMP_NUM_THREADS=1 python benchmarks/attention.py --sizes 512 --repeats 7 --threads 1 --methods sdpa,keys,keys+vals
+    # the parser's shapes: d_head 32, parser labels, a batch of sentences of 40 words
+    OMP_NUM_THREADS=1 python benchmarks/attention.py --sizes 40 --batch 32 --dim 256 --heads 8 --label-kind parser \
+        --repeats 50 --threads 1 --methods sdpa,keys,keys+vals [--inference]
 """
 
 from __future__ import annotations
@@ -122,6 +131,24 @@ class PygTransformerConv(nn.Module):
         return out.view(B, n, d)
 
 
+PARSER_LABELS = [17, 109]  # clip(j - i, -8, 8); "no edge" + 54 relations up and down
+
+
+def parser_labels(B: int, n: int, device: torch.device) -> Tensor:
+    """``[B, 2, n, n]`` labels as the UD parser builds them: channel 0 the relative position
+    ``clip(j - i, -8, 8) + 8``, channel 1 a random tree (each word's head drawn at random, relation ``r`` in
+    1..54 on (dependent, head) and ``r + 54`` on (head, dependent), 0 elsewhere)."""
+    i = torch.arange(n, device=device)
+    pos = ((i[None, :] - i[:, None]).clamp(-8, 8) + 8).expand(B, n, n)
+    dep = torch.zeros(B, n, n, dtype=torch.long, device=device)
+    heads = torch.randint(0, n, (B, n), device=device)
+    rel = torch.randint(1, 55, (B, n), device=device)
+    b = torch.arange(B, device=device)[:, None]
+    dep[b, heads, i[None, :]] = rel + 54
+    dep[b, i[None, :], heads] = rel
+    return torch.stack([pos, dep], 1)
+
+
 def saved_bytes(fn: Callable[[], Tensor]) -> int:
     """Bytes of distinct tensors saved for backward while running ``fn`` (forward only)."""
     seen: dict[tuple, int] = {}
@@ -185,6 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--markdown", action="store_true", help="print a README-ready markdown table")
     ap.add_argument(
+        "--label-kind", choices=("random", "parser"), default="random",
+        help="random: uniformly random ids in one channel of --labels (default); parser: the UD parser's two "
+        "channels (clipped relative position, a random dependency tree), --labels ignored",
+    )
+    ap.add_argument("--inference", action="store_true",
+                    help="time the forward pass alone (inference mode, eval mode) instead of forward + backward")
+    ap.add_argument(
         "--clock", choices=("wall", "cpu"), default="wall",
         help="wall: elapsed time (default); cpu: this process's CPU time, which time-slicing by other processes on "
         "a shared machine does not inflate (meaningful with --threads 1)",
@@ -198,10 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     B, H, d, L = args.batch, args.heads, args.dim, args.labels
     dh = d // H
+    parser = args.label_kind == "parser"
+    label_sizes = PARSER_LABELS if parser else L
     torch.manual_seed(0)
     builders: dict[str, Callable[[], nn.Module]] = {
-        "keys": lambda: GraphAttention(d, H, L, value_labels=False),
-        "keys+vals": lambda: GraphAttention(d, H, L, value_labels=True),
+        "keys": lambda: GraphAttention(d, H, label_sizes, value_labels=False),
+        "keys+vals": lambda: GraphAttention(d, H, label_sizes, value_labels=True),
         "material": lambda: Materialized(d, H, L),
         "sdpa": lambda: PlainSDPA(d, H),
         "pyg": lambda: PygTransformerConv(d, H, L),
@@ -210,7 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     for m in names:
         if m not in builders:
             ap.error(f"unknown method {m!r}; choose from {', '.join(builders)}")
+        if parser and m not in ("sdpa", "keys", "keys+vals"):
+            ap.error(f"--label-kind parser runs sdpa, keys and keys+vals only, not {m!r}")
     mods = {m: builders[m]().to(dev) for m in names}
+    if args.inference:
+        for mod in mods.values():
+            mod.eval()
 
     def estimate_gib(m: str, n: int) -> float:
         f = 4 / 2**30
@@ -226,12 +267,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for n in sizes:
         x = torch.randn(B, n, d, device=dev, requires_grad=True)
-        labels = torch.randint(0, L, (B, n, n), device=dev)
+        labels = parser_labels(B, n, dev) if parser else torch.randint(0, L, (B, n, n), device=dev)
         g = torch.randn(B, n, d, device=dev)
         active = [m for m in names if estimate_gib(m, n) <= args.max_gb]
         skipped = [m for m in names if m not in active]
 
         def step(m: str, x=x, labels=labels, g=g) -> None:
+            if args.inference:
+                with torch.inference_mode():
+                    mods[m](x, labels)
+                return
             out = mods[m](x, labels)
             (out * g).sum().backward()
             x.grad = None
@@ -255,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
                 sync()
                 mem[m] = (torch.cuda.max_memory_allocated() - base) / 2**20
             else:
-                mem[m] = saved_bytes(lambda m=m, x=x, labels=labels: mods[m](x, labels)) / 2**20
+                saved = 0 if args.inference else saved_bytes(lambda m=m, x=x, labels=labels: mods[m](x, labels))
+                mem[m] = saved / 2**20
                 gc.collect()
                 peak[m] = peak_bytes(lambda m=m: step(m)) / 2**20
         times: dict[str, list[float]] = {m: [] for m in active}
@@ -279,8 +325,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(_fmt_row(r, markdown=False), flush=True)
 
     header = (
-        f"B={B}, H={H}, d={d}, L={L}, device={dev.type}, threads={torch.get_num_threads()}, "
-        f"repeats={args.repeats}, torch {torch.__version__}; time = median forward+backward ({args.clock} clock); "
+        f"B={B}, H={H}, d={d}, L={'+'.join(map(str, PARSER_LABELS)) + ' (parser labels)' if parser else L}, "
+        f"device={dev.type}, threads={torch.get_num_threads()}, repeats={args.repeats}, torch {torch.__version__}; "
+        f"time = median {'forward (inference)' if args.inference else 'forward+backward'} ({args.clock} clock); "
         f"memory = {mem_name}"
     )
     print()
