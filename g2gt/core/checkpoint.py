@@ -109,19 +109,25 @@ def save_atomic(obj: Any, path: str | os.PathLike) -> None:
 def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict:
     """Load a checkpoint file with ``weights_only=True``.
 
-    Raises ``FileNotFoundError`` (no such file), ``RuntimeError`` (``map_location`` is a CUDA device and
-    CUDA is not available) or :class:`CheckpointError` (a folder, an empty / truncated / foreign file).
+    ``map_location`` may be ``"auto"`` (:func:`g2gt.core.runtime.resolve_device`). Raises ``FileNotFoundError``
+    (no such file), :class:`g2gt.core.runtime.DeviceError` (a ``RuntimeError``: ``map_location`` is not a
+    device, or a CUDA device this machine lacks) or :class:`CheckpointError` (a folder, an empty / truncated /
+    foreign file).
     """
     import torch
 
+    from .runtime import DeviceError, resolve_device
+
+    if isinstance(map_location, (str, torch.device)):
+        try:
+            map_location = resolve_device(map_location)  # "auto" read here
+        except DeviceError as e:
+            raise DeviceError(f"cannot load {path}: {e}") from None
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"checkpoint not found: {path}")
     if path.is_dir():
         raise CheckpointError(f"{path}: is a folder, expected a checkpoint file (or use resolve_checkpoint)")
-    device = torch.device(map_location) if isinstance(map_location, (str, torch.device)) else None
-    if device is not None and device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"cannot load {path} onto {device}: CUDA is not available (use device 'cpu')")
     if path.stat().st_size == 0:
         raise CheckpointError(f"{path}: not a readable g2gt checkpoint (the file is empty)")
     try:

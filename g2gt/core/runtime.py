@@ -15,11 +15,38 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ..errors import Error
 from ._compat import cpu_bf16_supported  # the private-torch-API probes live in g2gt.core._compat
 from .config import AMP_MODES
 
-__all__ = ["set_threads", "autocast_dtype", "autocast_context", "move_to_device", "rng_state", "set_rng_state",
+__all__ = ["DeviceError", "resolve_device", "set_threads", "autocast_dtype", "autocast_context", "move_to_device", "rng_state", "set_rng_state",
            "all_rng_states", "from_main", "max_over_ranks"]
+
+
+class DeviceError(Error, RuntimeError):
+    """A device name that is not a device, or a device this machine lacks (also a ``RuntimeError``, as torch
+    raises for these)."""
+
+
+def resolve_device(device: str | torch.device = "auto") -> str:
+    """The one reading of a device name, used by every loader and command: ``"auto"`` -> ``"cuda"`` when a GPU
+    is available, else ``"cpu"``; any other name is checked and returned as torch spells it (``"cuda:1"``).
+
+    Raises :class:`DeviceError` (a :class:`g2gt.Error`) for a name that is not a device, or for a CUDA device
+    this machine lacks."""
+    if str(device) == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise DeviceError(f"device={device!r} is not a device; expected 'auto', 'cpu', 'cuda' or 'cuda:N'") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise DeviceError(f"device={device!r}: CUDA is not available on this machine; use device='cpu' or 'auto'")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise DeviceError(f"device={device!r}: this machine has {torch.cuda.device_count()} GPU(s) "
+                        f"(cuda:0..cuda:{torch.cuda.device_count() - 1})")
+    return str(dev)
 
 
 def set_threads(n: int | None) -> None:

@@ -46,17 +46,12 @@ _SENTENCE_END = re.compile(r"[.!?;:][\"'»”)\]]*$")
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"`` -> CUDA when available, else the CPU; other names are checked (:class:`g2gt.Error` for a name that
-    is not a device or a CUDA device on a machine without CUDA)."""
-    if str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise Error(f"device {device!r}: not a device; expected auto, cpu, cuda or cuda:N") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise Error(f"device {device!r}: CUDA is not available on this machine (use 'cpu' or 'auto')")
-    return dev
+    """:func:`g2gt.core.runtime.resolve_device` as a ``torch.device``: ``"auto"`` -> CUDA when available, else the
+    CPU; other names are checked (:class:`g2gt.Error` for a name that is not a device or a CUDA device on a
+    machine without CUDA)."""
+    from ..core.runtime import resolve_device as resolve
+
+    return torch.device(resolve(device))
 
 
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:

@@ -55,6 +55,8 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from ..core.runtime import resolve_device  # the one reading of a device name (re-exported here)
+
 __all__ = ["StageContext", "StageSpec", "LazyStage", "StageList", "register_stage", "registered_stages",
            "unregister_stage", "resolve_device", "fast_inference_dtype", "inference_dtype", "prepare_for_inference",
            "stage_checkpoint", "save_stage", "checkpoint_record", "RECORD_KEYS"]
@@ -69,7 +71,7 @@ def fast_inference_dtype(device: str | torch.device = "cpu", int8: bool = True) 
     provides it and ``int8`` is True, else ``torch.float32``."""
     from ..core._compat import amx_tile_supported, int8_linear_quantizer  # private-torch-API probes live there
 
-    dev = torch.device(device)
+    dev = torch.device(resolve_device(device))
     if dev.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
     if dev.type != "cpu":
@@ -84,6 +86,7 @@ def inference_dtype(dtype: torch.dtype | str | None, device: str | torch.device 
     """``None`` / a ``torch.dtype`` / a name (``"float32"``, ``"bfloat16"``, ``"int8"``, ``"auto"``) -> a
     floating ``torch.dtype`` or ``torch.qint8`` (int8 dynamic quantization, CPU only). ``None`` is float32.
     ``int8_auto``: whether ``"auto"`` may pick int8 (stages whose int8 accuracy was measured)."""
+    device = resolve_device(device)
     if dtype is None:
         return torch.float32
     if dtype == "auto":
@@ -102,7 +105,9 @@ def inference_dtype(dtype: torch.dtype | str | None, device: str | torch.device 
 
 def prepare_for_inference(model: nn.Module, dtype: torch.dtype, device: str | torch.device) -> nn.Module:
     """``model`` on ``device`` in eval mode with weights in ``dtype`` (a float dtype, or ``torch.qint8``:
-    int8 dynamic quantization of the linear layers through :func:`g2gt.core._compat.int8_linear_quantizer`)."""
+    int8 dynamic quantization of the linear layers through :func:`g2gt.core._compat.int8_linear_quantizer`);
+    ``device`` may be ``"auto"`` (:func:`resolve_device`)."""
+    device = resolve_device(device)
     if dtype is not torch.qint8:
         return model.to(device=device, dtype=dtype).eval()
     from ..core._compat import int8_linear_quantizer
@@ -155,21 +160,6 @@ RECORD_KEYS = ("model_config", "task", "train_config", "step", "best")
 def checkpoint_record(ck: dict) -> dict:
     """The non-weight part of a loaded checkpoint that a stage keeps for :func:`save_stage`."""
     return {k: ck[k] for k in RECORD_KEYS if k in ck}
-
-
-# --------------------------------------------------------------------------- devices
-def resolve_device(device: str | torch.device = "auto") -> str:
-    """``"auto"`` -> ``"cuda"`` when a GPU is available, else ``"cpu"``; any other name is checked and kept
-    (a ``ValueError`` for a name that is not a device, or for CUDA on a machine without it)."""
-    if str(device) == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError):
-        raise ValueError(f"device={device!r} is not a device; expected 'auto', 'cpu', 'cuda' or 'cuda:N'") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r}: CUDA is not available on this machine; use device='cpu' or 'auto'")
-    return str(device)
 
 
 # --------------------------------------------------------------------------- the stage registry
