@@ -114,3 +114,24 @@ def test_parse_command_defaults_are_the_parsers():
     assert cli["treebank"] is parse["treebank"] is None
     assert cli["model"] == load["path"] and cli["dtype"] == load["dtype"]
     assert cli["batch_tokens"] is None and parse["batch_tokens"] == 3000  # None: the stage's own default
+
+
+RECIPES = [("g2gt.ud.parse.config", "PARSER_TRAIN"), ("g2gt.ud.enhance.config", "ENHANCER_TRAIN"),
+           ("g2gt.ud.coref.train", "COREF_TRAIN")]
+
+
+@pytest.mark.parametrize("module, name", RECIPES)
+def test_recipes_are_instances_and_the_old_dicts_warn(module, name):
+    """A recipe is a TrainConfig instance (one config system); its old dict spelling ``NAME_DEFAULTS`` still
+    reads, with a DeprecationWarning, as the fields that differ from TrainConfig's defaults."""
+    import importlib
+
+    from g2gt.core.config import recipe_overrides
+
+    mod = importlib.import_module(module)
+    recipe = getattr(mod, name)
+    assert isinstance(recipe, TrainConfig) and recipe.metric_mode == "max" and recipe.metric != "loss"
+    with pytest.warns(DeprecationWarning, match=f"{name}_DEFAULTS"):
+        old = getattr(mod, f"{name}_DEFAULTS")
+    assert old == recipe_overrides(recipe) and "lr" in old and "amp" not in old
+    assert not any(isinstance(v, dict) and "lr" in v for v in vars(mod).values())  # no recipe dict left

@@ -21,7 +21,7 @@ from .common import (
     progress_enabled, signature_default,
 )
 from .training import ENCODER_HELP, add_training_groups, start_run
-from ..ud.parse.config import PARSER_TRAIN_DEFAULTS
+from ..ud.parse.config import PARSER_TRAIN
 from ..ud.parse import train as _parser_train  # torch-free until train_parser is called
 
 # ---------------------------------------------------------------------------- options and CLI defaults
@@ -35,12 +35,12 @@ MODEL_HELP = ENCODER_HELP | {
     "char_dim": "character embedding width",
     "head_dropout": "dropout before the arc / label / tag scorers",
 }
-# The defaults live in the parser recipe (g2gt.ud.parse.config: ParserConfig, PARSER_TRAIN_DEFAULTS) and in
+# The defaults live in the parser recipe (g2gt.ud.parse.config: ParserConfig, PARSER_TRAIN) and in
 # train_parser's signature; the command reads them there and sets none of its own.
 MODEL_CLI_DEFAULTS: dict = {}
 TRAIN_OPTIONS = ("lr", "weight_decay", "warmup", "warmup_steps", "schedule", "cooldown", "grad_clip", "accum_steps",
                  "amp", "max_minutes", "max_steps", "epochs", "eval_every", "save_every", "seed")
-TRAIN_CLI_DEFAULTS = {k: v for k, v in PARSER_TRAIN_DEFAULTS.items() if k in TRAIN_OPTIONS}
+TRAIN_CLI_DEFAULTS = {k: getattr(PARSER_TRAIN, k) for k in TRAIN_OPTIONS}
 TASK_OPTIONS = ("refine_train", "refine_steps", "corrupt_max", "min_freq", "lowercase", "word_dropout", "tags",
                 "treebank_embedding", "average_last", "short_clauses")
 TASK_HELP = {

@@ -3,6 +3,9 @@
 * :class:`TrainConfig`: the :class:`g2gt.core.train.Trainer`'s settings;
 * :func:`option`: a dataclass field whose metadata carries its help text and option group;
 * :func:`dataclass_from_dict`: one way to rebuild any config dataclass from JSON-like data.
+
+A training recipe is an *instance* of :class:`TrainConfig` (``PARSER_TRAIN = TrainConfig(lr=1.5e-3, ...)``)
+and its maker a :func:`dataclasses.replace` of it; no recipe is a dict.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-__all__ = ["AMP_HELP", "AMP_MODES", "DictConfig", "TrainConfig", "dataclass_from_dict", "option"]
+__all__ = ["AMP_HELP", "AMP_MODES", "DictConfig", "TrainConfig", "dataclass_from_dict", "option", "recipe_overrides",
+           "old_recipe_dict"]
 
 T = TypeVar("T")
 
@@ -104,3 +108,19 @@ class TrainConfig(DictConfig):
                                           "runtime")
     init_from: str | None = option(None, "warm start: the model whose matching weights initialise this one (read by "
                                    "the task's training function, e.g. train_parser; recorded here)", "optimisation")
+
+
+def recipe_overrides(recipe: Any) -> dict[str, Any]:
+    """The fields of a config instance that differ from its class's defaults (``{"lr": 1.5e-3, ...}``)."""
+    base = type(recipe)()
+    return {f.name: getattr(recipe, f.name) for f in dataclasses.fields(recipe)
+            if getattr(recipe, f.name) != getattr(base, f.name)}
+
+
+def old_recipe_dict(recipe: Any, old: str, new: str) -> dict[str, Any]:
+    """:func:`recipe_overrides` of ``recipe``, for the old dict spelling ``old`` of the recipe instance ``new``
+    (a module's ``__getattr__``; warns once per call site, for one release)."""
+    from .deprecation import warn_renamed
+
+    warn_renamed(old.rsplit(".", 1)[-1], new.rsplit(".", 1)[-1], old.rsplit(".", 1)[0], stacklevel=4)
+    return recipe_overrides(recipe)

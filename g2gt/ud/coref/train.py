@@ -20,29 +20,33 @@ the commands that made the source before this run's (:func:`g2gt.ud.models.expor
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from ...core.checkpoint import holds_training_folder
-from ...core.config import TrainConfig
+from ...core.config import TrainConfig, old_recipe_dict
 from .io import DEFAULT_LAYOUT, documents, entity_layout
 
-__all__ = ["train_coref", "coref_train_config", "COREF_TRAIN_DEFAULTS", "WARM_OVERRIDABLE", "WarmCoref",
+__all__ = ["train_coref", "coref_train_config", "COREF_TRAIN", "WARM_OVERRIDABLE", "WarmCoref",
            "load_warm_source"]
 
-#: the recipe's optimisation settings where they differ from :class:`TrainConfig`'s; model selection on the
-#: dev CoNLL F1 (head match, no singletons)
-COREF_TRAIN_DEFAULTS = {"lr": 1e-3, "grad_clip": 5.0, "eval_every": 400, "cooldown": 0.3, "metric": "conll",
-                        "metric_mode": "max"}
+#: the recipe's optimisation settings; model selection on the dev CoNLL F1 (head match, no singletons)
+COREF_TRAIN = TrainConfig(lr=1e-3, grad_clip=5.0, eval_every=400, cooldown=0.3, metric="conll", metric_mode="max")
 #: :class:`CorefConfig` fields a warm start may change (they fix no tensor's shape)
 WARM_OVERRIDABLE = ("dropout", "attention_dropout", "head_dropout")
 
 
 def coref_train_config(**fields) -> TrainConfig:
-    """The coreference recipe's :class:`TrainConfig` (:data:`COREF_TRAIN_DEFAULTS`); ``fields`` override any
+    """The coreference recipe's :class:`TrainConfig` (a copy of :data:`COREF_TRAIN`); ``fields`` override any
     field (``coref_train_config(max_minutes=60)``)."""
-    return TrainConfig(**{**COREF_TRAIN_DEFAULTS, **fields})
+    return replace(COREF_TRAIN, **fields)
+
+
+def __getattr__(name: str):
+    if name == "COREF_TRAIN_DEFAULTS":  # the recipe's old spelling: a dict of the fields that differ
+        return old_recipe_dict(COREF_TRAIN, f"{__name__}.COREF_TRAIN_DEFAULTS", f"{__name__}.COREF_TRAIN")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass

@@ -30,7 +30,7 @@ from ...core.batch import BucketBatchSampler
 from ...core.deprecation import renamed_params
 from .data import EnhancedBatch, EnhancedVocab, corrupt_tree, make_batch, make_example, sentence_edges
 from .enhancer import Enhancer
-from .config import ENHANCER_TRAIN_DEFAULTS, enhancer_train_config  # noqa: F401 (re-exported)
+from .config import ENHANCER_TRAIN, enhancer_train_config  # noqa: F401 (re-exported)
 
 __all__ = ["EnhancedTask", "enhanced_scores", "parser_trees"]
 

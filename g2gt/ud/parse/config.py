@@ -5,21 +5,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ...core.config import DictConfig, TrainConfig
+from ...core.config import DictConfig, TrainConfig, old_recipe_dict
 
-__all__ = ["ParserConfig", "parser_train_config", "PARSER_TRAIN_DEFAULTS"]
+__all__ = ["ParserConfig", "parser_train_config", "PARSER_TRAIN"]
 
-#: the parser recipe's optimisation settings where they differ from :class:`TrainConfig`'s (tuned on UD EWT
-#: with the model defaults below): a high learning rate with loose clipping, frequent dev evaluations
-PARSER_TRAIN_DEFAULTS = {"lr": 1.5e-3, "grad_clip": 5.0, "eval_every": 200, "metric": "las", "metric_mode": "max"}
+#: the parser recipe's optimisation settings (tuned on UD EWT with the model defaults below): a high learning
+#: rate with loose clipping, frequent dev evaluations, model selection on dev LAS
+PARSER_TRAIN = TrainConfig(lr=1.5e-3, grad_clip=5.0, eval_every=200, metric="las", metric_mode="max")
 
 
 def parser_train_config(**fields) -> TrainConfig:
-    """The parser recipe's :class:`TrainConfig` (:data:`PARSER_TRAIN_DEFAULTS`, model selection on dev LAS);
-    ``fields`` override any field (``parser_train_config(max_minutes=40)``)."""
-    return TrainConfig(**{**PARSER_TRAIN_DEFAULTS, **fields})
+    """The parser recipe's :class:`TrainConfig` (a copy of :data:`PARSER_TRAIN`); ``fields`` override any field
+    (``parser_train_config(max_minutes=40)``)."""
+    return replace(PARSER_TRAIN, **fields)
+
+
+def __getattr__(name: str):
+    if name == "PARSER_TRAIN_DEFAULTS":  # the recipe's old spelling: a dict of the fields that differ
+        return old_recipe_dict(PARSER_TRAIN, f"{__name__}.PARSER_TRAIN_DEFAULTS", f"{__name__}.PARSER_TRAIN")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass

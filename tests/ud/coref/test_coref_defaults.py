@@ -6,7 +6,8 @@ import inspect
 
 from g2gt.cli.main import build_parser
 from g2gt.ud.coref.config import CorefConfig
-from g2gt.ud.coref.train import COREF_TRAIN_DEFAULTS, coref_train_config, train_coref
+from g2gt.core.config import recipe_overrides
+from g2gt.ud.coref.train import COREF_TRAIN, coref_train_config, train_coref
 
 
 def test_cli_defaults_are_the_recipe_defaults():
@@ -25,5 +26,5 @@ def test_cli_defaults_are_the_recipe_defaults():
     assert checked >= 20
     assert args.batch_tokens == task["max_tokens"]
     assert args.init_from is None
-    assert all(getattr(tc, k) == v for k, v in COREF_TRAIN_DEFAULTS.items())
+    assert all(getattr(tc, k) == v for k, v in recipe_overrides(COREF_TRAIN).items())
     assert (tc.metric, tc.metric_mode) == ("conll", "max")
