@@ -44,10 +44,10 @@ def _stage(name: str):
         from g2gt.ud.parse import ParserConfig, parser_train_config, train_parser
 
         return ["train", "parser", "--out", "o"], [train_parser, ParserConfig, parser_train_config()]
-    if name == "enhanced":
+    if name == "enhancer":
         from g2gt.ud.enhance import EnhancedConfig, enhancer_train_config, train_enhanced
 
-        return ["train", "enhanced", "--out", "o"], [train_enhanced, EnhancedConfig, enhancer_train_config()]
+        return ["train", "enhancer", "--out", "o"], [train_enhanced, EnhancedConfig, enhancer_train_config()]
     if name == "segmenter":
         from g2gt.ud.tokenize import SegmentDataConfig, SegmenterConfig, train_segmenter
         from g2gt.ud.tokenize.train import default_train_config
@@ -68,7 +68,7 @@ BY_DESIGN = {
 }
 
 
-@pytest.mark.parametrize("stage", ["parser", "enhanced", "segmenter", "distill"])
+@pytest.mark.parametrize("stage", ["parser", "enhancer", "segmenter", "distill"])
 def test_train_command_defaults_are_the_library_defaults(stage):
     argv, sources = _stage(stage)
     cli = _cli_defaults(argv)

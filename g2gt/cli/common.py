@@ -13,7 +13,8 @@ Nothing here imports torch at module level: ``g2gt --help`` and ``g2gt COMMAND -
   few defaults it wants different once, next to itself.
 * :class:`UsageError`: raised by a command for a bad combination of arguments; printed as one line, exit 2.
 * :func:`add_old_spelling`: a renamed option's old spelling, hidden from the help, still accepted for one
-  release; each use prints one line on stderr naming the new option.
+  release; each use prints one line on stderr naming the new option. :func:`add_old_command` does the same
+  for a renamed command (``g2gt train enhanced`` of ``g2gt train enhancer``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ __all__ = [
     "field_default", "signature_default",
     "option_values", "positive_int", "non_negative_int", "resolve_device", "apply_runtime", "progress_enabled",
     "check_input_path", "check_output_path", "check_folder_path", "add_workers_option", "command_line",
-    "OldSpelling", "add_old_spelling",
+    "OldSpelling", "add_old_spelling", "add_old_command",
 ]
 
 
@@ -307,6 +308,20 @@ def add_old_spelling(group: Any, old: str, new: str, dest: str, *, value: Any = 
         kw.update(nargs=0, const=value)
     kw.setdefault("default", argparse.SUPPRESS)
     group.add_argument(old, action=OldSpelling, new=new, dest=dest, help=argparse.SUPPRESS, **kw)
+
+
+def add_old_command(subparsers: Any, old: str, new: str, configure: Callable[[CommandParser], None]) -> None:
+    """Accept command ``old``, the hidden old spelling of command ``new`` (configured by the same ``configure``);
+    using it prints one line on stderr, ``g2gt: 'g2gt train enhanced' is deprecated ...; use 'g2gt train
+    enhancer'``. No ``help``: argparse then leaves it out of the command list."""
+
+    def configure_old(p: CommandParser) -> None:
+        configure(p)
+        p.prog = p.prog.rsplit(" ", 1)[0] + " " + new  # errors and help name the new spelling
+        print(f"g2gt: '{p.prog.rsplit(' ', 1)[0]} {old}' is deprecated and will be removed in the next release; "
+              f"use '{p.prog}'", file=sys.stderr)
+
+    subparsers.add_parser(old, configure=configure_old)
 
 
 def _metavar(kind: type) -> str:

@@ -1,4 +1,4 @@
-"""``g2gt train enhanced`` and ``g2gt enhance``: enhanced UD graphs (the DEPS column) from basic trees.
+"""``g2gt train enhancer`` and ``g2gt enhance``: enhanced UD graphs (the DEPS column) from basic trees.
 
 Model options come from :class:`g2gt.ud.enhance.EnhancedConfig`, optimisation options from the recipe's
 :class:`g2gt.core.config.TrainConfig` (:func:`g2gt.ud.enhance.enhancer_train_config`) and task options (and
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path, check_input_path,
-    check_output_path, data_file_arg, option_values, progress_enabled, signature_default,
+    UsageError, add_common_options, add_old_command, add_workers_option, apply_runtime, check_folder_path,
+    check_input_path, check_output_path, data_file_arg, option_values, progress_enabled, signature_default,
 )
 from .training import ENCODER_HELP, add_training_groups, start_run
 from ..ud.models import DEFAULT_MODEL
@@ -50,11 +50,12 @@ def register(subparsers) -> None:
 
 
 def register_train(subparsers) -> None:
-    subparsers.add_parser("enhanced", help="train an enhanced-UD graph model (basic tree -> DEPS)",
+    subparsers.add_parser("enhancer", help="train the enhance stage: an enhanced-UD graph model (basic tree -> DEPS)",
                           configure=_configure_train)
+    add_old_command(subparsers, "enhanced", "enhancer", _configure_train)  # the old spelling, for one release
 
 
-# ---------------------------------------------------------------------------- train enhanced
+# ---------------------------------------------------------------------------- train enhancer
 def _configure_train(p: argparse.ArgumentParser) -> None:
     from ..ud.enhance import EnhancedConfig, enhancer_train_config, train_enhanced
 
@@ -70,9 +71,9 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
         "OUT/best.pt, last.pt, log.jsonl and config.json.")
     p.epilog = (
         "examples:\n"
-        "  g2gt train enhanced --out runs/enhanced --max-minutes 22 --threads 1\n"
-        "  g2gt train enhanced --out runs/enhanced --parser runs/parser --max-minutes 22\n"
-        "  g2gt train enhanced --out runs/enhanced --resume      # continue an interrupted run\n"
+        "  g2gt train enhancer --out runs/enhanced --max-minutes 22 --threads 1\n"
+        "  g2gt train enhancer --out runs/enhanced --parser runs/parser --max-minutes 22\n"
+        "  g2gt train enhancer --out runs/enhanced --resume      # continue an interrupted run\n"
         "Defaults for --train / --dev: $G2GT_DATA/" + EWT_TRAIN + " and $G2GT_DATA/" + EWT_DEV +
         " ($G2GT_DATA: a data folder laid out as data/README.md of the g2gt repository says).")
     data = p.add_argument_group("data")
@@ -139,7 +140,7 @@ def _configure_enhance(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="output CoNLL-U, '-' = stdout (default)")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--model", metavar="NAME|DIR", help="a shipped model's name, a model folder (enhancer.pt), a folder "
-                     "written by 'g2gt train enhanced' (best.pt) or a checkpoint (default: en_combined, shipped)")
+                     "written by 'g2gt train enhancer' (best.pt) or a checkpoint (default: en_combined, shipped)")
     src.add_argument("--copy-basic", action="store_true",
                      help="no model: DEPS = the basic tree with case-marked relations filled (baseline)")
     p.add_argument("--in-place", action="store_true", help="allow -o to be the input file (replaced at the end)")

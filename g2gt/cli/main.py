@@ -27,7 +27,7 @@ USER_ERROR, INTERNAL_ERROR, INTERRUPTED, BROKEN_PIPE = 2, 1, 130, 141
 
 def _configure_train(parser: CommandParser, modules: list) -> None:
     parser.description = ("Train a model. Pick the task: 'g2gt train pipeline --treebank DIR' (every stage of a UD "
-                          "treebank in one command), or one stage: segmenter, parser, enhanced; or seq2seq; or "
+                          "treebank in one command), or one stage: segmenter, parser, enhancer, coref, lemmatizer; or seq2seq; or "
                           "distill trained parsers into a new one.")
     tasks = parser.add_subparsers(dest="task", metavar="TASK", required=True)
     for module in modules:
@@ -47,7 +47,7 @@ def build_parser() -> CommandParser:
     parser.add_argument("--version", action="version", version=f"g2gt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     modules = [importlib.import_module(name) for name in COMMAND_MODULES]
-    sub.add_parser("train", help="train a model (pipeline, segmenter, parser, enhanced, seq2seq)",
+    sub.add_parser("train", help="train a model (pipeline, segmenter, parser, enhancer, coref, seq2seq ...)",
                    configure=lambda p: _configure_train(p, modules))
     for module in modules:
         module.register(sub)

@@ -1,4 +1,4 @@
-"""What the training commands ``g2gt train parser``, ``g2gt train enhanced`` and ``g2gt train segmenter`` share.
+"""What the training commands ``g2gt train parser``, ``g2gt train enhancer`` and ``g2gt train segmenter`` share.
 
 * :data:`ENCODER_HELP` / :data:`MODEL_FLAGS`: help and flag names of the encoder options the parser and the
   enhanced-UD model have in common;

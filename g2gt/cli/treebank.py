@@ -210,7 +210,7 @@ def _configure_pipeline(p: argparse.ArgumentParser) -> None:
         "Train every stage a UD treebank supports and write one model folder: the tokenizer, sentence splitter "
         "and multiword-token expander (g2gt train segmenter), the tagger (UPOS / XPOS / UFeats, the columns the "
         "treebank fills), lemmatizer and parser (g2gt train parser), and the enhanced-UD model when the "
-        "treebank has DEPS (g2gt train enhanced), and coreference when its training and dev files carry "
+        "treebank has DEPS (g2gt train enhancer), and coreference when its training and dev files carry "
         "CorefUD Entity= annotations in MISC (g2gt train coref; e.g. UD_English-GUM). Each stage trains in its "
         "own folder OUT/<stage>; --resume continues an interrupted stage with its own stored budget and reuses "
         "finished ones (also runs made by those commands); a finished segmenter without the expander the "

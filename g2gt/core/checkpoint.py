@@ -51,7 +51,7 @@ class TrainingFolderLocked(Error, RuntimeError):
 CHECKPOINT_KINDS = {
     "parser": "a parser (g2gt train parser)",
     "segmenter": "a segmenter, the tokenizer and sentence splitter (g2gt train segmenter)",
-    "enhancer": "an enhancer, the enhanced-UD stage (g2gt train enhanced)",
+    "enhancer": "an enhancer, the enhanced-UD stage (g2gt train enhancer)",
     "seq2seq": "a translation model (g2gt train seq2seq)",
     "mwt_expander": "a multiword-token expander (trained inside g2gt train segmenter)",
 }

@@ -1,4 +1,4 @@
-"""``g2gt train enhanced`` and ``g2gt enhance`` end to end on a tiny model: only DEPS changes, the output is
+"""``g2gt train enhancer`` and ``g2gt enhance`` end to end on a tiny model: only DEPS changes, the output is
 valid, empty nodes are kept, bad trees / bad DEPS are one-line FILE:LINE errors with no output file."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("enh")
     write_conllu(read_conllu(EWT_SAMPLE_TRAIN)[:60], d / "train.conllu")
     write_conllu(read_conllu(EWT_SAMPLE_DEV)[:10], d / "dev.conllu")
-    rc = main(["train", "enhanced", "--train", str(d / "train.conllu"), "--dev", str(d / "dev.conllu"),
+    rc = main(["train", "enhancer", "--train", str(d / "train.conllu"), "--dev", str(d / "dev.conllu"),
                "--out", str(d / "model"), *TINY])
     assert rc == 0
     return d
@@ -107,3 +107,5 @@ def test_train_rejects_bad_deps_with_file_line(files, tmp_path, capsys):
     assert rc == 2
     err = capsys.readouterr().err
     assert f"{bad}:{k + 1}:" in err and "self loop" in err
+    # the old spelling of the command still runs, with one line naming the new one
+    assert "g2gt: 'g2gt train enhanced' is deprecated" in err and "use 'g2gt train enhancer'" in err

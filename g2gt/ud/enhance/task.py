@@ -4,7 +4,7 @@ Input trees in training (the refinement trick, so that the model works on predic
 sentence of every batch, the input basic tree is
 
 * the parser's prediction with probability ``parser_prob`` when ``parser_trees`` are given (e.g. from
-  ``g2gt train enhanced --parser MODEL``), else the gold tree;
+  ``g2gt train enhancer --parser MODEL``), else the gold tree;
 * then, with probability ``corrupt_prob``, corrupted: a fraction (uniform in ``[0, corrupt_max]``) of the
   words re-attached to random nodes outside their subtree and relabelled at random
   (:func:`g2gt.ud.enhance.data.corrupt_tree`; it stays a tree).

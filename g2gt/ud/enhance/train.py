@@ -26,7 +26,7 @@ def train_enhanced(train: Sequence, dev: Sequence, out_dir: str | Path, config: 
     receives ``best.pt``, ``last.pt``, ``log.jsonl`` and ``config.json``. When resuming, the vocabulary
     and model configuration come from ``last.pt``. ``train_config``: default :func:`enhancer_train_config`;
     ``batch_tokens``: padded words per training batch (old name ``max_tokens``, deprecated). The defaults are
-    those of ``g2gt train enhanced``.
+    those of ``g2gt train enhancer``.
     """
     import torch
 
