@@ -1,9 +1,10 @@
 """Text formats of the server: request decoding, UDPipe's input / output formats, sentence surgery.
 
 * :func:`decode_utf8`: bytes -> str, or a :class:`RequestError` naming the first bad byte's offset;
-* readers (``conllu``, ``horizontal``, ``vertical``): text -> :class:`g2gt.io.Sentence` objects, errors with
+* readers (``conllu``, ``horizontal``, ``vertical``): text -> :class:`g2gt.ud.io.Sentence` objects, errors with
   the line number;
-* writers (``conllu``, ``horizontal``, ``vertical``, ``plaintext``): sentences -> text, as UDPipe writes them;
+* writers (``conllu``, ``horizontal``, ``vertical``, ``plaintext``): sentences -> text, as UDPipe writes them
+  (CoNLL-U through the library's one writer, :func:`g2gt.ud.io.to_conllu_string`);
 * :func:`surface_tokens`, :func:`rebuild`, :func:`merge_sentences`, :func:`limit_lengths`: multiword-token-aware
   splitting and joining of sentences (MISC of every surface token kept, so offsets and spacing survive).
 
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..ud.io import CoNLLUError, Sentence, parse_conllu_string, sentence_from_tokens, sentence_from_words
+from ..ud.io import (
+    CoNLLUError, Sentence, parse_conllu_string, sentence_from_tokens, sentence_from_words, to_conllu_string,
+)
 from ..ud.limits import SentenceTooLong, limit_sentence_words, max_sentence_words
 
 __all__ = ["RequestError", "decode_utf8", "READERS", "WRITERS", "read_conllu_text", "read_horizontal",
@@ -91,10 +94,10 @@ READERS: dict[str, Callable[[str], list[Sentence]]] = {
 
 
 # --------------------------------------------------------------------------- writers
-def write_conllu(sentences: Sequence[Sentence], header: Sequence[str] = ()) -> str:
-    """CoNLL-U text; ``header`` lines (``"# generator = ..."``) go before the first sentence's comments, as
-    UDPipe writes them."""
-    body = "".join(s.serialize() for s in sentences)
+def conllu_text(sentences: Sequence[Sentence], header: Sequence[str] = ()) -> str:
+    """CoNLL-U text (:func:`g2gt.ud.io.to_conllu_string`); ``header`` lines (``"# generator = ..."``) go before
+    the first sentence's comments, as UDPipe writes them."""
+    body = to_conllu_string(sentences)
     return "".join(f"{h}\n" for h in header) + body if body else ""
 
 
@@ -126,7 +129,7 @@ def write_plaintext(sentences: Sequence[Sentence], header: Sequence[str] = (), n
 
 
 WRITERS: dict[str, Callable[..., str]] = {
-    "conllu": write_conllu, "horizontal": write_horizontal, "vertical": write_vertical, "plaintext": write_plaintext}
+    "conllu": conllu_text, "horizontal": write_horizontal, "vertical": write_vertical, "plaintext": write_plaintext}
 
 
 # --------------------------------------------------------------------------- sentence surgery
