@@ -109,3 +109,16 @@ def test_train_rejects_bad_deps_with_file_line(files, tmp_path, capsys):
     assert f"{bad}:{k + 1}:" in err and "self loop" in err
     # the old spelling of the command still runs, with one line naming the new one
     assert "g2gt: 'g2gt train enhanced' is deprecated" in err and "use 'g2gt train enhancer'" in err
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_enhance_dtype_is_the_libraries(files, tmp_path, dtype):
+    """``g2gt enhance --dtype D`` writes what ``Enhancer.load(model, dtype=D)`` predicts."""
+    out = tmp_path / f"{dtype}.conllu"
+    assert main(["enhance", "--model", str(files / "model"), str(EWT_SAMPLE_DEV), "-o", str(out), "--dtype", dtype,
+                 "--threads", "1"]) == 0
+    from g2gt.ud.enhance import Enhancer
+    from g2gt.ud.io.conllu import to_conllu_string
+
+    lib = Enhancer.load(files / "model", "cpu", dtype).enhance(read_conllu(EWT_SAMPLE_DEV), batch_tokens=3000)
+    assert out.read_text(encoding="utf-8") == to_conllu_string(lib)

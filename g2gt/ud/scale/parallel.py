@@ -131,18 +131,19 @@ class JobHandler:
 
 @dataclass(frozen=True)
 class EnhanceRecipe:
-    """A worker of ``g2gt enhance --workers N``: :meth:`g2gt.ud.enhance.Enhancer.load` ``(model, device)`` once,
-    then ``("enhance", sentences, {"batch_tokens": n}) -> their CoNLL-U text``."""
+    """A worker of ``g2gt enhance --workers N``: :meth:`g2gt.ud.enhance.Enhancer.load` ``(model, device, dtype)``
+    once, then ``("enhance", sentences, {"batch_tokens": n}) -> their CoNLL-U text``."""
 
     model: str = DEFAULT_MODEL
     device: str = "cpu"
     keep_freed_memory: bool = True
+    dtype: str = "auto"
 
     def __call__(self) -> Callable[[tuple[str, Any, dict]], list[str]]:
         worker_setup(self.keep_freed_memory)
         from ..enhance import Enhancer
 
-        enhancer = Enhancer.load(self.model, self.device)
+        enhancer = Enhancer.load(self.model, self.device, self.dtype)
 
         def handle(job: tuple[str, Any, dict]) -> list[str]:
             _, sentences, options = job
@@ -153,10 +154,10 @@ class EnhanceRecipe:
 
 @renamed_params(max_tokens="batch_tokens")
 def enhance_parallel(model: str, sentences: list, workers: int, device: str = "cpu", batch_tokens: int = 3000,
-                     progress: bool = False, stats: dict | None = None) -> Iterator[str]:
-    """``Enhancer.load(model, device).enhance(sentences, batch_tokens)`` with ``workers`` processes, as CoNLL-U
-    texts in input order and the same bytes (one job per run of the enhancer's own batches)."""
-    with ProcessPool(EnhanceRecipe(str(model), str(device)), workers, preload=("torch",)) as pool:
+                     progress: bool = False, stats: dict | None = None, dtype: str = "auto") -> Iterator[str]:
+    """``Enhancer.load(model, device, dtype).enhance(sentences, batch_tokens)`` with ``workers`` processes, as
+    CoNLL-U texts in input order and the same bytes (one job per run of the enhancer's own batches)."""
+    with ProcessPool(EnhanceRecipe(str(model), str(device), dtype=str(dtype)), workers, preload=("torch",)) as pool:
         yield from map_batch_runs(pool, sentences, None,
                                   lambda part: job_plan([len(s.forms) + 1 for s in part], batch_tokens, parse=False),
                                   lambda sents: ("enhance", sents, {"batch_tokens": batch_tokens}), stats,
