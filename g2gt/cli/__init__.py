@@ -11,6 +11,7 @@ COMMAND_MODULES = [
     "g2gt.cli.ud",        # evaluate, draw
     "g2gt.cli.enhanced",  # train enhanced, enhance
     "g2gt.cli.coref",     # train coref, coref
+    "g2gt.cli.lemma",     # train lemmatizer
     "g2gt.cli.models",    # models, export-model
     "g2gt.cli.treebank",  # train segmenter, train pipeline, package
     "g2gt.cli.average",   # average (checkpoint averaging)

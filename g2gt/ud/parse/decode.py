@@ -15,6 +15,7 @@ from torch import Tensor
 
 from ...core.deprecation import renamed_params
 from .batching import length_batches, make_batch, make_example
+from ..lemma.config import needs_fallback
 from .lemma_rules import apply_rule, rule_applies
 from .model import ParserModel
 from .vocab import ParserVocab
@@ -85,14 +86,17 @@ class ParseResult(Sequence[SentenceParse]):
 def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence, max_distance: int,
                      refine_steps: int = 2, algorithm: str = "mst", use_input_graph: bool = False,
                      batch_tokens: int = 3000, progress: bool = False,
-                     record_iterations: bool = False, treebank: int = 0) -> ParseResult:
+                     record_iterations: bool = False, treebank: int = 0, lemmatizer=None) -> ParseResult:
     """Parse ``sentences`` (objects with ``forms``, e.g. :class:`g2gt.ud.io.Sentence`) with ``model``.
 
     ``refine_steps``: refinement passes after iteration 0 (a sentence stops early at a fixed point).
     ``use_input_graph``: the sentences' own HEAD / DEPREL columns are iteration 0's graph; they must
     form one single-rooted tree per sentence, else a :class:`ValueError` naming ``file:line``.
     ``batch_tokens``: padded nodes per batch. ``treebank``: the treebank whose conventions to follow (an index
-    into ``model.config.treebanks``; 0 = the default). Every output is exactly one single-rooted tree.
+    into ``model.config.treebanks``; 0 = the default). ``lemmatizer``: a character lemmatizer
+    (:class:`g2gt.ud.lemma.CharLemmatizer`) that writes the lemma of each word where
+    :func:`g2gt.ud.lemma.needs_fallback` says so (its answer None keeps the edit script's lemma). Every output is
+    exactly one single-rooted tree.
     """
     if algorithm not in ("mst", "eisner"):
         raise ValueError(f"algorithm must be 'mst' or 'eisner', got {algorithm!r}")
@@ -103,6 +107,7 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
     root_rel = vocab.rel_index.get("root", 0)
     device = next(model.parameters()).device
     out: list[SentenceParse | None] = [None] * len(examples)
+    asks: list[tuple[int, int]] = []  # (sentence, word) whose lemma the character lemmatizer writes
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -121,7 +126,9 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
             n = lengths[b]
             h, r, u = (c[b][1 : n + 1] for c in cols)
             sp = SentenceParse(h, [vocab.rels[k] for k in r], [vocab.upos[k] for k in u], passes=passes[b])
-            _set_tags(sp, {name: t[b][1 : n + 1] for name, t in tags.items()}, examples[i].forms[1 : n + 1], vocab)
+            fallback = _set_tags(sp, {name: t[b][1 : n + 1] for name, t in tags.items()},
+                                 examples[i].forms[1 : n + 1], vocab, lemmatizer)
+            asks.extend((i, k) for k in fallback)
             if record_iterations:
                 sp.iterations = [Tree(hh[b][1 : n + 1], [vocab.rels[k] for k in rr[b][1 : n + 1]],
                                       [vocab.upos[k] for k in uu[b][1 : n + 1]]) for hh, rr, uu in hist]
@@ -130,6 +137,8 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
             bar.update(len(idx))
     if bar is not None:
         bar.close()
+    if asks:
+        _char_lemmas(out, asks, [examples[i].forms[k + 1] for i, k in asks], lemmatizer)  # type: ignore[arg-type]
     return ParseResult(out)  # type: ignore[arg-type]
 
 
@@ -145,22 +154,45 @@ def _to_lists(*tensors: Tensor) -> list[list[list[int]]]:
     return [t.tolist() for t in tensors]
 
 
-def _set_tags(sp: SentenceParse, top: dict[str, list[list[int]]], forms: list[str], vocab: ParserVocab) -> None:
-    """XPOS / FEATS / LEMMA strings of one sentence from the heads' best classes (``[n][k]``)."""
+def _set_tags(sp: SentenceParse, top: dict[str, list[list[int]]], forms: list[str], vocab: ParserVocab,
+              lemmatizer=None) -> list[int]:
+    """XPOS / FEATS / LEMMA strings of one sentence from the heads' best classes (``[n][k]``; for lemmas
+    column 0 is the best class with ``<unk>`` allowed, then the best rules). Returns the words (0-based) whose
+    lemma ``lemmatizer`` is to write (:func:`g2gt.ud.lemma.needs_fallback`; none without one)."""
     if "xpos" in top:
         sp.xpos = [vocab.xpos[c[0]] for c in top["xpos"]]
     if "feats" in top:
         sp.feats = [vocab.feats[c[0]] for c in top["feats"]]
+    asks: list[int] = []
     if "lemma" in top:
         lemmas = []
-        for form, upos, cands in zip(forms, sp.upos, top["lemma"]):
+        for k, (form, upos, cands) in enumerate(zip(forms, sp.upos, top["lemma"])):
             seen = vocab.lexicon_lemma(form, upos)
+            rule = None
+            if seen is None:
+                rule = next((vocab.lemma_rules[c] for c in cands if c and rule_applies(form, vocab.lemma_rules[c])),
+                            None)
+            if lemmatizer is not None and needs_fallback(lemmatizer.use_when, seen is not None,
+                                                         cands[0] == 0 or rule is None, lemmatizer.knows(form)):
+                asks.append(k)
             if seen is not None:  # a (form, UPOS) pair training always lemmatised the same way
                 lemmas.append(seen)
-                continue
-            rule = next((vocab.lemma_rules[k] for k in cands if k and rule_applies(form, vocab.lemma_rules[k])), None)
-            lemmas.append(form.lower() if rule is None else apply_rule(form, rule))
+            else:
+                lemmas.append(form.lower() if rule is None else apply_rule(form, rule))
         sp.lemmas = lemmas
+    return asks
+
+
+def _char_lemmas(out: list[SentenceParse], asks: list[tuple[int, int]], forms: list[str], lemmatizer) -> None:
+    """Overwrite the lemmas of the ``(sentence, word)`` pairs ``asks`` with ``lemmatizer``'s (from the form and
+    the predicted UPOS and FEATS), in one batched call; a None answer keeps the edit script's lemma."""
+    words = []
+    for (i, k), form in zip(asks, forms):
+        sp = out[i]
+        words.append((form, sp.upos[k], sp.feats[k] if sp.feats is not None else None))
+    for (i, k), lemma in zip(asks, lemmatizer.lemmatize(words)):
+        if lemma is not None:
+            out[i].lemmas[k] = lemma  # type: ignore[index]
 
 
 def check_input_trees(sentences: Sequence) -> None:

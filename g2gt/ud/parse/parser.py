@@ -76,6 +76,7 @@ class Parser:
         self.file: Path | None = None  # the checkpoint it was loaded from
         self.dtype: torch.dtype = torch.float32
         self.source: str | None = None  # what load() was given, for messages
+        self.lemmatizer = None  # a g2gt.ud.lemma.CharLemmatizer for the words its edit scripts are unsure of
 
     @property
     def treebanks(self) -> list[str]:
@@ -116,7 +117,8 @@ class Parser:
         device with the same accuracy: bfloat16 on GPUs and AMX CPUs, int8 dynamic quantization of the linear
         layers on other CPUs (its scores and speed: the README's precision table); ``"float32"`` (or None),
         ``"bfloat16"``, ``"int8"`` force one. Arc scores are decoded in float32 either way. ``treebank``: see
-        :attr:`treebank` (default: the model's first treebank).
+        :attr:`treebank` (default: the model's first treebank). A ``lemmatizer.pt`` beside ``parser.pt`` (a
+        character lemmatizer, ``g2gt train lemmatizer``) is loaded as :attr:`lemmatizer` (float32).
         """
         from ...core.checkpoint import expect_kind, load_checkpoint
 
@@ -132,16 +134,25 @@ class Parser:
         parser = cls(model, ParserVocab.from_dict(extra["vocab"]), int(extra.get("max_distance", cfg.max_distance)),
                      int(extra.get("refine_steps", 2)), treebank)
         parser.record, parser.file, parser.dtype, parser.source = checkpoint_record(ck), file, dt, str(path)
+        from ..lemma.model import LEMMATIZER_FILE, CharLemmatizer
+
+        if file.name == "parser.pt" and (file.parent / LEMMATIZER_FILE).is_file():
+            parser.lemmatizer = CharLemmatizer.load(file.parent / LEMMATIZER_FILE, device)
         return parser
 
     def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
         """Write this stage as one checkpoint file that :meth:`load` reads (floating weights as
-        ``storage_dtype``)."""
+        ``storage_dtype``); with a :attr:`lemmatizer`, a ``parser.pt`` gets ``lemmatizer.pt`` beside it."""
         record = self.record or {"model_config": self.model.config.to_dict(),
                                  "task": {"vocab": self.vocab.to_dict(), "max_distance": self.max_distance,
                                           "refine_steps": self.refine_steps}}
         record = {**record, "task": {**record["task"], "kind": self.kind}}  # also for a checkpoint without one
-        return save_stage(path, self.model, record, self.file, self.dtype is torch.qint8, storage_dtype)
+        out = save_stage(path, self.model, record, self.file, self.dtype is torch.qint8, storage_dtype)
+        if self.lemmatizer is not None and out.name == "parser.pt":
+            from ..lemma.model import LEMMATIZER_FILE
+
+            self.lemmatizer.save(out.parent / LEMMATIZER_FILE, getattr(torch, str(storage_dtype).removeprefix("torch.")))
+        return out
 
     @property
     def device(self) -> torch.device:
@@ -173,7 +184,7 @@ class Parser:
                              f"parse), got {T!r}")
         tb = self._treebank if treebank is None else self._treebank_index(treebank)
         return decode_sentences(self.model, self.vocab, sentences, self.max_distance, T, algorithm, use_input_graph,
-                                batch_tokens, progress, record_iterations, tb)
+                                batch_tokens, progress, record_iterations, tb, self.lemmatizer)
 
     @renamed_params(max_tokens="batch_tokens")
     def parse(self, x: str | Iterable, refine_steps: int | None = None, algorithm: str = "mst",
