@@ -27,7 +27,7 @@ COMMANDS = {
     "train parser": ["train", "parser", "--out", "o"],
     "train distill": ["train", "distill", "--teacher", "t", "--out", "o"],
     "train seq2seq": ["train", "seq2seq", "--out", "o"],
-    "train enhanced": ["train", "enhanced", "--out", "o"],
+    "train enhancer": ["train", "enhancer", "--out", "o"],
     "enhance": ["enhance", "--copy-basic", "in.conllu"],
     "train coref": ["train", "coref", "--out", "o"],
     "train lemmatizer": ["train", "lemmatizer", "--train", "t.conllu", "--out", "o"],
