@@ -1,4 +1,4 @@
-"""The g2gt model tr_imst: tr_imst: tokenizer, sentence splitter, multiword tokens, tagger, lemmatizer, parser (trained on tr_imst-ud-train.conllu.gz).
+"""The g2gt model tr_imst: tr_imst: tokenizer, sentence splitter, multiword tokens, tagger, lemmatizer (edit scripts + character model), parser (trained on tr_imst-ud-train.conllu.gz).
 
 Installed as a package, it is found by name: ``g2gt.load("tr_imst")``, ``g2gt parse --model tr_imst``."""
 
