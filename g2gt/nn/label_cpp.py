@@ -5,8 +5,9 @@
 ``~/.cache/torch_extensions/g2gt/<name>``) and registers the ops ``torch.ops.g2gt_label_attention.forward /
 backward``; later processes load the cached library (a second or so). torch is not needed to install g2gt,
 only to build this at run time. The build is named after a hash of the sources, the torch and Python versions
-and this CPU's instruction-set flags (it is compiled with ``-march=native``), so a cache shared by different
-machines never loads a library built for another CPU.
+and this CPU's instruction-set flags (it is compiled with ``-march=native``: AVX-512 or AVX2 + FMA code where the
+CPU has it, 512-bit vectors preferred), so a cache shared by different machines never loads a library built
+for another CPU: each CPU type gets its own build.
 
 When it cannot be had, :func:`cpp_kernels` returns None after a one-line ``RuntimeWarning`` (once per
 process) and :class:`~g2gt.nn.label_kernels.LabelAttentionFunction` runs its blocked torch path (same maths,

@@ -18,8 +18,10 @@
 // [qa | S], [per | P] and [dqa | dS] ([rows, L + nk]) exist once per thread, so memory is linear in n:
 // nothing [B, H, nq, nk] (nor [B, H, nq, L]) is ever allocated. The label bias is gathered and dqa / per
 // scattered row by row (label_rows.h). Products run in register tiles for small blocks and through
-// ATen's GEMM for large ones (label_gemm.h); the row passes are written to vectorise (-O3, OpenMP simd).
-// Blocks of different (b, h) run in parallel (at::parallel_for).
+// ATen's GEMM for large ones (label_gemm.h). The row passes use AVX-512 or AVX2 + FMA explicitly where the
+// compiler targets them (the library is built on, and for, the CPU that runs it; see label_cpp.py), plain
+// C++ elsewhere. The forward pass keeps P unnormalised (exp(S - max)) and scales each output row by
+// 1 / sum once its products are done. Blocks of different (b, h) run in parallel (at::parallel_for).
 //
 // Layouts (normalised in g2gt/nn/label_cpp.py): q [B, H, nq, dh], k, v [B, H, nk, dh] and dO with unit
 // stride along dh (any other strides, e.g. views of one packed q/k/v projection), float32 or float64;
