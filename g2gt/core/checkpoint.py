@@ -54,6 +54,8 @@ CHECKPOINT_KINDS = {
     "enhancer": "an enhancer, the enhanced-UD stage (g2gt train enhancer)",
     "seq2seq": "a translation model (g2gt train seq2seq)",
     "mwt_expander": "a multiword-token expander (trained inside g2gt train segmenter)",
+    "coref": "a coreference stage (g2gt train coref)",
+    "lemmatizer": "a character lemmatizer (g2gt train lemmatizer)",
 }
 #: kinds written by earlier versions -> today's name
 OLD_KINDS = {"enhanced": "enhancer"}
@@ -84,7 +86,7 @@ def expect_kind(ck: dict, path: str | os.PathLike, kind: str) -> None:
     article = "an" if kind[0] in "aeiou" else "a"
     raise CheckpointError(f"{path}: not {article} {kind} checkpoint: it holds {what}; expected "
                           f"{CHECKPOINT_KINDS.get(kind, kind)} (a model folder holds one file per stage: "
-                          "segmenter.pt, parser.pt, enhancer.pt)")
+                          "segmenter.pt, parser.pt, enhancer.pt, coref.pt)")
 
 
 # ---------------------------------------------------------------------------- checkpoints

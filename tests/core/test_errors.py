@@ -58,3 +58,13 @@ def test_cli_exit_2_for_a_stage_file_of_the_wrong_kind(tmp_path, capsys):
     assert main(["parse", "--model", str(tmp_path), "--text", "He sat."]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "parser.pt: not a parser checkpoint: it holds a segmenter" in err
+
+
+def test_coref_loader_names_what_a_wrong_file_holds():
+    """A parser where a coreference stage is expected: a g2gt.Error naming the file and what it holds."""
+    from g2gt.ud.coref import Coreferencer
+    from g2gt.ud.models import find_model
+
+    file = find_model("en_combined") / "parser.pt"
+    with pytest.raises(CheckpointError, match=r"parser\.pt: not a coreference checkpoint; it holds a parser"):
+        Coreferencer.load(file)

@@ -61,13 +61,15 @@ class Coreferencer:
              dtype: torch.dtype | str | None = "float32") -> "Coreferencer":
         """Load ``coref.pt`` of a model folder, ``best.pt`` (else ``last.pt``) of a folder written by
         ``g2gt train coref``, or a checkpoint file (``weights_only=True``, ``strict=True``)."""
-        from ...core.checkpoint import load_checkpoint
+        from ...core.checkpoint import CHECKPOINT_KINDS, CheckpointError, checkpoint_kind, load_checkpoint
 
         file = _checkpoint_file(path)
         ck = load_checkpoint(file, device)
         extra = ck.get("task", {})
         if extra.get("kind") != cls.kind or "vocab" not in extra:
-            raise ValueError(f"{file}: not a coreference checkpoint (train one with 'g2gt train coref')")
+            found = checkpoint_kind(ck)
+            held = f"; it holds {CHECKPOINT_KINDS.get(found, repr(found))}" if found and found != cls.kind else ""
+            raise CheckpointError(f"{file}: not a coreference checkpoint{held} (train one with 'g2gt train coref')")
         model = CorefModel(CorefConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
         dt = inference_dtype(dtype, device, int8_auto=False)
