@@ -135,3 +135,16 @@ def test_recipes_are_instances_and_the_old_dicts_warn(module, name):
         old = getattr(mod, f"{name}_DEFAULTS")
     assert old == recipe_overrides(recipe) and "lr" in old and "amp" not in old
     assert not any(isinstance(v, dict) and "lr" in v for v in vars(mod).values())  # no recipe dict left
+
+
+def test_train_seq2seq_defaults_are_the_config_dataclass():
+    """Every option of ``g2gt train seq2seq`` with a field of :class:`Seq2SeqTrainConfig` has its default."""
+    from g2gt.seq2seq.config import Seq2SeqTrainConfig
+
+    cli = _cli_defaults(["train", "seq2seq", "--out", "o"])
+    lib = _fields(Seq2SeqTrainConfig)
+    shared = set(cli) & set(lib)
+    assert {"num_layers", "num_heads", "lr", "batch_tokens", "max_minutes"} <= shared
+    for name in shared:
+        value = tuple(cli[name]) if isinstance(cli[name], list) else cli[name]
+        assert value == lib[name], f"g2gt train seq2seq --{name.replace('_', '-')}: {value!r} != {lib[name]!r}"
