@@ -18,6 +18,7 @@ from typing import Sequence
 
 import torch
 
+from ...core.deprecation import renamed_params
 from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, save_stage
 from .data import CorefVocab, DocExample, make_batch, make_doc, window_graph, windows
 from .decode import decode_window
@@ -57,10 +58,12 @@ class Coreferencer:
         self.dtype: torch.dtype = torch.float32
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device = "cpu",
+    @renamed_params(path="name_or_path")
+    def load(cls, name_or_path: str | Path, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "float32") -> "Coreferencer":
         """Load ``coref.pt`` of a model folder, ``best.pt`` (else ``last.pt``) of a folder written by
         ``g2gt train coref``, or a checkpoint file (``weights_only=True``, ``strict=True``)."""
+        path = name_or_path
         from ...core.checkpoint import CHECKPOINT_KINDS, CheckpointError, checkpoint_kind, load_checkpoint
 
         file = _checkpoint_file(path)

@@ -105,12 +105,14 @@ class Enhancer:
     kind = "enhancer"  # the checkpoint's task kind (``"enhanced"`` in checkpoints of earlier versions)
 
     @classmethod
-    def load(cls, path: str | Path = DEFAULT_MODEL, device: str | torch.device = "cpu",
+    @renamed_params(path="name_or_path")
+    def load(cls, name_or_path: str | Path = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto") -> "Enhancer":
         """Load the enhance stage of a shipped model by name (``"en_combined"``), a model folder's ``enhancer.pt``, or
         ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhancer`` (or that file),
         with ``weights_only=True`` and ``strict=True``. ``dtype``: see :func:`g2gt.ud.stage.inference_dtype`
         (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""
+        path = name_or_path
         from ...core.checkpoint import expect_kind, load_checkpoint
 
         file = stage_checkpoint(path, "enhancer")

@@ -113,7 +113,8 @@ class Parser:
                          "choice (drop the treebank setting)")
 
     @classmethod
-    def load(cls, path: str | Path = DEFAULT_MODEL, device: str | torch.device = "cpu",
+    @renamed_params(path="name_or_path")
+    def load(cls, name_or_path: str | Path = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto", treebank: str | None = None) -> "Parser":
         """Load the parse stage of a shipped model by name (default ``"en_combined"``, see :mod:`g2gt.ud.models`), of
         a model folder (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint
@@ -126,6 +127,7 @@ class Parser:
         :attr:`treebank` (default: the model's first treebank). A ``lemmatizer.pt`` beside ``parser.pt`` (a
         character lemmatizer, ``g2gt train lemmatizer``) is loaded as :attr:`lemmatizer` (float32).
         """
+        path = name_or_path
         from ...core.checkpoint import expect_kind, load_checkpoint
 
         file = stage_checkpoint(path, "parser")

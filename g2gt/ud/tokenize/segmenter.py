@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ...core.deprecation import warn_renamed
+from ...core.deprecation import renamed_params, warn_renamed
 from ..io.sentence import Sentence
 from ..limits import drop_control_characters
 from .chars import CharVocab
@@ -74,12 +74,14 @@ class Segmenter:
     kind = CHECKPOINT_KIND
 
     @classmethod
-    def load(cls, path: str | os.PathLike = DEFAULT_MODEL, device: str | torch.device = "cpu",
+    @renamed_params(path="name_or_path")
+    def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto", **kwargs) -> Segmenter:
         """Load the tokenize stage of a shipped model by name (``"en_combined"``), a model folder's
         ``segmenter.pt``, a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file
         (``weights_only=True``, ``strict=True``). ``dtype``: see :func:`g2gt.ud.stage.inference_dtype`
         (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""
+        path = name_or_path
         from ...core.checkpoint import expect_kind, load_checkpoint
         from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, stage_checkpoint
 
