@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 
+from ..ud.models import DEFAULT_MODEL
 from .common import (
     UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path, check_output_path,
     data_file_arg, field_default, option_values,
@@ -121,12 +122,14 @@ def _configure_coref(p: argparse.ArgumentParser) -> None:
         "MISC (documents start at '# newdoc'; trees are read from HEAD / DEPREL). Existing Entity, SplitAnte "
         "and Bridge items are replaced; every other MISC item, column and comment is kept.")
     p.epilog = ("examples:\n"
+                "  g2gt coref parsed.conllu -o coref.conllu      # the default model's coreference stage\n"
                 "  g2gt coref --model runs/coref parsed.conllu -o coref.conllu\n"
                 "  g2gt evaluate gold.conllu coref.conllu      # MUC, B3, CEAF-e, CoNLL F1")
     p.add_argument("input", metavar="INPUT", help="parsed CoNLL-U (plain or .gz), '-' = stdin")
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="output CoNLL-U, '-' = stdout (default)")
-    p.add_argument("--model", required=True, metavar="DIR",
-                   help="a model folder (coref.pt), a folder written by 'g2gt train coref' (best.pt) or a checkpoint")
+    p.add_argument("--model", default=DEFAULT_MODEL, metavar="MODEL",
+                   help="a model's name (default: %(default)s), a model folder (coref.pt), a folder written by "
+                        "'g2gt train coref' (best.pt) or a checkpoint")
     p.add_argument("--threshold", type=float, default=None, metavar="X",
                    help="antecedent score a link must beat (default: the model's, 0 unless tuned; lower links more)")
     add_common_options(p, batch_tokens=None)

@@ -34,9 +34,9 @@ def _checkpoint_file(path: str | Path) -> Path:
     p = Path(path)
     if p.is_dir() and (p / FILE_NAME).is_file():
         return p / FILE_NAME
-    from ...core.checkpoint import resolve_checkpoint
+    from .stage import coref_checkpoint  # a model's name too (en_combined), as every loader takes
 
-    return resolve_checkpoint(p)
+    return coref_checkpoint(path)
 
 
 class Coreferencer:

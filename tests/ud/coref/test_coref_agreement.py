@@ -68,3 +68,16 @@ def test_mention_head_is_the_word_whose_head_lies_outside_without_a_head_field()
     ents = {e["id"]: e for e in entities(parse_conllu_string(text, name="t"))}
     assert [(m["text"], m["head"]) for m in ents["1"]["mentions"]] == [("My sister", 2)]
     assert [(m["text"], m["head"]) for m in ents["2"]["mentions"]] == [("My", 1)]
+
+
+def test_coref_command_uses_the_default_model_and_takes_its_name(tmp_path):
+    import g2gt
+    from g2gt.cli.main import main
+
+    doc = g2gt.load()("Mary met John. She gave him her book.")
+    src = tmp_path / "in.conllu"
+    src.write_text(doc.conllu(), encoding="utf-8")
+    for extra in ([], ["--model", "en_combined"]):
+        out = tmp_path / f"out{len(extra)}.conllu"
+        assert main(["coref", str(src), "-o", str(out), *extra]) == 0
+        assert "Entity=" in out.read_text(encoding="utf-8")
