@@ -207,25 +207,18 @@ def progress_enabled(args: argparse.Namespace) -> bool:
 
 
 def resolve_device(name: str) -> str:
-    """``auto`` -> ``cuda`` when available, else ``cpu``; other names are checked (UsageError when CUDA
-    is asked for but not available, or the name is not a device)."""
-    import torch
+    """:func:`g2gt.core.runtime.resolve_device` for ``--device``: ``auto`` -> ``cuda`` when available, else
+    ``cpu``; a name that is not a device, or CUDA this machine lacks, is a UsageError naming the option."""
+    from ..core.runtime import DeviceError, resolve_device as core_resolve
 
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
     try:
-        device = torch.device(name)
-    except (RuntimeError, ValueError):
-        raise UsageError(f"--device {name}: not a device; expected auto, cpu, cuda or cuda:N") from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise UsageError(f"--device {name}: CUDA is not available on this machine (use --device cpu or auto)")
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise UsageError(f"--device {name}: CUDA is not available for that index (this machine has "
-                             f"{torch.cuda.device_count()} GPU(s): cuda:0..cuda:{torch.cuda.device_count() - 1})")
-    elif device.type not in ("cpu", "mps"):
-        raise UsageError(f"--device {name}: unsupported device type {device.type!r}; expected cpu or cuda")
-    return str(device)
+        device = core_resolve(name)
+    except DeviceError as e:
+        raise UsageError(f"--device {name}: {str(e).split(': ', 1)[-1]}") from None
+    kind = device.split(":")[0]
+    if kind not in ("cpu", "cuda", "mps"):
+        raise UsageError(f"--device {name}: unsupported device type {kind!r}; expected cpu or cuda")
+    return device
 
 
 def apply_runtime(args: argparse.Namespace) -> str:
