@@ -112,7 +112,7 @@ def test_parse_command_defaults_are_the_parsers():
     parse, load = _params(Parser.parse), _params(Parser.load)
     assert cli["algorithm"] == parse["algorithm"] and cli["refine_steps"] is None  # None: the model's own
     assert cli["treebank"] is parse["treebank"] is None
-    assert cli["model"] == load["path"] and cli["dtype"] == load["dtype"]
+    assert cli["model"] == load["name_or_path"] and cli["dtype"] == load["dtype"]
     assert cli["batch_tokens"] is None and parse["batch_tokens"] == 3000  # None: the stage's own default
 
 

@@ -106,7 +106,7 @@ def run_train(args: argparse.Namespace) -> int:
               + (f" with {', '.join(f'{k}={v}' for k, v in model.items())}" if model else ""), file=sys.stderr)
     tc = start_run(args, TRAIN_OPTIONS, device, "conll", recipe=coref_train_config, init_from=args.init_from)
     _, history = train_coref(train, dev, args.out, model, tc,
-                             max_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
+                             batch_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
     best = max(history, key=lambda h: h.get("conll", 0)) if history else {}
     print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (gold trees, head match, no singletons) CoNLL F1 "
           f"{best.get('conll', 0):.2f} (MUC {best.get('muc', 0):.2f}, B3 {best.get('bcub', 0):.2f}, CEAF-e "

@@ -3,7 +3,7 @@
 Training data: documents with ``Entity=`` annotations (CorefUD) and trees, cut into windows of whole
 sentences of at most ``window`` words (:func:`g2gt.ud.coref.data.windows`); every epoch cuts each document at
 another place, so that a mention and its antecedent are not always split the same way. Windows are batched
-up to ``max_tokens`` words.
+up to ``batch_tokens`` words.
 
 Dev evaluation (:meth:`CorefTask.evaluate`) resolves whole dev documents from their gold trees
 (:class:`g2gt.ud.coref.resolver.Coreferencer`) and reports, in percent, the CoNLL F1 with head match and
@@ -35,7 +35,7 @@ class CorefTask:
         train_docs, dev_docs: documents (lists of sentences) with ``Entity=`` annotations and trees.
         vocab: :class:`CorefVocab` built on ``train_docs``.
         window: most words of a training window.
-        max_tokens: words per batch (at least one window).
+        batch_tokens: words per batch (at least one window).
         word_dropout: probability of replacing a word id by ``<unk>`` in training.
         layout: the treebank's ``global.Entity`` layout (saved with the model for its output).
         max_distance: clip distance of the relative-position labels (the model's).
@@ -44,7 +44,7 @@ class CorefTask:
     """
 
     def __init__(self, train_docs: Sequence, dev_docs: Sequence, vocab: CorefVocab, window: int = 512,
-                 max_tokens: int = 1024, word_dropout: float = 0.1, seed: int = 1, layout: str = DEFAULT_LAYOUT,
+                 batch_tokens: int = 1024, word_dropout: float = 0.1, seed: int = 1, layout: str = DEFAULT_LAYOUT,
                  max_distance: int = 16, threshold: float = 0.0) -> None:
         if not 0.0 <= word_dropout <= 1.0:
             raise ValueError(f"word_dropout must be in [0, 1], got {word_dropout}")
@@ -54,7 +54,7 @@ class CorefTask:
         self.train = [make_doc(d, vocab) for d in train_docs]
         self.dev = [make_doc(d, vocab) for d in dev_docs]
         self.window = window
-        self.max_tokens = max(max_tokens, window)
+        self.batch_tokens = max(batch_tokens, window)
         self.word_dropout = word_dropout
         self.seed = seed
         self.layout = layout
@@ -65,7 +65,7 @@ class CorefTask:
         wins = shuffled_windows(self.train, self.window, (self.seed * 7919 + epoch) * 1_000_003)
         batches, cur, size = [], [], 0
         for w in wins:
-            if cur and size + (w[2] - w[1]) > self.max_tokens:
+            if cur and size + (w[2] - w[1]) > self.batch_tokens:
                 batches.append(cur)
                 cur, size = [], 0
             cur.append(w)

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig, old_recipe_dict
+from ...core.deprecation import renamed_params
 from .io import DEFAULT_LAYOUT, documents, entity_layout
 
 __all__ = ["train_coref", "coref_train_config", "COREF_TRAIN", "WARM_OVERRIDABLE", "WarmCoref",
@@ -96,9 +97,10 @@ def _warm_config(source: WarmCoref, overrides: dict | None):
     return dataclasses.replace(source.config, **{k: v for k, v in (overrides or {}).items() if k in WARM_OVERRIDABLE})
 
 
+@renamed_params(max_tokens="batch_tokens")
 @holds_training_folder
 def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
-                train_config: TrainConfig | None = None, *, window: int = 512, max_tokens: int = 1024,
+                train_config: TrainConfig | None = None, *, window: int = 512, batch_tokens: int = 1024,
                 min_freq: int = 2, word_dropout: float = 0.1, resume: bool = False) -> tuple:
     """Build the vocabulary, model and task from training and dev *sentences* (with ``# newdoc`` and
     ``Entity=``); run the Trainer; return ``(the best Coreferencer, the dev history)``.
@@ -152,9 +154,9 @@ def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: dic
         step = f", step {source.step}" if source.step is not None else ""
         print(f"warm start from {source.given} ({source.file}{step}): its weights, vocabularies, configuration "
               f"and link threshold {source.threshold:g}; optimizer and schedule fresh", file=sys.stderr)
-    task = CorefTask(train_docs, dev_docs, vocab, window, max_tokens, word_dropout, tc.seed, layout, cfg.max_distance,
+    task = CorefTask(train_docs, dev_docs, vocab, window, batch_tokens, word_dropout, tc.seed, layout, cfg.max_distance,
                      threshold)
-    task_info = {"window": window, "max_tokens": max_tokens, "min_freq": min_freq, "word_dropout": word_dropout,
+    task_info = {"window": window, "batch_tokens": batch_tokens, "min_freq": min_freq, "word_dropout": word_dropout,
                  "layout": layout, **({"init_from": tc.init_from, "threshold": threshold} if tc.init_from else {})}
     data_info = {"train_documents": len(train_docs), "dev_documents": len(dev_docs),
                  "train_words": sum(len(ex) for ex in task.train),

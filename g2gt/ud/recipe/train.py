@@ -52,7 +52,7 @@ tasks). The training settings of each stage are the defaults of its own command 
 parser / enhanced / coref``), read from the same place: the config dataclasses, the recipes' :class:`TrainConfig`
 makers (:func:`g2gt.ud.tokenize.train.default_train_config`, :func:`g2gt.ud.parse.parser_train_config`,
 :func:`g2gt.ud.enhance.enhancer_train_config`, :func:`g2gt.ud.coref.train.coref_train_config`) and the training
-functions' signatures (``batch_tokens``; the coref stage's batch is ``max_tokens``).
+functions' signatures (``batch_tokens``).
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
 
     recipes = {"parser": (parser_train_config, train_parser, "batch_tokens"),
                "enhancer": (enhancer_train_config, train_enhanced, "batch_tokens"),
-               "coref": (coref_train_config, train_coref, "max_tokens")}
+               "coref": (coref_train_config, train_coref, "batch_tokens")}
     for stage in (s for s in stages if s in trained and s in recipes):
         recipe, fit, batch_name = recipes[stage]
         folder = out / stage

@@ -24,7 +24,7 @@ def test_cli_defaults_are_the_recipe_defaults():
                 checked += 1
                 break
     assert checked >= 20
-    assert args.batch_tokens == task["max_tokens"]
+    assert args.batch_tokens == task["batch_tokens"]
     assert args.init_from is None
     assert all(getattr(tc, k) == v for k, v in recipe_overrides(COREF_TRAIN).items())
     assert (tc.metric, tc.metric_mode) == ("conll", "max")
