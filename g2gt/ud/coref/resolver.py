@@ -13,6 +13,7 @@ The name follows the pipeline's stage nouns (``Parser``, ``Enhancer``): the stag
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -30,13 +31,26 @@ __all__ = ["Coreferencer", "FILE_NAME"]
 FILE_NAME = "coref.pt"
 
 
-def _checkpoint_file(path: str | Path) -> Path:
-    p = Path(path)
+def coref_checkpoint(name_or_path: str | os.PathLike) -> Path:
+    """The coreference checkpoint of a shipped or installed model's name (``en_combined``) or a model folder
+    (its ``coref.pt``), a folder written by ``g2gt train coref`` (``best.pt``, else ``last.pt``) or a checkpoint
+    file. ``FileNotFoundError`` naming what is missing (a model without a coreference stage, an unknown name)."""
+    from ...core.checkpoint import resolve_checkpoint
+    from ..models import find_model, is_model_folder
+
+    p = Path(name_or_path)
     if p.is_dir() and (p / FILE_NAME).is_file():
         return p / FILE_NAME
-    from .stage import coref_checkpoint  # a model's name too (en_combined), as every loader takes
+    where = find_model(name_or_path)
+    if where.is_dir() and (where / FILE_NAME).is_file():
+        return where / FILE_NAME
+    if is_model_folder(where):
+        raise FileNotFoundError(f"{name_or_path}: this model folder has no {FILE_NAME} (a model without a "
+                                "coreference stage)")
+    return resolve_checkpoint(where)
 
-    return coref_checkpoint(path)
+
+_checkpoint_file = coref_checkpoint
 
 
 class Coreferencer:

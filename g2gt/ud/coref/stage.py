@@ -64,16 +64,8 @@ def add_to_model_folder(source: str | os.PathLike, folder: str | os.PathLike, st
 
 
 def coref_checkpoint(name_or_path: str | os.PathLike) -> Path:
-    """The coreference checkpoint of a shipped or installed model's name (``en_combined``) or a model folder
-    (its ``coref.pt``), a folder written by ``g2gt train coref`` (``best.pt``, else ``last.pt``) or a checkpoint
-    file. ``FileNotFoundError`` naming what is missing (a model without a coreference stage, an unknown name)."""
-    from ...core.checkpoint import resolve_checkpoint
-    from ..models import find_model, is_model_folder
+    """:func:`g2gt.ud.coref.resolver.coref_checkpoint`: the coreference checkpoint of a model's name, a model or
+    training folder or a file."""
+    from .resolver import coref_checkpoint as find
 
-    where = find_model(name_or_path)
-    if where.is_dir() and (where / FILE_NAME).is_file():
-        return where / FILE_NAME
-    if is_model_folder(where):
-        raise FileNotFoundError(f"{name_or_path}: this model folder has no {FILE_NAME} (a model without a "
-                                "coreference stage)")
-    return resolve_checkpoint(where)
+    return find(name_or_path)

@@ -243,10 +243,13 @@ class CharLemmatizer:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike, device: torch.device | str = "cpu") -> CharLemmatizer:
+    def load(cls, path: str | os.PathLike, device: torch.device | str = "auto") -> CharLemmatizer:
         """A lemmatizer from a model folder (its ``lemmatizer.pt``), a training folder (``best.pt``, else
-        ``last.pt``) or a file, read with ``weights_only=True``."""
+        ``last.pt``) or a file, read with ``weights_only=True`` (``device``: as every loader, ``"auto"`` too)."""
         from ...core.checkpoint import load_checkpoint, resolve_checkpoint
+        from ...core.runtime import resolve_device
+
+        device = resolve_device(device)
 
         p = Path(path)
         file = p / LEMMATIZER_FILE if (p / LEMMATIZER_FILE).is_file() else resolve_checkpoint(p)
