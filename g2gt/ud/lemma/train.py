@@ -17,7 +17,6 @@ import dataclasses
 import os
 import random
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -25,6 +24,7 @@ from torch import Tensor
 
 from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
+from ..tokenize.expander_train import ExpanderBatch, _pad
 from .config import LemmaConfig, lemma_train_config
 from .model import (
     BOS, EOS, LEMMATIZER_KIND, PAD, CharLemmatizer, LemmaVocab, build_lemma_model, chain_labels,
@@ -55,22 +55,8 @@ def _feats_string(f) -> str:
     return f if f else "_"
 
 
-@dataclass
-class LemmaBatch:
-    """``src [B, n]``, ``tgt_in [B, m]`` (BOS + lemma), ``tgt_out [B, m]`` (lemma + EOS), long, ``PAD``
-    where padded."""
-
-    src: Tensor
-    tgt_in: Tensor
-    tgt_out: Tensor
-
-    def to(self, device, non_blocking: bool = False) -> LemmaBatch:
-        return LemmaBatch(*(t.to(device, non_blocking=non_blocking) for t in (self.src, self.tgt_in, self.tgt_out)))
-
-
-def _pad(rows: Sequence[Sequence[int]]) -> Tensor:
-    n = max(len(r) for r in rows)
-    return torch.tensor([list(r) + [PAD] * (n - len(r)) for r in rows], dtype=torch.long)
+# a lemmatizer batch has the expander's shape: source symbols, BOS + target, target + EOS (same special ids)
+LemmaBatch = ExpanderBatch
 
 
 def _batch(sources: Sequence[list[int]], targets: Sequence[list[int]]) -> LemmaBatch:
