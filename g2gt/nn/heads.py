@@ -160,6 +160,12 @@ class CharCNNWordEncoder(nn.Module):
     word vector is :math:`P\,\max_t z_t`. Character id 0 is padding (ignored by
     the max-pool).
 
+    The convolution runs as one matrix product over the real characters only (each character's window of
+    ``kernel`` embeddings, concatenated, times the filters reshaped to ``[filters, kernel * char_dim]``), and
+    the max-pool as a scatter-max into each word: no work for the padding of a batch whose longest word is
+    much longer than the others, and on CPU several times faster than a padded ``conv1d`` in bfloat16. The
+    weights are ``nn.Conv1d``'s (``conv.weight [filters, char_dim, kernel]``); the function is the same.
+
     Shapes: ``chars [N, m]`` long -> ``[N, out_dim]``.
     """
 
@@ -183,7 +189,15 @@ class CharCNNWordEncoder(nn.Module):
     def forward(self, chars: Tensor) -> Tensor:
         if chars.numel() == 0:
             return self.proj.weight.new_zeros(chars.shape[0], self.proj.out_features)
-        e = self.dropout(self.embed(chars))  # [N, m, c]
-        z = F.relu(self.conv(e.transpose(1, 2)))  # [N, f, m]
-        z = z.masked_fill((chars == 0)[:, None, :], 0.0)  # ReLU >= 0, so 0 never beats a real position
-        return self.proj(z.max(-1).values)
+        n, m = chars.shape
+        k = self.conv.kernel_size[0]
+        left = k // 2
+        e = F.pad(self.dropout(self.embed(chars)), (0, 0, left, k - 1 - left))  # [N, m + k - 1, c]
+        real = chars != 0
+        word = real.nonzero()[:, 0]  # [P]: the word of each real character
+        windows = torch.cat([e[:, t:t + m][real] for t in range(k)], -1)  # [P, k * c]
+        filters = self.conv.weight.permute(0, 2, 1).reshape(self.conv.out_channels, -1)  # [f, k * c]
+        z = F.linear(windows, filters, self.conv.bias)  # [P, f], before the ReLU
+        # max over each word's characters; ReLU(max) = max(ReLU), and the zeros it starts from are ReLU's floor
+        pooled = z.new_zeros(n, z.shape[1]).scatter_reduce_(0, word[:, None].expand_as(z), z, "amax")
+        return self.proj(pooled)  # [N, out_dim]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
 from .limits import drop_control_characters, limit_sentence_words
@@ -98,6 +99,12 @@ def parse_many(nlp, inputs: Sequence, *, errors: str = "raise", prepare: Prepare
     :func:`g2gt.ud.limits.limit_sentence_words`. ``errors``: ``"raise"`` (the first failure raises) or
     ``"return"`` (a failing input's result is its exception). ``only_tokenize``: no stage after ``tokenize``
     runs (sentences given are copied). ``options``: ``Pipeline.__call__``'s."""
+    with paused_gc():  # no cyclic collections while the batch allocates its results (g2gt.core.gc_pause)
+        return _parse_many(nlp, inputs, errors, prepare, only_tokenize, options)
+
+
+def _parse_many(nlp, inputs: Sequence, errors: str, prepare: Prepare | None, only_tokenize: bool,
+                options: dict) -> list[Document | Exception]:
     if errors not in ("raise", "return"):
         raise ValueError(f"errors must be 'raise' or 'return', got {errors!r}")
     options = {"batch_tokens": None, **options}
@@ -132,7 +139,8 @@ def parse_many(nlp, inputs: Sequence, *, errors: str = "raise", prepare: Prepare
     todo = [i for i in range(len(inputs)) if results[i] is None]
     flat = [s for i in todo for s in sentences[i]]
     try:
-        parsed = [s.copy() for s in flat] if only_tokenize else nlp.run_stages(flat, **options)
+        made_here = all(i in segmented for i in todo)  # sentences segmented from text here: write into them
+        parsed = [s.copy() for s in flat] if only_tokenize else nlp.run_stages(flat, copy=not made_here, **options)
     except Exception as e:
         if errors == "raise" or len(todo) == 1:
             results[todo[0]] = _fail(errors, e)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.deprecation import renamed_params
+from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
 from .limits import drop_control_characters, limit_sentence_words
@@ -318,8 +319,10 @@ class Pipeline(StageList):
         self._check_options(enhanced, keep)
         if isinstance(x, str):
             x = drop_control_characters(x)  # the text the tokenizer reads, which the offsets point into
-        sentences = limit_sentence_words(self.to_sentences(x))  # bounded memory: see g2gt.ud.limits
-        return Document(self.run_stages(sentences, **options), x if isinstance(x, str) else None, self.name)
+        with paused_gc():  # no cyclic collections while the results are built (g2gt.core.gc_pause)
+            sentences = limit_sentence_words(self.to_sentences(x))  # bounded memory: see g2gt.ud.limits
+            return Document(self.run_stages(sentences, copy=not isinstance(x, str), **options),
+                            x if isinstance(x, str) else None, self.name)
 
     parse = __call__
 
@@ -336,14 +339,21 @@ class Pipeline(StageList):
     def run_stages(self, sentences: list[Sentence], *, enhanced: bool = False, keep: Iterable[str] | str = (),
                    refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
                    batch_tokens: int | None = None, progress: bool = False,
-                   treebank: str | None = None, coref: bool = False) -> list[Sentence]:
-        """Every stage after ``tokenize`` on ``sentences``, in order (see :meth:`__call__` for the options)."""
+                   treebank: str | None = None, coref: bool = False, copy: bool = True) -> list[Sentence]:
+        """Every stage after ``tokenize`` on ``sentences``, in order (see :meth:`__call__` for the options).
+        ``copy=False``: the parse stage writes into ``sentences`` instead of copies (for sentences made by the
+        caller, e.g. from raw text; saves the copy)."""
         n = BATCH_TOKENS if batch_tokens is None else int(batch_tokens)
         out = sentences
         for name in list(self._stages)[1:]:
             if name == "parse":  # trees from elsewhere (another parser, gold) go to the enhancer as they are
                 parser = self.parse_stage
                 extra = {} if treebank is None else {"treebank": treebank}  # swapped-in stages need not know it
+                if not copy:
+                    from .parse import Parser
+
+                    if isinstance(parser, Parser):  # a swapped-in stage keeps its own contract
+                        extra["copy"] = False
                 out = parser.parse(out, refine_steps=refine_steps, algorithm=algorithm,
                                    use_input_graph=use_input_graph, progress=progress, keep=keep,
                                    batch_tokens=n, **extra)

@@ -61,3 +61,19 @@ def test_reset_parameters_and_tagger_shape():
         m.reset_parameters()
     a = BiaffineArcScorer(8, 4)
     assert torch.count_nonzero(a.U) == 0  # biaffine weights start at zero (Dozat & Manning)
+
+
+def test_char_encoder_is_the_padded_convolution_max_pooled():
+    """The packed matrix-product path computes Conv1d + ReLU + masked max-pool + projection (float64)."""
+    torch.manual_seed(0)
+    enc = CharCNNWordEncoder(20, 7, char_dim=5, filters=9, kernel=3).double().eval()
+    chars = torch.tensor([[3, 4, 5, 0, 0], [6, 0, 0, 0, 0], [1, 2, 3, 4, 19], [7, 7, 0, 0, 0]])
+    z = torch.relu(enc.conv(enc.embed(chars).transpose(1, 2)))  # [N, f, m]
+    z = z.masked_fill((chars == 0)[:, None, :], 0.0)
+    ref = enc.proj(z.max(-1).values)
+    assert torch.allclose(enc(chars), ref, atol=1e-12)
+    grad = torch.autograd.grad(enc(chars).sum(), enc.conv.weight)[0]
+    ref_grad = torch.autograd.grad(enc.proj(torch.relu(enc.conv(enc.embed(chars).transpose(1, 2)))
+                                            .masked_fill((chars == 0)[:, None, :], 0.0).max(-1).values).sum(),
+                                   enc.conv.weight)[0]
+    assert torch.allclose(grad, ref_grad, atol=1e-10)

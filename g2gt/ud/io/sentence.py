@@ -272,23 +272,36 @@ class Sentence:
             ValueError: if a list's length differs from the number of words or a head
                 is outside ``0 .. len(self)``.
         """
+        self._check_parse(heads, deprels, upos)
+        return self.copy()._write_parse(heads, deprels, upos)
+
+    def set_parse(self, heads: Sequence[int], deprels: Sequence[str], upos: Sequence[str] | None = None
+                  ) -> "Sentence":
+        """:meth:`with_parse` written into this sentence instead of a copy (for sentences you made and own);
+        returns ``self``. Checked before anything is written: on a ``ValueError`` the sentence is unchanged."""
+        self._check_parse(heads, deprels, upos)
+        return self._write_parse(heads, deprels, upos)
+
+    def _write_parse(self, heads: Sequence[int], deprels: Sequence[str], upos: Sequence[str] | None) -> "Sentence":
+        tokens = self.tokens
+        for i, k in enumerate(self.word_indices):
+            tok = tokens[k]
+            tok["head"] = int(heads[i])
+            tok["deprel"] = str(deprels[i]) if deprels[i] is not None else "_"
+            if upos is not None:
+                tok["upos"] = str(upos[i])
+        return self
+
+    def _check_parse(self, heads: Sequence[int], deprels: Sequence[str], upos: Sequence[str] | None) -> None:
         n = len(self)
         if len(heads) != n or len(deprels) != n or (upos is not None and len(upos) != n):
             raise ValueError(
                 f"{self.path}:{self.line}: sentence {self.sent_id or ''} has {n} words but got "
                 f"{len(heads)} heads, {len(deprels)} deprels" + ("" if upos is None else f", {len(upos)} upos")
             )
-        out = self.copy()
-        for i, k in enumerate(out.word_indices):
-            h = int(heads[i])
-            if not 0 <= h <= n:
-                raise ValueError(f"{self.path}:{self.word_line(i)}: head {h} of word {i + 1} is outside 0..{n}")
-            tok = out.tokens[k]
-            tok["head"] = h
-            tok["deprel"] = str(deprels[i]) if deprels[i] is not None else "_"
-            if upos is not None:
-                tok["upos"] = str(upos[i])
-        return out
+        for i, h in enumerate(heads):
+            if not 0 <= int(h) <= n:
+                raise ValueError(f"{self.path}:{self.word_line(i)}: head {int(h)} of word {i + 1} is outside 0..{n}")
 
     # ------------------------------------------------------------------ graphs
     def to_graph(self, rel_vocab: LabelVocab | None = None, max_distance: int = 8,

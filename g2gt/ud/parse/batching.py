@@ -29,19 +29,23 @@ class Example:
 
     forms: list[str]  # with "<root>" first
     words: list[int]
-    upos: list[int]
-    heads: list[int]  # -1 where the HEAD column is empty; ROOT: 0
-    rels: list[int]
+    upos: list[int] | None  # None (with heads and rels) for an example made with targets=False
+    heads: list[int] | None  # -1 where the HEAD column is empty; ROOT: 0
+    rels: list[int] | None
     tags: dict[str, list[int]] = field(default_factory=dict)  # golds of the heads of TAG_HEADS the vocab has
     treebank: int = 0  # index into ParserConfig.treebanks (0 = the default treebank)
 
 
-def make_example(sent, vocab: ParserVocab, treebank: int = 0) -> Example:
+def make_example(sent, vocab: ParserVocab, treebank: int = 0, targets: bool = True) -> Example:
     """``sent``: an object with ``forms``, ``upos``, ``heads``, ``deprels`` (and ``xpos``, ``words``,
     ``lemmas`` for the heads the vocabulary has), e.g. :class:`g2gt.ud.io.Sentence`. ``treebank``: the
-    sentence's treebank (an index into ``ParserConfig.treebanks``; 0 = the default)."""
+    sentence's treebank (an index into ``ParserConfig.treebanks``; 0 = the default). ``targets=False``: the
+    forms only (for parsing: no tag, head or relation columns are read; ``upos``, ``heads`` and ``rels`` are
+    None and ``tags`` is empty)."""
     forms = [ROOT] + list(sent.forms)
-    words = [2] + [vocab.word_id(f) for f in sent.forms]
+    words = [2] + [vocab.word_id(f) for f in forms[1:]]
+    if not targets:
+        return Example(forms, words, None, None, None, {}, treebank)
     upos = [0] + [vocab.upos_index.get(u, 0) for u in sent.upos]
     heads = [0] + [(-1 if h is None else int(h)) for h in sent.heads]
     rels = [0] + [vocab.rel_index.get(r, 0) if r is not None else 0 for r in sent.deprels]
@@ -106,11 +110,12 @@ class ParseBatch:
 def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: ParserVocab, max_distance: int,
                corrupt_seed: int = 0) -> ParseBatch:
     """Collate examples with :func:`g2gt.collate` (position channel) plus unique-word characters and, when
-    some example is not of the default treebank, the ``[B]`` treebank indices."""
+    some example is not of the default treebank, the ``[B]`` treebank indices. Examples made with
+    ``targets=False`` (all or none of them) give no node features."""
     graphs = [
         Graph(ex.words, {"position": ChainChannel(max_distance)},
-              {"upos": ex.upos, "head": [max(h, 0) for h in ex.heads], "rel": ex.rels,
-               "has_head": [int(h >= 0) for h in ex.heads], **ex.tags})
+              {} if ex.heads is None else {"upos": ex.upos, "head": [max(h, 0) for h in ex.heads], "rel": ex.rels,
+                                           "has_head": [int(h >= 0) for h in ex.heads], **ex.tags})
         for ex in examples
     ]
     gb = collate(graphs)

@@ -112,7 +112,7 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
     if use_input_graph:
         check_input_trees(sentences)
     check_treebank(model, treebank)
-    examples = [make_example(s, vocab, treebank) for s in sentences]
+    examples = [make_example(s, vocab, treebank, targets=use_input_graph) for s in sentences]
     root_rel = vocab.rel_index.get("root", 0)
     device = next(model.parameters()).device
     out: list[SentenceParse | None] = [None] * len(examples)

@@ -316,10 +316,7 @@ class ParserModel(nn.Module):
         arc = torch.log_softmax(arc, -1)
         conf = arc.amax(-1).masked_fill(~words_mask, 0.0).amin(-1).exp()  # [b]
         heads_list = batch_decode(arc.cpu(), lengths.cpu(), algorithm=algorithm)
-        ph = torch.zeros(b, n, dtype=torch.long)
-        for k, hl in enumerate(heads_list):
-            ph[k, 1 : 1 + len(hl)] = torch.tensor(hl, dtype=torch.long)
-        ph = ph.to(dev)
+        ph = torch.tensor([[0, *hl] + [0] * (n - 1 - len(hl)) for hl in heads_list], dtype=torch.long).to(dev)
         wm = words_mask  # relations and tags are scored on real words only (no padding)
         d, hh = self.rel.project(h)
         hsel = hh.gather(1, ph[..., None].expand(-1, -1, hh.shape[-1]))[wm]
@@ -328,7 +325,7 @@ class ParserModel(nn.Module):
         is_root = ph[wm] == 0
         rs[:, root_rel] = torch.where(is_root, float("inf"), float("-inf")).to(rs.dtype)
         pr = torch.zeros_like(ph)
-        pr[wm] = rs.argmax(-1)
+        pr[wm] = rs.max(-1).indices  # = argmax (first index on ties), about twice as fast on CPU
         return ph, pr, conf
 
     def _predict_tags(self, h: Tensor, words_mask: Tensor, lemma_topk: int) -> tuple[Tensor, dict[str, Tensor]]:
@@ -337,16 +334,16 @@ class ParserModel(nn.Module):
         b, n = wm.shape
         hw = h[wm]
         pu = torch.zeros(b, n, dtype=torch.long, device=h.device)
-        pu[wm] = self.tagger(hw).argmax(-1)
+        pu[wm] = self.tagger(hw).max(-1).indices  # = argmax (first index on ties), faster on CPU
         tops = {}
         for name, tagger in self.taggers.items():
             logits = tagger(hw).float()
             if name == "lemma":  # <unk> (rare rules) is never an answer; column 0 says whether it was the best
-                best = logits.argmax(-1, keepdim=True)
+                best = logits.max(-1, keepdim=True).indices
                 logits[:, 0] = float("-inf")
-                top = torch.cat([best, logits.topk(min(lemma_topk, logits.shape[-1]), -1).indices], -1)
+                top = torch.cat([best, top_classes(logits, lemma_topk)], -1)
             else:
-                top = logits.argmax(-1, keepdim=True)
+                top = logits.max(-1, keepdim=True).indices
             pt = torch.zeros(b, n, 1 + lemma_topk if name == "lemma" else 1, dtype=torch.long, device=h.device)
             pt[wm, : top.shape[-1]] = top
             tops[name] = pt
@@ -359,3 +356,15 @@ class ParserModel(nn.Module):
         ``GraphEncoder(need_weights=True)``; call it in eval mode)."""
         x = self.embed(words, char_ids, word_types, treebank)
         return self.encoder(x, labels, padding_mask, need_weights=True)[1]
+
+
+def top_classes(logits: Tensor, k: int) -> Tensor:
+    """The ``min(k, C)`` best classes of each row of ``logits [N, C]``, best first (lower index first on
+    ties): ``[N, min(k, C)]`` long, the indices ``topk`` gives, by ``k`` max passes (on CPU several times
+    faster than ``topk`` for small ``k``). ``logits`` is overwritten (the chosen entries become ``-inf``)."""
+    out = []
+    for _ in range(min(k, logits.shape[-1])):
+        idx = logits.max(-1, keepdim=True).indices  # [N, 1]
+        out.append(idx)
+        logits.scatter_(-1, idx, float("-inf"))
+    return torch.cat(out, -1) if out else logits.new_zeros(logits.shape[0], 0, dtype=torch.long)

@@ -197,20 +197,21 @@ class Parser:
     @renamed_params(max_tokens="batch_tokens")
     def parse(self, x: str | Iterable, refine_steps: int | None = None, algorithm: str = "mst",
               use_input_graph: bool = False, batch_tokens: int = 3000, progress: bool = False,
-              keep: Iterable[str] | str = (), treebank: str | None = None) -> list[Sentence]:
+              keep: Iterable[str] | str = (), treebank: str | None = None, copy: bool = True) -> list[Sentence]:
         """Parsed copies of the input (see the module docstring for the columns).
 
         ``x``: one tokenized sentence (a list of strings), several (a list of lists of strings),
         :class:`Sentence` objects (e.g. from :func:`g2gt.ud.io.read_conllu`), or raw text (tokenized by the rule
         tokenizer; :class:`g2gt.ud.pipeline.Pipeline` uses a model's learned one). ``keep``: input columns to
         keep instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``. The other
-        arguments are :meth:`predict`'s.
+        arguments are :meth:`predict`'s. ``copy=False``: :class:`Sentence` objects given are written into and
+        returned instead of copies (for sentences your code made and owns; it saves the copy).
         """
         kept = check_keep(keep)
         sentences = self.to_sentences(x)
         pred = self.predict(sentences, refine_steps, algorithm, use_input_graph, batch_tokens, progress,
                             treebank=treebank)
-        return [_apply(s, p, kept) for s, p in zip(sentences, pred)]
+        return [_apply(s, p, kept, copy) for s, p in zip(sentences, pred)]
 
     __call__ = parse
 
@@ -260,9 +261,11 @@ def as_sentences(x: Iterable) -> list[Sentence]:
 
 
 # --------------------------------------------------------------------------- output columns
-def _apply(sent: Sentence, p, kept: set[str]) -> Sentence:
-    """A copy of ``sent`` with the predicted columns of ``p`` (a :class:`SentenceParse`) written in."""
-    out = sent.with_parse(p.heads, p.deprels, None if "upos" in kept else p.upos)
+def _apply(sent: Sentence, p, kept: set[str], copy: bool = True) -> Sentence:
+    """A copy of ``sent`` (or with ``copy=False`` ``sent`` itself) with the predicted columns of ``p`` (a
+    :class:`SentenceParse`) written in."""
+    upos = None if "upos" in kept else p.upos
+    out = sent.with_parse(p.heads, p.deprels, upos) if copy else sent.set_parse(p.heads, p.deprels, upos)
     xpos = None if "xpos" in kept else p.xpos
     feats = None if "feats" in kept else p.feats
     lemmas = None if "lemma" in kept else p.lemmas

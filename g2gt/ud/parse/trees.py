@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["mst_decode", "eisner_decode", "batch_decode", "tree_score"]
+__all__ = ["mst_decode", "eisner_decode", "batch_decode", "greedy_trees", "tree_score"]
 
 
 def _as_matrix(scores: Tensor | np.ndarray, length: int | None) -> np.ndarray:
@@ -298,10 +298,46 @@ def batch_decode(scores: Tensor, lengths: Tensor | Sequence[int], algorithm: str
     if algorithm not in ("mst", "eisner"):
         raise ValueError(f"unknown tree decoding algorithm {algorithm!r} (expected 'mst' or 'eisner')")
     fn = mst_decode if algorithm == "mst" else eisner_decode
-    arr = scores.detach().to("cpu", torch.float64).numpy() if isinstance(scores, Tensor) else np.asarray(scores)
-    if arr.ndim != 3:
-        raise ValueError(f"expected scores [B, n+1, n+1], got shape {tuple(arr.shape)}")
+    if isinstance(scores, Tensor):
+        scores = scores.detach().cpu()
+    else:
+        scores = torch.from_numpy(np.asarray(scores))
+    if scores.dim() != 3:
+        raise ValueError(f"expected scores [B, n+1, n+1], got shape {tuple(scores.shape)}")
     lens = lengths.tolist() if isinstance(lengths, Tensor) else list(lengths)
-    if len(lens) != arr.shape[0]:
-        raise ValueError(f"{len(lens)} lengths for a batch of {arr.shape[0]} score matrices")
-    return [fn(arr[b], int(lens[b])) for b in range(arr.shape[0])]
+    if len(lens) != scores.shape[0]:
+        raise ValueError(f"{len(lens)} lengths for a batch of {scores.shape[0]} score matrices")
+    out: list[list[int] | None] = [None] * len(lens)
+    if algorithm == "mst" and len(lens):
+        for b, heads in greedy_trees(scores, lens).items():
+            out[b] = heads
+    rest = [b for b in range(len(lens)) if out[b] is None]
+    if rest:
+        arr = scores.to(torch.float64).numpy()
+        for b in rest:
+            out[b] = fn(arr[b], int(lens[b]))
+    return out  # type: ignore[return-value]
+
+
+def greedy_trees(scores: Tensor, lengths: Sequence[int]) -> dict[int, list[int]]:
+    """:func:`mst_decode`'s fast path for a whole batch at once: ``{b: heads}`` for the sentences whose
+    per-word best head (row argmax over columns ``0..n``, self excluded, first index on ties) already is a
+    single-rooted tree, which is then the maximum spanning tree. The others (and rows without a finite
+    score) are left to :func:`mst_decode`. Acyclicity is checked by pointer doubling: following the heads
+    ``2^k >= n`` steps from every word ends at ROOT iff there is no cycle."""
+    B, N, _ = scores.shape
+    lens = torch.tensor([int(x) for x in lengths], dtype=torch.long)
+    cols = torch.arange(N)
+    s = scores.to(torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype).clone()
+    s[:, cols, cols] = float("-inf")
+    s.masked_fill_(cols[None, None, :] > lens[:, None, None], float("-inf"))  # heads beyond the sentence
+    best, heads = s.max(-1)  # [B, N]
+    word = (cols[None, :] >= 1) & (cols[None, :] <= lens[:, None])  # [B, N]
+    ok = (torch.isfinite(best) | ~word).all(1) & ((heads == 0) & word).sum(1).eq(1) & (lens >= 1)
+    p = torch.where(word, heads, torch.zeros_like(heads))
+    for _ in range(max(N - 1, 1).bit_length()):
+        p = p.gather(1, p)
+    ok &= p.eq(0).all(1)
+    keep = ok.nonzero().flatten().tolist()
+    rows = heads[keep].tolist()
+    return {b: row[1 : 1 + int(lengths[b])] for b, row in zip(keep, rows)}

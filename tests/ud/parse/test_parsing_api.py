@@ -66,6 +66,27 @@ def test_sentence_objects_pass_in_and_come_back_as_copies(parser, dev):
     assert len(single) == 1 and single[0].forms == dev[0].forms
 
 
+def test_copy_false_writes_into_the_given_sentences_and_gives_the_same_parse(parser, dev):
+    mine = [s.copy() for s in dev[:4]]
+    copies = parser.parse(mine)
+    same = parser.parse(mine, copy=False)
+    assert all(a is b for a, b in zip(same, mine))  # the objects given, written into
+    assert to_conllu_string(same) == to_conllu_string(copies)
+
+
+def test_pipeline_leaves_sentence_objects_it_was_given_unchanged(parser, dev):
+    from g2gt.ud.pipeline import Pipeline
+
+    nlp = Pipeline(parse=parser)
+    sents = [s.copy() for s in dev[:3]]
+    before = to_conllu_string(sents)
+    doc = nlp(sents)
+    assert to_conllu_string(sents) == before
+    assert all(a is not b for a, b in zip(doc.sentences, sents))
+    assert list(nlp.pipe([sents]))[0].conllu() == doc.conllu()
+    assert to_conllu_string(sents) == before
+
+
 @pytest.mark.parametrize("bad", [[1, 2, 3], [["a", 1]], ["a", ["b"]]])
 def test_other_inputs_are_a_clear_type_error(parser, bad):
     with pytest.raises(TypeError, match="expects raw text"):

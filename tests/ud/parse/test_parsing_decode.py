@@ -189,3 +189,25 @@ def test_bfloat16_weights_decode_to_trees(parts, sents, tmp_path):
     p = Parser.load(tmp_path / "m.pt", dtype="bfloat16")
     assert next(p.model.parameters()).dtype == torch.bfloat16
     assert all(check_tree(s.heads) is None for s in p.predict(sents[1][:20]))
+
+
+def test_top_classes_are_topk_best_first():
+    from g2gt.ud.parse.model import top_classes
+
+    torch.manual_seed(3)
+    logits = torch.randn(50, 30)  # distinct values: topk's order is defined
+    assert torch.equal(top_classes(logits.clone(), 5), logits.topk(5, -1).indices)
+    assert top_classes(logits[:, :3].clone(), 5).shape == (50, 3)  # never more than the classes
+
+
+def test_examples_without_targets_read_only_the_forms():
+    from g2gt.ud.parse.batching import make_batch, make_example
+
+    vocab = ParserVocab.build(read_conllu(EWT_SAMPLE_TRAIN)[:50], min_freq=1)
+    s = sentence_from_words(["Dogs", "bark", "."])
+    full, bare = make_example(s, vocab), make_example(s, vocab, targets=False)
+    assert bare.forms == full.forms and bare.words == full.words
+    assert bare.heads is None and bare.tags == {}
+    a, b = make_batch([full], [0], vocab, 8), make_batch([bare], [0], vocab, 8)
+    assert torch.equal(a.graph.tokens, b.graph.tokens) and torch.equal(a.graph.labels, b.graph.labels)
+    assert torch.equal(a.char_ids, b.char_ids) and b.graph.node_features == {}

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from g2gt.ud.io import check_tree
-from g2gt.ud.parse.trees import batch_decode, eisner_decode, mst_decode, tree_score
+from g2gt.ud.parse.trees import batch_decode, eisner_decode, greedy_trees, mst_decode, tree_score
 
 
 def _reference_mst(S: np.ndarray) -> float:
@@ -153,3 +153,32 @@ def test_batch_decode_padding() -> None:
             assert heads == single
     with pytest.raises(ValueError, match="unknown"):
         batch_decode(scores, lengths, algorithm="greedy")
+
+
+def test_greedy_trees_takes_exactly_the_batches_greedy_trees_and_they_are_the_msts() -> None:
+    """The batched fast path accepts a sentence iff its per-word argmax is a single-rooted tree (checked
+    against a plain loop), and then gives mst_decode's heads; sharp scores make most rows trees."""
+    torch.manual_seed(1)
+    B, N = 64, 9
+    lengths = torch.randint(1, N, (B,))
+    gold = [[int(torch.randint(0, i, ())) for i in range(1, n + 1)] for n in lengths.tolist()]  # heads < i: a tree
+    scores = torch.randn(B, N, N)
+    for b, heads in enumerate(gold):
+        for i, h in enumerate(heads, start=1):
+            scores[b, i, h] += 4.0 if b % 3 else 0.5  # every third sentence: noisy, often not a tree
+    scores[5, 1:, 0] += 10.0  # several roots: not a tree
+    scores[6, 2, 3] = float("nan")  # a NaN: left to mst_decode
+    scores[:, torch.arange(N), torch.arange(N)] = float("-inf")
+    fast = greedy_trees(scores, lengths.tolist())
+    for b in range(B):
+        n = int(lengths[b])
+        S = scores[b, : n + 1, : n + 1].clone()
+        greedy = S[1:].argmax(1).tolist()
+        is_tree = sum(h == 0 for h in greedy) == 1 and check_tree(greedy) is None
+        is_tree = is_tree and bool(torch.isfinite(S[1:].max(1).values).all())
+        assert (b in fast) == bool(is_tree), b
+        if b in fast:
+            assert fast[b] == greedy == mst_decode(S)
+    assert 0 < len(fast) < B
+    assert batch_decode(scores, lengths) == [mst_decode(scores[b, : n + 1, : n + 1]) for b, n in
+                                             enumerate(lengths.tolist())]
