@@ -252,9 +252,10 @@ def _rows(t: Tensor) -> Tensor:
 def forward(ops, q: Tensor, k: Tensor, v: Tensor, a_k: Tensor, a_v: Tensor | None, labels: Tensor,
             offsets: Sequence[int], kpm: Tensor | None, allowed: Tensor | None, add: Tensor | None, causal: bool,
             offset: int, scale: float) -> tuple[Tensor, Tensor]:
-    """``(out [B, H, nq, dh], lse [B, H, nq])`` in q's dtype (float32 / float64; ``out`` a view of a
-    ``[B, nq, H, dh]`` buffer); see the C++ file."""
-    dt = q.dtype
+    """``(out [B, H, nq, dh], lse [B, H, nq])``: ``out`` in q's dtype (a view of a ``[B, nq, H, dh]`` buffer),
+    ``lse`` in the compute dtype: q's for float32 / float64 q, float32 for bfloat16 / float16 q (whose rows the
+    kernel widens as it reads them; the label tables and ``add`` are passed in float32); see the C++ file."""
+    dt = torch.float32 if q.dtype in (torch.bfloat16, torch.float16) else q.dtype
     return ops.forward(_rows(q), _rows(k), _rows(v), a_k.detach().to(dt).contiguous(),
                        None if a_v is None else a_v.detach().to(dt).contiguous(), labels, list(offsets),
                        None if kpm is None else kpm.contiguous(), _mask(allowed, torch.bool), _mask(add, dt),

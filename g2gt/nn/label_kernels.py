@@ -147,7 +147,8 @@ class LabelAttentionFunction(torch.autograd.Function):
     There is no size threshold between the two: measured down to ``n = 8`` (the MWT expander's shapes, one
     thread, forward + backward) the compiled kernel was the faster at every size (README, "GraphAttention:
     speed and memory"). float16 / bfloat16 inputs (autocast) are computed in float32 and the output is
-    returned in q's dtype.
+    returned in q's dtype; at inference (no input needs a gradient) the compiled kernel reads them as they are,
+    widening each row as a block loads it, instead of working on float32 copies.
     """
 
     @staticmethod
@@ -155,9 +156,16 @@ class LabelAttentionFunction(torch.autograd.Function):
         cdt = _compute_dtype(q.dtype)
         args = (labels, offsets, kpm, allowed, add, causal, offset, scale)
         with torch.autocast(q.device.type, enabled=False):
+            ops = label_cpp.cpp_kernels() if q.device.type == "cpu" else None
+            no_grad = torch.is_inference_mode_enabled() or not any(ctx.needs_input_grad[:5])
+            if ops is not None and cdt != q.dtype and no_grad:
+                # inference in bfloat16 / float16: the kernel widens q, k, v row by row as it reads them (no
+                # float32 copies) and writes q's dtype; the same float32 arithmetic as below
+                out, lse = label_cpp.forward(ops, q, k, v, a_k.to(cdt), None if a_v is None else a_v.to(cdt), *args)
+                ctx.use_cpp = True
+                return out
             qc, kc, vc, ak = q.to(cdt), k.to(cdt), v.to(cdt), a_k.to(cdt)
             av = None if a_v is None else a_v.to(cdt)
-            ops = label_cpp.cpp_kernels() if q.device.type == "cpu" else None
             if ops is not None:
                 out, lse = label_cpp.forward(ops, qc, kc, vc, ak, av, *args)
             else:

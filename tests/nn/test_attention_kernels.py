@@ -297,3 +297,30 @@ def test_label_runs_float32(gemm, values, cpp_kernel, monkeypatch):
     torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=1e-4)
     for a, b in zip(grads, ref_grads):
         torch.testing.assert_close(a.double(), b, atol=5e-5, rtol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("values", [False, True])
+def test_narrow_inputs_at_inference_are_read_in_place_with_the_float32_arithmetic(dtype, values, cpp_kernel):
+    """bfloat16 / float16 q, k, v (strided views of one packed projection) at inference: the kernel widens
+    them as it reads them and gives exactly the float32 kernel's output on float32 copies, narrowed; with
+    gradients the float32 copies are made (the same numbers)."""
+    B, H, n, dh, L = 3, 2, 37, 16, 20
+    qkv = torch.randn(B, n, 3, H, dh).to(dtype)
+    q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+    a_k = torch.randn(L, dh)
+    a_v = torch.randn(L, dh) if values else None
+    labels = torch.randint(0, L, (B, 1, n, n), dtype=torch.uint8)
+    kpm = torch.zeros(B, n, dtype=torch.bool)
+    kpm[1, 30:] = True
+    args = (labels, kpm, None, None, [0], False, 0, dh**-0.5)  # LabelAttentionFunction's order
+    ref, _ = label_cpp.forward(label_cpp.cpp_kernels(), q.float(), k.float(), v.float(), a_k, a_v, labels, [0], kpm,
+                               None, None, False, 0, dh**-0.5)
+    with torch.inference_mode():
+        out = LabelAttentionFunction.apply(q, k, v, a_k, a_v, *args)
+    assert out.dtype == dtype and torch.equal(out, ref.to(dtype))
+    qg = q.detach().clone().requires_grad_()
+    out_grad = LabelAttentionFunction.apply(qg, k, v, a_k, a_v, *args)
+    assert torch.equal(out_grad.detach(), ref.to(dtype))
+    out_grad.float().sum().backward()
+    assert qg.grad is not None and qg.grad.dtype == dtype

@@ -93,16 +93,20 @@ Problem<T, Lab> make_problem(const Tensor& q, const Tensor& k, const Tensor& a_k
   return p;
 }
 
-template <typename T, typename Lab>
+// In: the element type of q, k, v and out: T itself, or a narrower type (BFloat16, Half: inference under
+// autocast or a bfloat16 model) whose rows are widened to T as a block reads them and narrowed as it writes
+// its output, so that no widened copy of q, k, v is ever made; every product and sum runs in T.
+template <typename T, typename Lab, typename In>
 void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a_k,
                   const std::optional<Tensor>& a_v, Tensor& out, Tensor& lse) {
   using g2gt_gemm::nn;
   using g2gt_gemm::nt;
+  constexpr bool narrow = !std::is_same_v<In, T>;
   const int64_t nq = P.nq, nk = P.nk, dh = P.dh, L = P.L, H = P.H;
   const int64_t br = block_rows(nq, nk);
   const int64_t nblk = (nq + br - 1) / br;
   const std::vector<LabelSet> sets = label_sets(P, br);
-  const Rows<T> Q(q), K(k), V(v), O(out);
+  const Rows<In> Q(q), K(k), V(v), O(out);
   T* lp = lse.data_ptr<T>();
   const bool values = a_v.has_value() && a_v->defined();
   const T scale = static_cast<T>(P.scale);
@@ -110,22 +114,38 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
   const bool tiled = g2gt_gemm::own<T>(br, L + nk, dh);
   at::parallel_for(0, P.B * H * nblk, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> sbuf(br * (L + nk)), inv(br);
-    Stacked<T> KA(a_k, nk, !tiled, tiled), VA(values ? *a_v : a_k, nk, values, false);
+    // narrow inputs: the block's query rows, its output rows and (without value labels) the values, in T
+    std::vector<T> qbuf(narrow ? br * dh : 0), obuf(narrow ? br * dh : 0);
+    Stacked<T> KA(a_k, nk, !tiled, tiled), VA(values ? *a_v : a_k, nk, values || narrow, false);
     int64_t loaded = -1;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / nblk, blk = task % nblk, i0 = blk * br, b = bh / H, h = bh % H;
       const int64_t rows = std::min(br, nq - i0);
       const int64_t jmax = P.ncols(i0 + rows - 1);
-      T* ob = O.row(b, h, i0);
+      In* oout = O.row(b, h, i0);
       if (jmax == 0) {
-        for (int64_t r = 0; r < rows; ++r) std::fill(ob + r * O.si, ob + r * O.si + dh, T(0));
+        for (int64_t r = 0; r < rows; ++r) std::fill(oout + r * O.si, oout + r * O.si + dh, In(0));
         std::fill(lp + bh * nq + i0, lp + bh * nq + i0 + rows, kNegInf<T>);
         continue;
       }
       if (bh != loaded) {
         KA.load(K, b, h, nk);
-        if (values) VA.load(V, b, h, nk);
+        if (values || narrow) VA.load(V, b, h, nk);
         loaded = bh;
+      }
+      const T* qb;
+      int64_t ldq;
+      T* ob;
+      int64_t ldo;
+      if constexpr (narrow) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const In* src = Q.row(b, h, i0 + r);
+          T* dst = qbuf.data() + r * dh;
+          for (int64_t x = 0; x < dh; ++x) dst[x] = static_cast<T>(src[x]);
+        }
+        qb = qbuf.data(), ldq = dh, ob = obuf.data(), ldo = dh;
+      } else {
+        qb = Q.row(b, h, i0), ldq = Q.si, ob = oout, ldo = O.si;
       }
       const LabelSet& set = sets[(P.lab_sb == 0 ? 0 : b) * nblk + blk];
       const int64_t lc = set.used.empty() ? L : int64_t(set.used.size()), w = lc + jmax;  // row of [qa | S]
@@ -133,9 +153,9 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
       if (values) VA.use(set);
       with_labels(P, set, b, i0, [&](const auto& bl) {
         if (tiled) {  // [qa | S]
-          nn<T>(true, rows, w, dh, scale, Q.row(b, h, i0), Q.si, KA.top_t(lc), KA.ldt(), T(0), sbuf.data(), w);
+          nn<T>(true, rows, w, dh, scale, qb, ldq, KA.top_t(lc), KA.ldt(), T(0), sbuf.data(), w);
         } else {
-          nt<T>(rows, w, dh, scale, Q.row(b, h, i0), Q.si, KA.top(lc), dh, T(0), sbuf.data(), w);
+          nt<T>(rows, w, dh, scale, qb, ldq, KA.top(lc), dh, T(0), sbuf.data(), w);
         }
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = i0 + r, n = P.ncols(i);
@@ -156,15 +176,22 @@ void forward_impl(const Problem<T, Lab>& P, const Tensor& q, const Tensor& k, co
         if (values) {  // [per | P] [a_V; V]
           for (int64_t r = 0; r < rows; ++r) std::fill(sbuf.data() + r * w, sbuf.data() + r * w + lc, T(0));
           P.scatter_block(sbuf.data(), sbuf.data() + lc, w, rows, jmax, bl);
-          nn<T>(tiled, rows, dh, w, T(1), sbuf.data(), w, VA.top(lc), dh, T(0), ob, O.si);
+          nn<T>(tiled, rows, dh, w, T(1), sbuf.data(), w, VA.top(lc), dh, T(0), ob, ldo);
+        } else if constexpr (narrow) {  // the widened values sit below the (unused) table rows of VA
+          nn<T>(tiled, rows, dh, jmax, T(1), sbuf.data() + lc, w, VA.top(0), dh, T(0), ob, ldo);
         } else {
-          nn<T>(tiled, rows, dh, jmax, T(1), sbuf.data() + lc, w, V.row(b, h, 0), V.si, T(0), ob, O.si);
+          nn<T>(tiled, rows, dh, jmax, T(1), sbuf.data() + lc, w, V.row(b, h, 0), V.si, T(0), ob, ldo);
         }
         for (int64_t r = 0; r < rows; ++r) {
-          T* o = ob + r * O.si;
+          T* o = ob + r * ldo;
           const T f = inv[r];
+          if constexpr (narrow) {
+            In* dst = oout + r * O.si;
+            for (int64_t x = 0; x < dh; ++x) dst[x] = static_cast<In>(o[x] * f);
+          } else {
 #pragma omp simd
-          for (int64_t x = 0; x < dh; ++x) o[x] *= f;
+            for (int64_t x = 0; x < dh; ++x) o[x] *= f;
+          }
         }
       });
     }
@@ -311,24 +338,32 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
   });
 }
 
+bool is_narrow(const Tensor& q) { return q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf; }
+
+// The dtype the kernel computes in: q's, or float32 for bfloat16 / float16 q (forward only).
+at::ScalarType compute_type(const Tensor& q) { return is_narrow(q) ? at::kFloat : q.scalar_type(); }
+
 void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a_k, const Tensor& labels,
-                  at::IntArrayRef offsets) {
+                  at::IntArrayRef offsets, bool narrow_ok) {
   TORCH_CHECK(q.device().is_cpu(), "g2gt label attention kernel: CPU tensors expected, got ", q.device());
-  TORCH_CHECK(q.scalar_type() == at::kFloat || q.scalar_type() == at::kDouble,
-              "g2gt label attention kernel: float32 or float64 expected, got ", q.scalar_type());
+  TORCH_CHECK(q.scalar_type() == at::kFloat || q.scalar_type() == at::kDouble || (narrow_ok && is_narrow(q)),
+              "g2gt label attention kernel: float32 or float64 expected", narrow_ok ? " (or bfloat16 / float16)" : "",
+              ", got ", q.scalar_type());
   for (const Tensor* t : {&q, &k, &v}) {
     TORCH_CHECK(t->dim() == 4 && t->stride(3) == 1 && t->scalar_type() == q.scalar_type(),
                 "g2gt label attention kernel: q, k, v must be 4-d, of one dtype, with unit stride along d_head");
   }
-  TORCH_CHECK(a_k.dim() == 2 && a_k.is_contiguous() && a_k.size(1) == q.size(3) && a_k.scalar_type() == q.scalar_type(),
-              "g2gt label attention kernel: the label table must be a contiguous [L, d_head] tensor of q's dtype");
+  TORCH_CHECK(a_k.dim() == 2 && a_k.is_contiguous() && a_k.size(1) == q.size(3) &&
+                  a_k.scalar_type() == compute_type(q),
+              "g2gt label attention kernel: the label table must be a contiguous [L, d_head] tensor of q's dtype "
+              "(float32 for bfloat16 / float16 q)");
   TORCH_CHECK(labels.dim() == 4 && labels.stride(3) == 1 && labels.size(1) == int64_t(offsets.size()),
               "g2gt label attention kernel: labels must be [B|1, C, nq, nk] with unit stride along nk and C offsets");
 }
 
 template <typename F>
-void dispatch(const Tensor& q, const Tensor& labels, F&& f) {
-  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "g2gt_label_attention", [&] {
+void dispatch(at::ScalarType type, const Tensor& labels, F&& f) {
+  AT_DISPATCH_FLOATING_TYPES(type, "g2gt_label_attention", [&] {
     using T = scalar_t;
     switch (labels.scalar_type()) {
       case at::kByte: f(T(), uint8_t()); break;
@@ -340,19 +375,33 @@ void dispatch(const Tensor& q, const Tensor& labels, F&& f) {
   });
 }
 
+// f(compute type, label type, input type) over q's dtype (float32, float64; bfloat16 and float16 computed in
+// float32) and the label dtype.
+template <typename F>
+void dispatch_forward(const Tensor& q, const Tensor& labels, F&& f) {
+  if (q.scalar_type() == at::kBFloat16) {
+    dispatch(at::kFloat, labels, [&](auto t, auto l) { f(t, l, c10::BFloat16()); });
+  } else if (q.scalar_type() == at::kHalf) {
+    dispatch(at::kFloat, labels, [&](auto t, auto l) { f(t, l, c10::Half()); });
+  } else {
+    dispatch(q.scalar_type(), labels, [&](auto t, auto l) { f(t, l, t); });
+  }
+}
+
 std::tuple<Tensor, Tensor> label_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a_k,
                                          const std::optional<Tensor>& a_v, const Tensor& labels,
                                          at::IntArrayRef offsets, const std::optional<Tensor>& kpm,
                                          const std::optional<Tensor>& allowed, const std::optional<Tensor>& add,
                                          bool causal, int64_t offset, double scale) {
-  check_inputs(q, k, v, a_k, labels, offsets);
+  check_inputs(q, k, v, a_k, labels, offsets, true);
   Tensor out = at::empty({q.size(0), q.size(2), q.size(1), q.size(3)}, q.options()).transpose(1, 2);
-  Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options());
-  dispatch(q, labels, [&](auto t, auto l) {
+  Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(compute_type(q)));
+  dispatch_forward(q, labels, [&](auto t, auto l, auto in) {
     using T = decltype(t);
     using Lab = decltype(l);
+    using In = decltype(in);
     auto P = make_problem<T, Lab>(q, k, a_k, labels, offsets, kpm, allowed, add, causal, offset, scale);
-    forward_impl<T, Lab>(P, q, k, v, a_k, a_v, out, lse);
+    forward_impl<T, Lab, In>(P, q, k, v, a_k, a_v, out, lse);
   });
   return {out, lse};
 }
@@ -362,7 +411,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> label_backward(
     const Tensor& a_k, const std::optional<Tensor>& a_v, const Tensor& labels, at::IntArrayRef offsets,
     const std::optional<Tensor>& kpm, const std::optional<Tensor>& allowed, const std::optional<Tensor>& add,
     bool causal, int64_t offset, double scale) {
-  check_inputs(q, k, v, a_k, labels, offsets);
+  check_inputs(q, k, v, a_k, labels, offsets, false);
   TORCH_CHECK(dout.sizes() == q.sizes() && dout.stride(3) == 1 && out.stride(3) == 1 &&
                   dout.scalar_type() == q.scalar_type(),
               "g2gt label attention kernel: the output and its gradient must be like q, unit stride along d_head");
@@ -370,7 +419,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> label_backward(
   Tensor dq = at::empty_like(q, at::MemoryFormat::Contiguous), dk = at::empty_like(k, at::MemoryFormat::Contiguous);
   Tensor dv = at::empty_like(v, at::MemoryFormat::Contiguous), dak = at::zeros_like(a_k);
   Tensor dav = values ? at::zeros_like(*a_v) : at::empty({0}, a_k.options());
-  dispatch(q, labels, [&](auto t, auto l) {
+  dispatch(q.scalar_type(), labels, [&](auto t, auto l) {
     using T = decltype(t);
     using Lab = decltype(l);
     auto P = make_problem<T, Lab>(q, k, a_k, labels, offsets, kpm, allowed, add, causal, offset, scale);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "label_rows.h"
@@ -115,12 +116,21 @@ struct Stacked {
     if (row_major) rm.resize((L + n) * dh);
     if (transposed) tr.resize(dh * (L + n));
   }
-  void load(const Rows<T>& m, int64_t b, int64_t h, int64_t rows) {
+  // rows of m (of T, or of a narrower input type S such as BFloat16, widened to T here) below the table
+  template <typename S>
+  void load(const Rows<S>& m, int64_t b, int64_t h, int64_t rows) {
     for (int64_t j = 0; j < rows; ++j) {
-      const T* src = m.row(b, h, j);
-      if (!rm.empty()) std::memcpy(rm.data() + (L + j) * dh, src, dh * sizeof(T));
+      const S* src = m.row(b, h, j);
+      if (!rm.empty()) {
+        if constexpr (std::is_same_v<S, T>) {
+          std::memcpy(rm.data() + (L + j) * dh, src, dh * sizeof(T));
+        } else {
+          T* dst = rm.data() + (L + j) * dh;
+          for (int64_t d = 0; d < dh; ++d) dst[d] = static_cast<T>(src[d]);
+        }
+      }
       if (!tr.empty())
-        for (int64_t d = 0; d < dh; ++d) tr[d * (L + n) + L + j] = src[d];
+        for (int64_t d = 0; d < dh; ++d) tr[d * (L + n) + L + j] = static_cast<T>(src[d]);
     }
   }
   void use(const LabelSet& set) {  // the table rows of `set` above m
