@@ -274,24 +274,36 @@ class ParserModel(nn.Module):
             for _ in range(n_iter):
                 if active.numel():
                     sub = active
-                    lab = self.labels(position[sub], None if graph is None else graph[sub])
-                    h = self.encoder(x[sub], lab, g.padding_mask[sub])
+                    every = sub.numel() == B  # all sentences: the batch's tensors as they are, no gathered copies
+
+                    def rows(t: Tensor) -> Tensor:
+                        return t if every else t[sub]
+
+                    lab = self.labels(rows(position), None if graph is None else rows(graph))
+                    h = self.encoder(rows(x), lab, rows(g.padding_mask))
                     passes[sub] += 1
-                    ph, pr, conf = self._predict_tree(h, g.padding_mask[sub], words_mask[sub], lengths[sub],
+                    ph, pr, conf = self._predict_tree(h, rows(g.padding_mask), rows(words_mask), rows(lengths),
                                                       algorithm, root_rel)
                     res_h[sub], res_r[sub] = ph, pr
-                    if last_h is None:
-                        last_h = h.new_zeros(B, *h.shape[1:])
-                    last_h[sub] = h
-                    new_graph = dependency_labels(ph, pr, words_mask[sub], lab_dt)
+                    if last_h is None and every:
+                        last_h = h
+                    else:
+                        if last_h is None:
+                            last_h = h.new_zeros(B, *h.shape[1:])
+                        last_h[sub] = h
+                    new_graph = dependency_labels(ph, pr, rows(words_mask), lab_dt)
                     if graph is None:
-                        graph = torch.zeros(B, *position.shape[1:], dtype=lab_dt, device=dev)
                         changed = torch.ones(sub.numel(), dtype=torch.bool, device=dev)
                         if refine_confidence is not None:
                             changed = conf < refine_confidence
                     else:
-                        changed = (new_graph != graph[sub]).flatten(1).any(-1)
-                    graph[sub] = new_graph
+                        changed = (new_graph != rows(graph)).flatten(1).any(-1)
+                    if every:
+                        graph = new_graph
+                    else:
+                        if graph is None:
+                            graph = torch.zeros(B, *position.shape[1:], dtype=lab_dt, device=dev)
+                        graph[sub] = new_graph
                     active = sub[changed]
                 if record_history:
                     res_u, tags = self._predict_tags(last_h, words_mask, lemma_topk)
