@@ -139,7 +139,8 @@ def _parse_many(nlp, inputs: Sequence, errors: str, prepare: Prepare | None, onl
     todo = [i for i in range(len(inputs)) if results[i] is None]
     flat = [s for i in todo for s in sentences[i]]
     try:
-        made_here = all(i in segmented for i in todo)  # sentences segmented from text here: write into them
+        # sentences segmented from text here, seen by no caller's prepare(): written into instead of copied
+        made_here = prepare is None and all(i in segmented for i in todo)
         parsed = [s.copy() for s in flat] if only_tokenize else nlp.run_stages(flat, copy=not made_here, **options)
     except Exception as e:
         if errors == "raise" or len(todo) == 1:
