@@ -57,8 +57,8 @@ class Parser:
         max_distance: clip distance of the position channel (default: the model's).
         refine_steps: default refinement iterations after iteration 0.
             Sentences whose first tree is confident (every word's best head at probability
-            :attr:`refine_confidence` or more, default 0.8; None = refine all) are not refined:
-            1.4-1.6 instead of 2.1-2.2 encoder passes per sentence for at most 0.02 LAS on UD English dev
+            :attr:`refine_confidence` or more, default 0.7; None = refine all) are not refined:
+            1.4-1.5 instead of 2.1-2.2 encoder passes per sentence for at most 0.03 LAS on UD English dev
             sets (``benchmarks/refine_confidence.py``).
         treebank: for a model trained on several treebanks (``model.config.treebanks``), the one whose
             annotation conventions to follow (default: the first, e.g. ``en_ewt``); see :attr:`treebank`.
