@@ -276,7 +276,7 @@ class ParserModel(nn.Module):
                     sub = active
                     every = sub.numel() == B  # all sentences: the batch's tensors as they are, no gathered copies
 
-                    def rows(t: Tensor) -> Tensor:
+                    def rows(t: Tensor, every: bool = every, sub: Tensor = sub) -> Tensor:
                         return t if every else t[sub]
 
                     lab = self.labels(rows(position), None if graph is None else rows(graph))
