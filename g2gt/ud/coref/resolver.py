@@ -50,8 +50,6 @@ def coref_checkpoint(name_or_path: str | os.PathLike) -> Path:
     return resolve_checkpoint(where)
 
 
-_checkpoint_file = coref_checkpoint
-
 
 class Coreferencer:
     """A trained coreference model (see the module docstring)."""
@@ -80,7 +78,7 @@ class Coreferencer:
         path = name_or_path
         from ...core.checkpoint import CHECKPOINT_KINDS, CheckpointError, checkpoint_kind, load_checkpoint
 
-        file = _checkpoint_file(path)
+        file = coref_checkpoint(path)
         ck = load_checkpoint(file, device)
         extra = ck.get("task", {})
         if extra.get("kind") != cls.kind or "vocab" not in extra:

@@ -274,15 +274,12 @@ class ParserModel(nn.Module):
             for _ in range(n_iter):
                 if active.numel():
                     sub = active
-                    every = sub.numel() == B  # all sentences: the batch's tensors as they are, no gathered copies
-
-                    def rows(t: Tensor, every: bool = every, sub: Tensor = sub) -> Tensor:
-                        return t if every else t[sub]
-
-                    lab = self.labels(rows(position), None if graph is None else rows(graph))
-                    h = self.encoder(rows(x), lab, rows(g.padding_mask))
+                    every = sub.numel() == B
+                    rows = slice(None) if every else sub  # all sentences: views of the batch, no gathered copies
+                    lab = self.labels(position[rows], None if graph is None else graph[rows])
+                    h = self.encoder(x[rows], lab, g.padding_mask[rows])
                     passes[sub] += 1
-                    ph, pr, conf = self._predict_tree(h, rows(g.padding_mask), rows(words_mask), rows(lengths),
+                    ph, pr, conf = self._predict_tree(h, g.padding_mask[rows], words_mask[rows], lengths[rows],
                                                       algorithm, root_rel)
                     res_h[sub], res_r[sub] = ph, pr
                     if last_h is None and every:
@@ -291,13 +288,13 @@ class ParserModel(nn.Module):
                         if last_h is None:
                             last_h = h.new_zeros(B, *h.shape[1:])
                         last_h[sub] = h
-                    new_graph = dependency_labels(ph, pr, rows(words_mask), lab_dt)
+                    new_graph = dependency_labels(ph, pr, words_mask[rows], lab_dt)
                     if graph is None:
                         changed = torch.ones(sub.numel(), dtype=torch.bool, device=dev)
                         if refine_confidence is not None:
                             changed = conf < refine_confidence
                     else:
-                        changed = (new_graph != rows(graph)).flatten(1).any(-1)
+                        changed = (new_graph != graph[rows]).flatten(1).any(-1)
                     if every:
                         graph = new_graph
                     else:
