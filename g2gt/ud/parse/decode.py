@@ -16,7 +16,7 @@ from torch import Tensor
 from ...core.deprecation import renamed_params
 from .batching import length_batches, make_batch, make_example
 from ..lemma.config import needs_fallback
-from .lemma_rules import apply_rule, rule_applies
+from .lemma_rules import lemma_if_applies
 from .model import ParserModel
 from .vocab import ParserVocab
 
@@ -176,19 +176,21 @@ def _set_tags(sp: SentenceParse, top: dict[str, list[list[int]]], forms: list[st
     asks: list[int] = []
     if "lemma" in top:
         lemmas = []
+        rules = vocab.lemma_rules
         for k, (form, upos, cands) in enumerate(zip(forms, sp.upos, top["lemma"])):
             seen = vocab.lexicon_lemma(form, upos)
-            rule = None
+            ruled = None  # the lemma of the best rule that applies to the form
             if seen is None:
-                rule = next((vocab.lemma_rules[c] for c in cands if c and rule_applies(form, vocab.lemma_rules[c])),
-                            None)
+                for c in cands:
+                    if c and (ruled := lemma_if_applies(form, rules[c])) is not None:
+                        break
             if lemmatizer is not None and needs_fallback(lemmatizer.use_when, seen is not None,
-                                                         cands[0] == 0 or rule is None, lemmatizer.knows(form)):
+                                                         cands[0] == 0 or ruled is None, lemmatizer.knows(form)):
                 asks.append(k)
             if seen is not None:  # a (form, UPOS) pair training always lemmatised the same way
                 lemmas.append(seen)
             else:
-                lemmas.append(form.lower() if rule is None else apply_rule(form, rule))
+                lemmas.append(form.lower() if ruled is None else ruled)
         sp.lemmas = lemmas
     return asks
 

@@ -21,7 +21,9 @@ common rule ``"l|3|"`` instead of a rule of its own.
 
 from __future__ import annotations
 
-__all__ = ["rule_for", "apply_rule", "rule_applies"]
+import functools
+
+__all__ = ["rule_for", "apply_rule", "rule_applies", "lemma_if_applies"]
 
 
 def _lower(form: str) -> str:
@@ -92,3 +94,10 @@ def apply_rule(form: str, rule: str) -> str:
         return _lower(form)
     case, strip, append = parts[0], int(parts[1]), parts[2]
     return _cased(form, strip, append, case)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def lemma_if_applies(form: str, rule: str) -> str | None:
+    """``apply_rule(form, rule)`` when :func:`rule_applies`, else None; memoised (decoding asks for the same
+    frequent words and rules again and again)."""
+    return apply_rule(form, rule) if rule_applies(form, rule) else None
