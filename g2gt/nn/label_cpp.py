@@ -26,7 +26,9 @@ non-zero with the reason when it cannot; ``G2GT_LABEL_BUILD=wait`` makes every p
 why the last build in this process failed.
 
 See the C++ file for the maths; :func:`forward` / :func:`backward` here only normalise the inputs
-(contiguity, dtypes, broadcast strides) the kernels expect.
+(contiguity, dtypes, broadcast strides) the kernels expect. The same library holds the fused residual add +
+LayerNorm the encoders use at inference (``add_layer_norm``, ``csrc/residual_norm.h``; called through
+:mod:`g2gt.nn.residual_norm`).
 """
 
 from __future__ import annotations

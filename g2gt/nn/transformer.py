@@ -27,6 +27,7 @@ from ..core.config import DictConfig
 from ..core.deprecation import renamed_fields
 from ..core.graph import num_chain_labels, relative_position_labels
 from .attention import GraphAttention, KVCache
+from .residual_norm import add_layer_norm
 from .search import beam_search, greedy_search
 
 __all__ = [
@@ -233,6 +234,12 @@ class GraphEncoder(_LayerStack):
         self-attention probabilities ``[B, H, n, n]`` of layer ``l`` (see
         :meth:`EncoderLayer.forward`); the default return value is unchanged.
         """
+        if not (self.training or need_weights) and len(self.layers) and all(type(la) is EncoderLayer
+                                                                             for la in self.layers):
+            x = self._forward_fused(x, labels, padding_mask)
+            if padding_mask is not None:
+                x = x.masked_fill(padding_mask[..., None], 0.0)
+            return x
         weights: list[Tensor] = []
         for layer in self.layers:
             if need_weights:
@@ -244,6 +251,24 @@ class GraphEncoder(_LayerStack):
         if padding_mask is not None:
             x = x.masked_fill(padding_mask[..., None], 0.0)
         return (x, weights) if need_weights else x
+
+    def _forward_fused(self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None) -> Tensor:
+        """The layers in eval mode (dropout off) with each residual add fused into the LayerNorm that reads
+        it (:func:`g2gt.nn.residual_norm.add_layer_norm`); the same function as the layer-by-layer loop.
+        Pre-LN: ``h = LN_1(x)``, then per layer ``x, h = x + attn(h), LN_2(...)`` and ``x, h = x + ffn(h),
+        LN_next(...)`` (the next layer's first norm, or the final one). Post-LN: ``x = LN(x + f(x))``."""
+        layers = list(self.layers)
+        if not layers[0].res_attn.norm_first:
+            for layer in layers:
+                x = add_layer_norm(x, layer.self_attn(x, labels, padding_mask), layer.res_attn.norm)[1]
+                x = add_layer_norm(x, layer.ffn(x), layer.res_ffn.norm)[1]
+            return x
+        h = add_layer_norm(x, None, layers[0].res_attn.norm)[1]
+        for i, layer in enumerate(layers):
+            x, h = add_layer_norm(x, layer.self_attn(h, labels, padding_mask), layer.res_ffn.norm)
+            nxt = layers[i + 1].res_attn.norm if i + 1 < len(layers) else self.norm
+            x, h = add_layer_norm(x, layer.ffn(h), nxt)
+        return h
 
 
 class GraphDecoder(_LayerStack):

@@ -45,6 +45,7 @@
 #include "label_blocks.h"
 #include "label_gemm.h"
 #include "label_rows.h"
+#include "residual_norm.h"
 
 namespace {
 
@@ -438,9 +439,11 @@ TORCH_LIBRARY(g2gt_label_attention, m) {
       "backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor a_k, Tensor? a_v, "
       "Tensor labels, int[] offsets, Tensor? kpm, Tensor? allowed, Tensor? add, bool causal, int offset, "
       "float scale) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+  m.def("add_layer_norm(Tensor x, Tensor? y, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(g2gt_label_attention, CPU, m) {
   m.impl("forward", &label_forward);
   m.impl("backward", &label_backward);
+  m.impl("add_layer_norm", &g2gt_norm::add_layer_norm);
 }
