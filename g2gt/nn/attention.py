@@ -273,6 +273,8 @@ class GraphAttention(nn.Module):
         if x.shape[0] * x.shape[1] >= self.embed_dim and all(type(m) is nn.Linear for m in lins):
             bias = None if self.q_proj.bias is None else torch.cat([m.bias for m in lins])
             qkv = F.linear(x, torch.cat([m.weight for m in lins]), bias)
+            if torch.is_grad_enabled() and qkv.requires_grad:
+                return _PackedSplit.apply(qkv, self.num_heads)
             q, k, v = qkv.chunk(3, -1)
             return self._split(q), self._split(k), self._split(v)
         return self._split(self.q_proj(x)), self._split(self.k_proj(x)), self._split(self.v_proj(x))
@@ -389,6 +391,41 @@ class GraphAttention(nn.Module):
             return flex_label_attention(q, k, v, qa, lab, self._offsets, kpm, keep, add, causal, offset, scale)
         return LabelAttentionFunction.apply(q, k, v, self.label_key, self.label_value, lab, kpm, keep, add,
                                             self._offsets, causal, offset, scale)
+
+
+class _PackedSplit(torch.autograd.Function):
+    """``qkv [B, n, 3d]`` -> ``q, k, v [B, H, n, dh]`` (views), as ``chunk`` + ``view`` + ``transpose``, with a
+    backward that hands on the packed gradient without a copy when the three gradients are the thirds of one
+    ``[B, n, 3d]`` buffer (the compiled label kernel writes them so, see ``grad_buffers`` in
+    ``csrc/label_attention.cpp``); other gradients are concatenated as ``chunk``'s backward does."""
+
+    @staticmethod
+    def forward(ctx, qkv: Tensor, heads: int):  # type: ignore[override]
+        B, n, d3 = qkv.shape
+        ctx.shape, ctx.dtype, ctx.device = (B, n, d3), qkv.dtype, qkv.device
+        return tuple(t.view(B, n, heads, d3 // (3 * heads)).transpose(1, 2) for t in qkv.chunk(3, -1))
+
+    @staticmethod
+    def backward(ctx, dq, dk, dv):  # type: ignore[override]
+        B, n, d3 = ctx.shape
+        d = d3 // 3
+        grads = (dq, dk, dv)
+        if all(g is not None for g in grads) and _thirds_of_one(dq, dk, dv, B, n, d):
+            return dq.as_strided((B, n, d3), (n * d3, d3, 1)), None
+        parts = [torch.zeros(B, n, d, dtype=ctx.dtype, device=ctx.device) if g is None
+                 else g.transpose(1, 2).reshape(B, n, d) for g in grads]
+        return torch.cat(parts, -1), None
+
+
+def _thirds_of_one(dq: Tensor, dk: Tensor, dv: Tensor, B: int, n: int, d: int) -> bool:
+    """Whether ``dq, dk, dv [B, H, n, dh]`` are the consecutive thirds of one ``[B, n, 3d]`` row-major buffer."""
+    H, dh = dq.shape[1], dq.shape[3]
+    want = (n * 3 * d if B > 1 else dq.stride(0), dh, 3 * d, 1)
+    step = d * dq.element_size()
+    return (dq.dtype == dk.dtype == dv.dtype and dq.stride() == dk.stride() == dv.stride() == want
+            and dq.untyped_storage().data_ptr() == dv.untyped_storage().data_ptr()
+            and dk.data_ptr() == dq.data_ptr() + step and dv.data_ptr() == dk.data_ptr() + step
+            and H * dh == d)
 
 
 class MultiheadGraphAttention(GraphAttention):

@@ -217,11 +217,11 @@ def check_labels(labels: Tensor, sizes: Sequence[int], multi_channel: bool, B: i
     if labels.dtype.is_floating_point or labels.dtype == torch.bool:
         raise TypeError(f"labels must be an integer tensor, got {labels.dtype}")
     if labels.numel():
-        lo, hi = labels.amin(dim=(0, 2, 3)).tolist(), labels.amax(dim=(0, 2, 3)).tolist()
-        for c, size in enumerate(sizes):
-            if lo[c] < 0 or hi[c] >= size:
+        for c, size in enumerate(sizes):  # one pass over each channel (aminmax), not one for min and one for max
+            lo, hi = (int(t) for t in torch.aminmax(labels[:, c]))
+            if lo < 0 or hi >= size:
                 raise ValueError(
-                    f"labels of channel {c} span [{lo[c]}, {hi[c]}] but GraphAttention was built with "
+                    f"labels of channel {c} span [{lo}, {hi}] but GraphAttention was built with "
                     f"num_labels={size} for it (valid ids: 0..{size - 1}); raise num_labels or fix the label vocabulary"
                 )
     return labels

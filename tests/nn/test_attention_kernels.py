@@ -324,3 +324,27 @@ def test_narrow_inputs_at_inference_are_read_in_place_with_the_float32_arithmeti
     assert torch.equal(out_grad.detach(), ref.to(dtype))
     out_grad.float().sum().backward()
     assert qg.grad is not None and qg.grad.dtype == dtype
+
+
+def test_packed_projection_gradient_is_handed_on_without_a_copy(cpp_kernel, monkeypatch):
+    """Self-attention's packed q/k/v projection: the compiled backward writes dq, dk, dv as the thirds of one
+    [B, n, 3d] buffer and that buffer is the projection's gradient (no concatenation); the gradients equal the
+    torch path's in float64."""
+    from g2gt.nn import attention
+
+    seen = []
+    real = attention._thirds_of_one
+    monkeypatch.setattr(attention, "_thirds_of_one", lambda *a: seen.append(real(*a)) or seen[-1])
+    grads = {}
+    for path in PATHS:
+        monkeypatch.setenv("G2GT_LABEL_KERNEL", path)
+        torch.manual_seed(0)
+        attn = GraphAttention(64, 4, [7, 5], value_labels=True).double()
+        x = torch.randn(3, 30, 64, dtype=torch.float64, requires_grad=True)
+        labels = torch.stack([torch.randint(0, 7, (3, 30, 30)), torch.randint(0, 5, (3, 30, 30))], 1)
+        out = attn(x, labels)
+        (out * torch.linspace(-1, 1, out.numel(), dtype=torch.float64).view_as(out)).sum().backward()
+        grads[path] = [x.grad] + [p.grad for p in attn.parameters()]
+    assert seen == [True, False]  # the kernel's gradients are packed; the torch path's are concatenated
+    for a, b in zip(grads["cpp"], grads["torch"]):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)

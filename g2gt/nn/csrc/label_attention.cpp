@@ -294,10 +294,11 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
           }
           // [dqa | dS] and [per | P]: the label columns take the scatters (entries past a row's keys are 0)
           for (int64_t r = 0; r < rows; ++r) std::fill(dsbuf.data() + r * w, dsbuf.data() + r * w + lc, T(0));
-          P.scatter_block(dsbuf.data(), dsbuf.data() + lc, w, rows, jmax, bl);
           if (values) {
             for (int64_t r = 0; r < rows; ++r) std::fill(pbuf.data() + r * w, pbuf.data() + r * w + lc, T(0));
-            P.scatter_block(pbuf.data(), pbuf.data() + lc, w, rows, jmax, bl);
+            P.scatter_block2(dsbuf.data(), dsbuf.data() + lc, pbuf.data(), pbuf.data() + lc, w, rows, jmax, bl);
+          } else {
+            P.scatter_block(dsbuf.data(), dsbuf.data() + lc, w, rows, jmax, bl);
           }
         });
         nn<T>(tiled, rows, dh, w, scale, dsbuf.data(), w, KA.top(lc), dh, T(0), dqb, dQ.si);  // dS k + dqa a_K
@@ -407,6 +408,26 @@ std::tuple<Tensor, Tensor> label_forward(const Tensor& q, const Tensor& k, const
   return {out, lse};
 }
 
+// dq, dk, dv ([B, H, n, dh]) for the backward. Where q, k, v are the three thirds of one packed [B, n, 3 H dh]
+// projection (their sizes, strides and offsets say so: GraphAttention's self-attention), the gradients are
+// the thirds of one such buffer too, so that the packed gradient reaches the projection without a copy
+// (g2gt/nn/attention.py, _PackedSplit); otherwise three contiguous tensors.
+std::tuple<Tensor, Tensor, Tensor> grad_buffers(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const int64_t B = q.size(0), H = q.size(1), n = q.size(2), dh = q.size(3), d = H * dh;
+  const int64_t step = d * q.element_size();
+  const auto at_ = [](const Tensor& t) { return static_cast<const char*>(t.data_ptr()); };
+  const bool packed = k.sizes() == q.sizes() && v.sizes() == q.sizes() && k.strides() == q.strides() &&
+                      v.strides() == q.strides() && q.stride(3) == 1 && q.stride(2) == 3 * d && q.stride(1) == dh &&
+                      (B == 1 || q.stride(0) == n * 3 * d) && at_(k) == at_(q) + step && at_(v) == at_(k) + step;
+  if (packed) {
+    const Tensor buf = at::empty({B, n, 3, H, dh}, q.options());
+    return {buf.select(2, 0).permute({0, 2, 1, 3}), buf.select(2, 1).permute({0, 2, 1, 3}),
+            buf.select(2, 2).permute({0, 2, 1, 3})};
+  }
+  return {at::empty_like(q, at::MemoryFormat::Contiguous), at::empty_like(k, at::MemoryFormat::Contiguous),
+          at::empty_like(v, at::MemoryFormat::Contiguous)};
+}
+
 std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> label_backward(
     const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
     const Tensor& a_k, const std::optional<Tensor>& a_v, const Tensor& labels, at::IntArrayRef offsets,
@@ -417,8 +438,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> label_backward(
                   dout.scalar_type() == q.scalar_type(),
               "g2gt label attention kernel: the output and its gradient must be like q, unit stride along d_head");
   const bool values = a_v.has_value() && a_v->defined();
-  Tensor dq = at::empty_like(q, at::MemoryFormat::Contiguous), dk = at::empty_like(k, at::MemoryFormat::Contiguous);
-  Tensor dv = at::empty_like(v, at::MemoryFormat::Contiguous), dak = at::zeros_like(a_k);
+  auto [dq, dk, dv] = grad_buffers(q, k, v);
+  Tensor dak = at::zeros_like(a_k);
   Tensor dav = values ? at::zeros_like(*a_v) : at::empty({0}, a_k.options());
   dispatch(q.scalar_type(), labels, [&](auto t, auto l) {
     using T = decltype(t);
