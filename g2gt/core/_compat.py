@@ -16,6 +16,9 @@ Probes:
 * :func:`int8_linear_quantizer` -- ``torch.ao.quantization.quantize_dynamic`` (deprecated by torch in
   favour of torchao, still shipped): ``nn.Linear`` -> int8 weights with activations quantized on the fly,
   the CPU inference mode ``dtype="int8"`` of :meth:`g2gt.ud.parse.Parser.load`.
+* :func:`has_forward_hooks` -- ``nn.Module._forward_hooks`` / ``_forward_pre_hooks`` and torch's global
+  forward hooks: whether calling a module's parts directly (the encoders' fused inference loop,
+  :mod:`g2gt.nn.residual_norm`) would skip a hook someone registered.
 * :func:`extension_baton` -- where ``torch.utils.cpp_extension.load`` keeps the lock file it waits on
   (``torch.utils.file_baton.FileBaton`` at ``<build_directory>/lock``), so that the label-kernel loader
   (``g2gt.nn.cpp_build``) can clear one left by a killed build.
@@ -35,8 +38,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-__all__ = ["amx_tile_supported", "cpu_bf16_supported", "extension_baton", "int8_linear_quantizer",
-           "keep_freed_memory"]
+__all__ = ["amx_tile_supported", "cpu_bf16_supported", "extension_baton", "has_forward_hooks",
+           "int8_linear_quantizer", "keep_freed_memory"]
 
 def _cpu_probe(name: str) -> bool:
     """``torch.cpu.<name>()`` as a bool; False where the private probe is missing or fails."""
@@ -133,6 +136,22 @@ def keep_freed_memory() -> bool:
         return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))
     except (OSError, AttributeError):  # not glibc (musl has no mallopt): keep the default allocator
         return False
+
+
+def has_forward_hooks(*modules: nn.Module) -> bool:
+    """Whether a forward hook or forward pre-hook is registered on any of ``modules`` or globally
+    (``torch.nn.modules.module.register_module_forward_hook`` / ``..._pre_hook``). True when torch no longer
+    keeps them where this looks (``Module._forward_hooks``, ``_forward_pre_hooks``, the module-level
+    ``_global_forward_hooks`` / ``_global_forward_pre_hooks`` dicts): callers then take their path that calls
+    every module, which runs any hook."""
+    from torch.nn.modules import module as torch_module
+
+    try:
+        if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
+            return True
+        return any(m._forward_hooks or m._forward_pre_hooks for m in modules)
+    except AttributeError:
+        return True
 
 
 _BATON_NAME = "lock"  # torch.utils.cpp_extension._jit_compile: FileBaton(os.path.join(build_directory, 'lock'))

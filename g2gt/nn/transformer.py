@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..core._compat import has_forward_hooks
 from ..core.config import DictConfig
 from ..core.deprecation import renamed_fields
 from ..core.graph import num_chain_labels, relative_position_labels
@@ -234,8 +235,7 @@ class GraphEncoder(_LayerStack):
         self-attention probabilities ``[B, H, n, n]`` of layer ``l`` (see
         :meth:`EncoderLayer.forward`); the default return value is unchanged.
         """
-        if not (self.training or need_weights) and len(self.layers) and all(type(la) is EncoderLayer
-                                                                             for la in self.layers):
+        if not (self.training or need_weights) and self._fusable():
             x = self._forward_fused(x, labels, padding_mask)
             if padding_mask is not None:
                 x = x.masked_fill(padding_mask[..., None], 0.0)
@@ -251,6 +251,16 @@ class GraphEncoder(_LayerStack):
         if padding_mask is not None:
             x = x.masked_fill(padding_mask[..., None], 0.0)
         return (x, weights) if need_weights else x
+
+    def _fusable(self) -> bool:
+        """Whether the fused loop computes what calling the layers would: plain :class:`EncoderLayer` s and no
+        forward hook on a module it does not call (a layer, its residual wrappers and norms, the final norm)."""
+        layers = list(self.layers)
+        if not layers or any(type(la) is not EncoderLayer for la in layers):
+            return False
+        skipped = [self.norm, *(m for la in layers for m in (la, la.res_attn, la.res_ffn, la.res_attn.norm,
+                                                                 la.res_ffn.norm))]
+        return not has_forward_hooks(*skipped)
 
     def _forward_fused(self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None) -> Tensor:
         """The layers in eval mode (dropout off) with each residual add fused into the LayerNorm that reads

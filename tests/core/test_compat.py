@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch import nn
 
 from g2gt.core import _compat
 
@@ -123,3 +124,21 @@ def test_extension_baton_is_the_lock_file_torch_load_waits_on(tmp_path, monkeypa
     worker.join(60.0)
     assert not worker.is_alive(), "load still waits after the lock file was removed"
     assert len(outcome) == 1 and not (tmp_path / "g2gt_baton_probe.so").exists(), outcome
+
+
+def test_has_forward_hooks_sees_module_and_global_hooks():
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+    a, b = nn.Linear(2, 2), nn.Linear(2, 2)
+    assert not _compat.has_forward_hooks(a, b)
+    handle = b.register_forward_hook(lambda *args: None)
+    assert _compat.has_forward_hooks(a, b) and not _compat.has_forward_hooks(a)
+    handle.remove()
+    handle = a.register_forward_pre_hook(lambda *args: None)
+    assert _compat.has_forward_hooks(a)
+    handle.remove()
+    for register in (register_module_forward_hook, register_module_forward_pre_hook):
+        handle = register(lambda *args: None)
+        assert _compat.has_forward_hooks(a)
+        handle.remove()
+    assert not _compat.has_forward_hooks(a, b)

@@ -152,3 +152,17 @@ def test_encoder_fused_loop_in_bfloat16_tracks_float64(cpp_kernel):
     err_fused = (fused - want).abs().mean().item()
     err_torch = (unfused - want).abs().mean().item()
     assert err_fused <= 1.25 * err_torch + 1e-3
+
+
+def test_encoder_hooks_still_fire_in_eval_mode():
+    """A forward hook on a layer, a residual wrapper or a norm makes the encoder call its layers one by one
+    (the fused loop would skip the hook)."""
+    enc = GraphEncoder(2, 32, 4, 64, [5], value_labels=True, dropout=0.0).eval()
+    x, labels = torch.randn(2, 40, 32), torch.randint(0, 5, (2, 1, 40, 40))
+    for module in (enc.layers[1], enc.layers[0].res_ffn.norm, enc.norm):
+        seen = []
+        handle = module.register_forward_hook(lambda m, args, out, seen=seen: seen.append(out.shape))
+        with torch.inference_mode():
+            enc(x, labels)
+        handle.remove()
+        assert len(seen) == 1
