@@ -273,8 +273,8 @@ class GraphAttention(nn.Module):
         if x.shape[0] * x.shape[1] >= self.embed_dim and all(type(m) is nn.Linear for m in lins):
             bias = None if self.q_proj.bias is None else torch.cat([m.bias for m in lins])
             qkv = F.linear(x, torch.cat([m.weight for m in lins]), bias)
-            if torch.is_grad_enabled() and qkv.requires_grad:
-                return _PackedSplit.apply(qkv, self.num_heads)
+            if self.label_key is not None and torch.is_grad_enabled() and qkv.requires_grad:
+                return _PackedSplit.apply(qkv, self.num_heads)  # the label kernels' packed gradient
             q, k, v = qkv.chunk(3, -1)
             return self._split(q), self._split(k), self._split(v)
         return self._split(self.q_proj(x)), self._split(self.k_proj(x)), self._split(self.v_proj(x))
