@@ -294,11 +294,10 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
           }
           // [dqa | dS] and [per | P]: the label columns take the scatters (entries past a row's keys are 0)
           for (int64_t r = 0; r < rows; ++r) std::fill(dsbuf.data() + r * w, dsbuf.data() + r * w + lc, T(0));
+          P.scatter_block(dsbuf.data(), dsbuf.data() + lc, w, rows, jmax, bl);
           if (values) {
             for (int64_t r = 0; r < rows; ++r) std::fill(pbuf.data() + r * w, pbuf.data() + r * w + lc, T(0));
-            P.scatter_block2(dsbuf.data(), dsbuf.data() + lc, pbuf.data(), pbuf.data() + lc, w, rows, jmax, bl);
-          } else {
-            P.scatter_block(dsbuf.data(), dsbuf.data() + lc, w, rows, jmax, bl);
+            P.scatter_block(pbuf.data(), pbuf.data() + lc, w, rows, jmax, bl);
           }
         });
         nn<T>(tiled, rows, dh, w, scale, dsbuf.data(), w, KA.top(lc), dh, T(0), dqb, dQ.si);  // dS k + dqa a_K

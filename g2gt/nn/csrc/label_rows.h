@@ -308,69 +308,6 @@ inline void scatter_row(T* __restrict d, const T* __restrict s, const Lab* __res
   for (; j < n; ++j) d[l[j]] += s[j];
 }
 
-// da[l[j]] += sa[j] and db[l[j]] += sb[j] for j < n: two scatters by the same labels (the backward's dS -> dqa
-// and P -> per) in one pass over the labels, as scatter_row does each (AVX-512; elsewhere two scatter_rows).
-template <typename T, typename Lab>
-inline void scatter_row2(T* __restrict da, const T* __restrict sa, T* __restrict db, const T* __restrict sb,
-                         const Lab* __restrict l, int64_t n) {
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float> && std::is_same_v<Lab, uint8_t>) {
-    if (n >= 16) {
-      const int d0 = l[0], d1 = l[n - 1] != d0 ? l[n - 1] : (l[n / 2] != d0 ? l[n / 2] : -1);
-      const __m512i v0 = _mm512_set1_epi32(d0), v1 = _mm512_set1_epi32(d1);
-      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-      int64_t j = 0;
-      for (; j + 16 <= n; j += 16) {
-        const __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l + j)));
-        const __m512 va = _mm512_loadu_ps(sa + j), vb = _mm512_loadu_ps(sb + j);
-        const __mmask16 m0 = _mm512_cmpeq_epi32_mask(idx, v0), m1 = _mm512_cmpeq_epi32_mask(idx, v1);
-        a0 = _mm512_mask_add_ps(a0, m0, a0, va);
-        a1 = _mm512_mask_add_ps(a1, m1, a1, va);
-        b0 = _mm512_mask_add_ps(b0, m0, b0, vb);
-        b1 = _mm512_mask_add_ps(b1, m1, b1, vb);
-        unsigned rest = static_cast<unsigned>(static_cast<__mmask16>(~(m0 | m1)));
-        if (__builtin_popcount(rest) >= 12) {  // mostly other labels: all lanes, the run lanes as 0
-          alignas(64) T za[16], zb[16];
-          _mm512_store_ps(za, _mm512_maskz_mov_ps(static_cast<__mmask16>(rest), va));
-          _mm512_store_ps(zb, _mm512_maskz_mov_ps(static_cast<__mmask16>(rest), vb));
-          for (int t = 0; t < 16; ++t) {
-            const int x = l[j + t];
-            da[x] += za[t];
-            db[x] += zb[t];
-          }
-        } else {
-          for (; rest; rest &= rest - 1) {
-            const int t = __builtin_ctz(rest), x = l[j + t];
-            da[x] += sa[j + t];
-            db[x] += sb[j + t];
-          }
-        }
-      }
-      T ra0 = 0, ra1 = 0, rb0 = 0, rb1 = 0;
-      for (; j < n; ++j) {  // the tail: run labels into the register sums too
-        const int x = l[j];
-        if (x == d0) {
-          ra0 += sa[j], rb0 += sb[j];
-        } else if (x == d1) {
-          ra1 += sa[j], rb1 += sb[j];
-        } else {
-          da[x] += sa[j], db[x] += sb[j];
-        }
-      }
-      da[d0] += _mm512_reduce_add_ps(a0) + ra0;
-      db[d0] += _mm512_reduce_add_ps(b0) + rb0;
-      if (d1 >= 0) {
-        da[d1] += _mm512_reduce_add_ps(a1) + ra1;
-        db[d1] += _mm512_reduce_add_ps(b1) + rb1;
-      }
-      return;
-    }
-  }
-#endif
-  scatter_row(da, sa, l, n);
-  scatter_row(db, sb, l, n);
-}
-
 template <typename T>
 constexpr T kNegInf = -std::numeric_limits<T>::infinity();
 
@@ -484,26 +421,6 @@ struct Problem {
         for (int64_t j = 0; j < ncol; ++j) d[l[j]] += sr[j];
       }
     }
-  }
-
-  // scatter_block of two buffers (both with row stride ld) by the same labels: one pass over the labels
-  // where scatter_row2 has a vector form, else two scatter_blocks
-  template <typename BL>
-  void scatter_block2(T* dst_a, const T* src_a, T* dst_b, const T* src_b, int64_t ld, int64_t rows, int64_t ncol,
-                      const BL& bl) const {
-#if defined(__AVX512F__)
-    if constexpr (std::is_same_v<T, float> && std::is_same_v<decltype(bl.base), const uint8_t*>) {
-      if (ncol >= 16) {
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t c = 0; c < C; ++c)
-            scatter_row2(dst_a + r * ld + bl.offs[c], src_a + r * ld, dst_b + r * ld + bl.offs[c], src_b + r * ld,
-                         bl.row(c, r), ncol);
-        return;
-      }
-    }
-#endif
-    scatter_block(dst_a, src_a, ld, rows, ncol, bl);
-    scatter_block(dst_b, src_b, ld, rows, ncol, bl);
   }
 };
 

@@ -50,7 +50,6 @@ def coref_checkpoint(name_or_path: str | os.PathLike) -> Path:
     return resolve_checkpoint(where)
 
 
-
 class Coreferencer:
     """A trained coreference model (see the module docstring)."""
 
