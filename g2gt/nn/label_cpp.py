@@ -28,7 +28,8 @@ why the last build in this process failed.
 See the C++ file for the maths; :func:`forward` / :func:`backward` here only normalise the inputs
 (contiguity, dtypes, broadcast strides) the kernels expect. The same library holds the fused residual add +
 LayerNorm the encoders use at inference (``add_layer_norm``, ``csrc/residual_norm.h``; called through
-:mod:`g2gt.nn.residual_norm`).
+:mod:`g2gt.nn.residual_norm`) and the parsers' maximum spanning tree decoder (``max_spanning_trees``,
+``csrc/arborescence.h``; called through :func:`g2gt.ud.parse.trees.batch_decode`).
 """
 
 from __future__ import annotations

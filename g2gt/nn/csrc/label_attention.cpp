@@ -42,6 +42,7 @@
 #include <optional>
 #include <vector>
 
+#include "arborescence.h"
 #include "label_blocks.h"
 #include "label_gemm.h"
 #include "label_rows.h"
@@ -460,10 +461,12 @@ TORCH_LIBRARY(g2gt_label_attention, m) {
       "Tensor labels, int[] offsets, Tensor? kpm, Tensor? allowed, Tensor? add, bool causal, int offset, "
       "float scale) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
   m.def("add_layer_norm(Tensor x, Tensor? y, Tensor weight, Tensor bias, float eps) -> (Tensor, Tensor)");
+  m.def("max_spanning_trees(Tensor scores, Tensor lengths) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(g2gt_label_attention, CPU, m) {
   m.impl("forward", &label_forward);
   m.impl("backward", &label_backward);
   m.impl("add_layer_norm", &g2gt_norm::add_layer_norm);
+  m.impl("max_spanning_trees", &g2gt_tree::max_spanning_trees);
 }

@@ -13,7 +13,10 @@ The tree maximises ``sum_i scores[i, heads[i-1]]`` subject to:
   makes a tree with ``r`` root edges lose ``r*M``, so the maximum has ``r = 1``
   and, among single-rooted trees (all shifted by the same ``M``), is the best.
   Fast path: when the greedy per-word argmax already is a single-rooted tree it
-  is returned at once (the common case for a trained parser).
+  is returned at once (the common case for a trained parser). :func:`batch_decode` runs the
+  others through the compiled twin of this function (``csrc/arborescence.h`` in the C++ library of
+  :mod:`g2gt.nn.label_cpp`: the same steps and the same ties, several times faster) where that
+  library is built, through this numpy code elsewhere.
 * :func:`eisner_decode` -- the best projective tree (Eisner 1996), O(n^3) with
   the split-point maximisation vectorised in numpy, one python loop over span
   widths.  Single root: the incomplete span ``ROOT -> t`` may only split at
@@ -313,10 +316,27 @@ def batch_decode(scores: Tensor, lengths: Tensor | Sequence[int], algorithm: str
             out[b] = heads
     rest = [b for b in range(len(lens)) if out[b] is None]
     if rest:
-        arr = scores.to(torch.float64).numpy()
-        for b in rest:
-            out[b] = fn(arr[b], int(lens[b]))
+        ops = _compiled_trees() if algorithm == "mst" else None
+        if ops is not None:
+            sub = scores[rest].to(torch.float64)
+            n_rest = max(int(lens[b]) for b in rest)
+            heads = ops.max_spanning_trees(sub[:, : n_rest + 1, : n_rest + 1].contiguous(),
+                                           torch.tensor([int(lens[b]) for b in rest], dtype=torch.long))
+            for row, b in zip(heads.tolist(), rest):
+                out[b] = row[: int(lens[b])]
+        else:
+            arr = scores.to(torch.float64).numpy()
+            for b in rest:
+                out[b] = fn(arr[b], int(lens[b]))
     return out  # type: ignore[return-value]
+
+
+def _compiled_trees():
+    """The compiled :func:`mst_decode` (``max_spanning_trees`` of :mod:`g2gt.nn.label_cpp`'s library, the
+    same steps and ties in C++, ``csrc/arborescence.h``), or None where that library is not there (yet)."""
+    from ...nn import label_cpp
+
+    return label_cpp.cpp_kernels()
 
 
 def greedy_trees(scores: Tensor, lengths: Sequence[int]) -> dict[int, list[int]]:
