@@ -34,8 +34,8 @@ from pathlib import Path
 
 import torch
 
-from ...core.graph import num_chain_labels, relative_position_labels
-from ...nn.transformer import G2GTConfig, G2GTransformer
+from ...nn.char_transducer import build_char_transducer, chain_labels
+from ...nn.transformer import G2GTransformer
 from .config import USE_WHEN, LemmaConfig, needs_fallback
 
 __all__ = ["LEMMATIZER_KIND", "LEMMATIZER_FILE", "USE_WHEN", "LemmaConfig", "LemmaVocab", "CharLemmatizer",
@@ -116,22 +116,12 @@ class LemmaVocab:
 
 
 def build_lemma_model(config: LemmaConfig) -> G2GTransformer:
-    """The encoder-decoder of ``config`` (``vocab_size`` must be set): chain labels in both stacks plus
-    sinusoidal absolute positions, one symbol table for source, target and output."""
+    """The encoder-decoder of ``config`` (``vocab_size`` must be set): a character transducer
+    (:func:`g2gt.nn.char_transducer.build_char_transducer`), one symbol table for source, target and output."""
     if config.vocab_size <= len(SPECIALS):
         raise ValueError(f"LemmaConfig.vocab_size must count the {len(SPECIALS)} specials and at least one "
                          f"character, got {config.vocab_size}")
-    return G2GTransformer(G2GTConfig(
-        src_vocab_size=config.vocab_size, tgt_vocab_size=config.vocab_size, d_model=config.d_model,
-        num_heads=config.num_heads, num_encoder_layers=config.num_layers, num_decoder_layers=config.num_layers,
-        ffn_dim=config.ffn_dim, dropout=config.dropout, num_labels=[num_chain_labels(config.max_distance)],
-        decoder_max_distance=config.max_distance, value_labels=False, share_embeddings=True, tie_embeddings=True,
-        positions="sinusoidal", pad_id=PAD, bos_id=BOS, eos_id=EOS))
-
-
-def chain_labels(n: int, max_distance: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """``[1, 1, n, n]`` uint8 chain labels of an ``n``-symbol source (broadcast over the batch)."""
-    return relative_position_labels(n, max_distance, device).to(torch.uint8)[None, None]
+    return build_char_transducer(config, PAD, BOS, EOS)
 
 
 Word = tuple[str, "str | None", "str | dict | None"]

@@ -19,15 +19,15 @@ import random
 from collections.abc import Iterator, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
+from ...nn.char_transducer import transducer_loss
 from ..tokenize.expander_train import ExpanderBatch, _pad
 from .config import LemmaConfig, lemma_train_config
 from .model import (
-    BOS, EOS, LEMMATIZER_KIND, PAD, CharLemmatizer, LemmaVocab, build_lemma_model, chain_labels,
+    BOS, EOS, LEMMATIZER_KIND, PAD, CharLemmatizer, LemmaVocab, build_lemma_model,
 )
 
 __all__ = ["Example", "LemmaBatch", "LemmaTask", "lemma_examples", "lemma_train_config", "train_lemmatizer"]
@@ -108,12 +108,8 @@ class LemmaTask:
         return int((batch.tgt_out != PAD).sum())
 
     def loss(self, model, batch: LemmaBatch) -> Tensor:
-        src_mask = batch.src == PAD
-        labels = chain_labels(batch.src.shape[1], self.config.max_distance, batch.src.device)
-        logits = model(batch.src, labels, src_mask if bool(src_mask.any()) else None, batch.tgt_in,
-                       batch.tgt_in == PAD)
-        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1),
-                               ignore_index=PAD, reduction="sum", label_smoothing=self.config.label_smoothing)
+        return transducer_loss(model, batch.src, batch.tgt_in, batch.tgt_out, self.config.max_distance, PAD,
+                               self.config.label_smoothing)
 
     def evaluate(self, model) -> dict[str, float]:
         lem = CharLemmatizer(model, self.vocab, self.config)

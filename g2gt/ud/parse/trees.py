@@ -318,10 +318,9 @@ def batch_decode(scores: Tensor, lengths: Tensor | Sequence[int], algorithm: str
     if rest:
         ops = _compiled_trees() if algorithm == "mst" else None
         if ops is not None:
-            sub = scores[rest].to(torch.float64)
             n_rest = max(int(lens[b]) for b in rest)
-            heads = ops.max_spanning_trees(sub[:, : n_rest + 1, : n_rest + 1].contiguous(),
-                                           torch.tensor([int(lens[b]) for b in rest], dtype=torch.long))
+            sub = scores[rest, : n_rest + 1, : n_rest + 1].to(torch.float64)
+            heads = ops.max_spanning_trees(sub, torch.tensor([int(lens[b]) for b in rest], dtype=torch.long))
             for row, b in zip(heads.tolist(), rest):
                 out[b] = row[: int(lens[b])]
         else:

@@ -38,10 +38,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import torch
-from torch import Tensor
 
-from ...core.graph import num_chain_labels, relative_position_labels
-from ...nn.transformer import G2GTConfig, G2GTransformer
+from ...nn.char_transducer import build_char_transducer, chain_labels
+from ...nn.transformer import G2GTransformer
 from .casing import UNKNOWN_CHAR, lower_chars, restore_words
 from .config import ExpanderConfig
 
@@ -126,23 +125,13 @@ class ExpanderVocab:
 
 
 def build_expander_model(config: ExpanderConfig) -> G2GTransformer:
-    """The encoder-decoder of ``config`` (``vocab_size`` must be set): chain labels in both stacks plus
-    sinusoidal absolute positions (cross-attention has no other way to find the next character to copy),
-    one character table for source, target and output."""
+    """The encoder-decoder of ``config`` (``vocab_size`` must be set): a character transducer
+    (:func:`g2gt.nn.char_transducer.build_char_transducer`), one character table for source, target and
+    output."""
     if config.vocab_size <= NUM_SPECIALS:
         raise ValueError(f"ExpanderConfig.vocab_size must count the {NUM_SPECIALS} specials and at least one character, "
                          f"got {config.vocab_size}")
-    return G2GTransformer(G2GTConfig(
-        src_vocab_size=config.vocab_size, tgt_vocab_size=config.vocab_size, d_model=config.d_model,
-        num_heads=config.num_heads, num_encoder_layers=config.num_layers, num_decoder_layers=config.num_layers,
-        ffn_dim=config.ffn_dim, dropout=config.dropout, num_labels=[num_chain_labels(config.max_distance)],
-        decoder_max_distance=config.max_distance, value_labels=False, share_embeddings=True, tie_embeddings=True,
-        positions="sinusoidal", pad_id=PAD, bos_id=BOS, eos_id=EOS))
-
-
-def chain_labels(n: int, max_distance: int, device: torch.device | str | None = None) -> Tensor:
-    """``[1, 1, n, n]`` uint8 chain labels of an ``n``-character source (broadcast over the batch)."""
-    return relative_position_labels(n, max_distance, device).to(torch.uint8)[None, None]
+    return build_char_transducer(config, PAD, BOS, EOS)
 
 
 class MWTExpander:

@@ -24,14 +24,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
+from ...nn.char_transducer import transducer_loss
 from .config import ExpanderConfig
 from .expander import (
-    ANY, BOS, EOS, EXPANDER_KIND, MWT, ONE, PAD, ExpanderVocab, MWTExpander, build_expander_model, chain_labels,
+    ANY, BOS, EOS, EXPANDER_KIND, MWT, ONE, PAD, ExpanderVocab, MWTExpander, build_expander_model,
 )
 
 __all__ = ["ExpanderBatch", "ExpanderTask", "mwt_pairs", "one_word_forms", "expander_train_config",
@@ -128,12 +128,8 @@ class ExpanderTask:
         return int((batch.tgt_out != PAD).sum())
 
     def loss(self, model, batch: ExpanderBatch) -> Tensor:
-        src_mask = batch.src == PAD
-        labels = chain_labels(batch.src.shape[1], self.config.max_distance, batch.src.device)
-        logits = model(batch.src, labels, src_mask if bool(src_mask.any()) else None, batch.tgt_in,
-                       batch.tgt_in == PAD)
-        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1),
-                               ignore_index=PAD, reduction="sum", label_smoothing=self.config.label_smoothing)
+        return transducer_loss(model, batch.src, batch.tgt_in, batch.tgt_out, self.config.max_distance, PAD,
+                               self.config.label_smoothing)
 
     def evaluate(self, model) -> dict[str, float]:
         expander = MWTExpander(model, self.vocab, self.config)
