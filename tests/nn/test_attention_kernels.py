@@ -299,6 +299,26 @@ def test_label_runs_float32(gemm, values, cpp_kernel, monkeypatch):
         torch.testing.assert_close(a.double(), b, atol=5e-5, rtol=1e-3)
 
 
+@pytest.mark.parametrize("gemm", ["tiles", "aten"])
+@pytest.mark.parametrize("n", [16, 37])
+def test_one_channel_value_labels_float32(gemm, n, cpp_kernel, monkeypatch):
+    """One label channel with value labels, float32: the backward gathers the value-label term and forms dS in
+    one pass (whole vectors of keys and a ragged tail); gradients against the float64 reference."""
+    monkeypatch.setenv("G2GT_LABEL_GEMM", gemm)
+    sizes = [40]
+    args = list(case(sizes, dtype=torch.float32, B=3, H=2, nq=n, nk=n, dh=16, values=True, seed=21))
+    ref_args = [None if t is None else t.detach().double().requires_grad_(t.requires_grad) for t in args[:5]]
+    ref_args += [a.double() if torch.is_tensor(a) and a.is_floating_point() else a for a in args[5:]]
+    out = run("cpp", monkeypatch, *args, False, 0, sizes)
+    ref = naive(*ref_args, False, 0, 16**-0.5)
+    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(2))
+    grads = torch.autograd.grad((out * grad).sum(), [t for t in args[:5] if t is not None])
+    ref_grads = torch.autograd.grad((ref * grad.double()).sum(), [t for t in ref_args[:5] if t is not None])
+    assert len(grads) == 5  # q, k, v and both label tables
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a.double(), b, atol=5e-5, rtol=1e-3)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("values", [False, True])
 def test_narrow_inputs_at_inference_are_read_in_place_with_the_float32_arithmetic(dtype, values, cpp_kernel):
