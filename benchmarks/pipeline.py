@@ -1,7 +1,9 @@
 """The whole pipeline on raw text: speed and the 13 CoNLL 2018 metrics (plus ELAS / EULAS).
 
 The documents of a CoNLL-U file (default: UD EWT dev) are rendered back to their raw text (``# text`` and
-``SpaceAfter``; paragraphs separated by a blank line, documents by a blank line) and given to the model as
+``SpaceAfter``; the sentences of a paragraph on one line, a line break between paragraphs, a blank line between
+documents; ``--style wrap`` writes the text as UD's ``conllu_to_text.pl`` does for the raw-text test files: a blank
+line between paragraphs, lines wrapped at 60-100 characters) and given to the model as
 one string, exactly as ``g2gt parse --raw`` does: learned tokenizer + sentence splitter -> parser with its
 tagger and lemma heads (-> enhanced UD with ``--enhanced``). The same model then parses the file's gold
 tokenisation (the baseline of the speed ratio: the parser alone). Both outputs are scored with the official
@@ -32,13 +34,14 @@ from g2gt.ud.evaluate import METRICS, evaluate  # noqa: E402
 from g2gt.ud.io.conllu import read_conllu, write_conllu  # noqa: E402
 from g2gt.ud.pipeline import Pipeline  # noqa: E402
 from g2gt.ud.tokenize import text_from_sentences  # noqa: E402
-from g2gt.ud.tokenize.data import documents_from_sentences, render_document  # noqa: E402
+from g2gt.ud.tokenize.data import STYLES, documents_from_sentences, render_document  # noqa: E402
 
 
-def raw_text(gold) -> str:
-    """The documents of ``gold`` as one raw text (a blank line between paragraphs and documents)."""
+def raw_text(gold, style: str = "para") -> str:
+    """The documents of ``gold`` as one raw text, each rendered in ``style``
+    (:data:`g2gt.ud.tokenize.data.STYLES`; ``para``: a line per paragraph), a blank line between documents."""
     docs = documents_from_sentences(gold)
-    return "\n\n".join(render_document(d, "para", random.Random(i)).text for i, d in enumerate(docs)) + "\n"
+    return "\n\n".join(render_document(d, style, random.Random(i)).text for i, d in enumerate(docs)) + "\n"
 
 
 def timed(fn, repeats: int):
@@ -65,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="folder for the predicted files and scores.json")
     ap.add_argument("--json", action="store_true", help="print the scores as JSON")
     ap.add_argument("--limit", type=int, default=0, help="only the first N sentences (a quick check)")
+    ap.add_argument("--style", default="para", choices=STYLES,
+                    help="how the raw text is laid out (default para: a line per paragraph; wrap: blank lines "
+                         "between paragraphs and wrapped lines, as UD's raw-text files)")
     args = ap.parse_args(argv)
 
     data = Path(args.data) if args.data else find_data(EWT_DEV)
@@ -76,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     gold = read_conllu(data)
     if args.limit:
         gold = gold[: args.limit]
-    text = raw_text(gold)
+    text = raw_text(gold, args.style)
     words = sum(len(s) for s in gold)
     nlp = Pipeline.load(args.model, dtype=args.dtype)
     kw = dict(refine_steps=args.refine_steps, enhanced=args.enhanced)
