@@ -1,4 +1,4 @@
-"""The g2gt model en_combined_sm: English, small and fast: a 2-layer student parser without the graph channel (no refinement), started from en_combined's embeddings, heads and first two layers and distilled from en_combined and en_ewt, with a 2-layer tokenizer and sentence splitter trained on EWT (no enhanced UD).
+"""The g2gt model en_combined_sm: English, small and fast: a 3-layer student parser without the graph channel (no refinement), distilled from en_combined and en_ewt (the earlier 2-layer student grown by one layer), with a 2-layer tokenizer and sentence splitter trained on EWT (no enhanced UD).
 
 Installed as a package, it is found by name: ``g2gt.load("en_combined_sm")``, ``g2gt parse --model en_combined_sm``."""
 
