@@ -302,8 +302,8 @@ def test_label_runs_float32(gemm, values, cpp_kernel, monkeypatch):
 @pytest.mark.parametrize("gemm", ["tiles", "aten"])
 @pytest.mark.parametrize("n", [16, 37])
 def test_one_channel_value_labels_float32(gemm, n, cpp_kernel, monkeypatch):
-    """One label channel with value labels, float32: the backward gathers the value-label term and forms dS in
-    one pass (whole vectors of keys and a ragged tail); gradients against the float64 reference."""
+    """One label channel with value labels, float32 (the vectorised gathers and scatters over whole vectors of
+    keys and a ragged tail): gradients against the float64 reference."""
     monkeypatch.setenv("G2GT_LABEL_GEMM", gemm)
     sizes = [40]
     args = list(case(sizes, dtype=torch.float32, B=3, H=2, nq=n, nk=n, dh=16, values=True, seed=21))

@@ -53,8 +53,6 @@ namespace {
 using at::Tensor;
 using g2gt_rows::exp_shift;
 using g2gt_rows::gather_add;
-using g2gt_rows::gather_apply;
-using g2gt_rows::GatheredDs;
 using g2gt_rows::kNegInf;
 using g2gt_rows::MaskView;
 using g2gt_rows::row_max;
@@ -287,16 +285,12 @@ void backward_impl(const Problem<T, Lab>& P, const Tensor& dout, const Tensor& q
             P.score_row(p, n, b, h, i, p - lc, bl, r);
             exp_shift(p, n, l);
             std::fill(p + n, p + jmax, T(0));
-            const T d = delta[r];
-            if (values && P.C == 1) {  // one channel: its gather and dS in one pass
-              gather_apply(ds, n, ds - lc + bl.offs[0], bl.sizes[0], bl.row(0, r), GatheredDs<T>{p, d});
-            } else {
-              if (values) {
-                for (int64_t c = 0; c < P.C; ++c) gather_add(ds, n, ds - lc + bl.offs[c], bl.sizes[c], bl.row(c, r));
-              }
-#pragma omp simd
-              for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - d);
+            if (values) {
+              for (int64_t c = 0; c < P.C; ++c) gather_add(ds, n, ds - lc + bl.offs[c], bl.sizes[c], bl.row(c, r));
             }
+            const T d = delta[r];
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - d);
             std::fill(ds + n, ds + jmax, T(0));
           }
           // [dqa | dS] and [per | P]: the label columns take the scatters (entries past a row's keys are 0)

@@ -185,13 +185,12 @@ inline bool fast_gather() {
 }
 #endif
 
-// s[j] = step(j, s[j], t[l[j]]) for j in [0, n) (t holds `size` entries): the label gather. With AVX-512, uint8
-// labels and a table of at most 128 entries, 16 lanes at a time by in-register permutes (vpermi2ps over 32-entry
-// slices of the table, the slice picked by the label's bits 5-6); with AVX2, 8 lanes by the gather instruction
-// where that is the faster way on this CPU (fast_gather); otherwise one lane at a time. `step` is called with
-// (j, s, g) as __m512, __m256 or T lanes (see AddGathered, GatheredDs).
-template <typename T, typename Lab, typename Step>
-inline void gather_apply(T* s, int64_t n, const T* t, int64_t size, const Lab* l, const Step& step) {
+// s[0:n) += t[l[j]] (t holds `size` entries): the label gather. With AVX-512, uint8 labels and a table of
+// at most 128 entries, 16 lanes at a time by in-register permutes (vpermi2ps over 32-entry slices of the
+// table, the slice picked by the label's bits 5-6); with AVX2, 8 lanes by the gather instruction where that
+// is the faster way on this CPU (fast_gather); otherwise one lane at a time.
+template <typename T, typename Lab>
+inline void gather_add(T* s, int64_t n, const T* t, int64_t size, const Lab* l) {
   int64_t j = 0;
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float> && std::is_same_v<Lab, uint8_t>) {
@@ -215,7 +214,7 @@ inline void gather_apply(T* s, int64_t n, const T* t, int64_t size, const Lab* l
             g = _mm512_mask_blend_ps(m, g, _mm512_permutex2var_ps(lo[c], idx, hi[c]));
           }
         }
-        _mm512_storeu_ps(s + j, step(j, _mm512_loadu_ps(s + j), g));
+        _mm512_storeu_ps(s + j, _mm512_add_ps(_mm512_loadu_ps(s + j), g));
       }
     }
   }
@@ -224,47 +223,12 @@ inline void gather_apply(T* s, int64_t n, const T* t, int64_t size, const Lab* l
     if (n >= 8 && fast_gather()) {
       for (; j + 8 <= n; j += 8) {
         const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(l + j)));
-        _mm256_storeu_ps(s + j, step(j, _mm256_loadu_ps(s + j), _mm256_i32gather_ps(t, idx, 4)));
+        _mm256_storeu_ps(s + j, _mm256_add_ps(_mm256_loadu_ps(s + j), _mm256_i32gather_ps(t, idx, 4)));
       }
     }
   }
 #endif
-  for (; j < n; ++j) s[j] = step(j, s[j], t[l[j]]);
-}
-
-// The plain gather: s + g.
-struct AddGathered {
-#if defined(__AVX512F__)
-  __m512 operator()(int64_t, __m512 s, __m512 g) const { return _mm512_add_ps(s, g); }
-#elif defined(__AVX2__)
-  __m256 operator()(int64_t, __m256 s, __m256 g) const { return _mm256_add_ps(s, g); }
-#endif
-  template <typename T>
-  T operator()(int64_t, T s, T g) const { return s + g; }
-};
-
-// The backward's dS row with the value-label term gathered in the same pass: dS_j = P_j (dP_j + doa[l_j] - D)
-// (dP_j in s, doa[l_j] in g), the operations and their order those of the add followed by the product.
-template <typename T>
-struct GatheredDs {
-  const T* p;
-  T d;
-#if defined(__AVX512F__)
-  __m512 operator()(int64_t j, __m512 s, __m512 g) const {
-    return _mm512_mul_ps(_mm512_loadu_ps(p + j), _mm512_sub_ps(_mm512_add_ps(s, g), _mm512_set1_ps(d)));
-  }
-#elif defined(__AVX2__)
-  __m256 operator()(int64_t j, __m256 s, __m256 g) const {
-    return _mm256_mul_ps(_mm256_loadu_ps(p + j), _mm256_sub_ps(_mm256_add_ps(s, g), _mm256_set1_ps(d)));
-  }
-#endif
-  T operator()(int64_t j, T s, T g) const { return p[j] * ((s + g) - d); }
-};
-
-// s[0:n) += t[l[j]]
-template <typename T, typename Lab>
-inline void gather_add(T* s, int64_t n, const T* t, int64_t size, const Lab* l) {
-  gather_apply(s, n, t, size, l, AddGathered{});
+  for (; j < n; ++j) s[j] += t[l[j]];
 }
 
 // d[l[j]] += s[j] for j < n: the label scatter of one row. Rows of real label matrices are mostly runs of
