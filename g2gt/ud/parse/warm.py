@@ -24,12 +24,18 @@ It is not a resume: the optimizer, schedule and data order start fresh; only wei
 * A model without the graph channel warm-started from one with it (``--no-graph-channel``, e.g. a fast student
   from an accurate parser): the channels' rows are summed in attention, so each position row of the label
   tables gets the graph channel's empty-graph row added; the model then computes the source's first pass.
+* A deeper model (``--layers`` above the source's): the encoder layers the source lacks go on top and start as
+  the identity. Their residual branches end in zero (the attention's output projection and the feed-forward
+  output layer, weights and biases), so each adds nothing to the residual stream (pre-LN layers) and the
+  grown model computes the source's function at step 0; the branches' other weights keep their fresh
+  initialisation and the zero projections learn from the first update on.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +47,9 @@ from .vocab import ParserVocab
 
 __all__ = ["WarmSource", "WarmReport", "load_source", "warm_config", "copy_weights", "LABEL_FIELDS",
            "SHAPE_FIELDS"]
+
+#: the last tensors of an encoder layer's residual branches (zero in a layer the source lacks)
+_BRANCH_END = re.compile(r"encoder\.layers\.(\d+)\.(?:self_attn\.out_proj|ffn\.lin2)\.(?:weight|bias)")
 
 #: config fields that are label counts (they grow when labels are appended)
 LABEL_FIELDS = ("num_upos", "num_rels", "num_xpos", "num_feats", "num_lemma_rules")
@@ -151,4 +160,8 @@ def copy_weights(model: nn.Module, source: WarmSource) -> WarmReport:
             target[name][old:] = target[name][:old].min() - math.log(now - old)
             target[f"{layer}.weight"][old:] = 0.0
     report.unused = [k for k in source.state if k not in target or k in report.new]
+    for name in report.new:  # encoder layers above the source's start as the identity (module docstring)
+        match = _BRANCH_END.fullmatch(name)
+        if match and int(match.group(1)) >= source.config.num_layers:
+            target[name].zero_()
     return report

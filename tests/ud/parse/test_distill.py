@@ -312,3 +312,36 @@ def test_init_from_continues_a_student(teachers, data, tmp_path):
     p = Parser.load(again, dtype="float32")
     assert p.model.config.num_layers == 2  # the source's architecture, not the teacher's
     assert json.loads((again / "config.json").read_text())["train_config"]["init_from"] == str(first)
+
+
+def test_deeper_student_starts_as_its_source(teachers, data):
+    """--layers above the source's: the added top layer starts as the identity (zero output projections), so the
+    grown model gives the source's scores (float64 on both sides); its other new weights are fresh."""
+    from g2gt.ud.parse.warm import copy_weights, load_source, warm_config
+
+    source = load_source(teachers[0])
+    teacher = Teacher.load(teachers[0], refine_steps=0).model.double().eval()
+    top = source.config.num_layers
+    cfg = warm_config(source, source.vocab, {"num_layers": top + 1})
+    student = ParserModel(cfg)
+    report = copy_weights(student, source)
+    assert report.new and all(n.startswith(f"encoder.layers.{top}.") for n in report.new)
+    layer = student.encoder.layers[top]
+    assert not layer.self_attn.out_proj.weight.any() and not layer.ffn.lin2.bias.any()
+    assert layer.self_attn.q_proj.weight.any() and layer.ffn.lin1.weight.any()  # fresh, not zero
+    student = student.double().eval()
+    task = _task(teachers[:1], data[0], refine_train="none")
+    b = _batch(task)
+    heads = task.targets(b).label_heads
+    sb = b.student
+    g = sb.graph
+    with torch.no_grad():
+        want = teacher.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask, teacher.labels(sb.position, None),
+                             heads)
+        got = student.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask, student.labels(sb.position, None),
+                            heads)
+    m = sb.words_mask
+    arc_w, arc_g = want[0][m], got[0][m]
+    finite = torch.isfinite(arc_w)
+    assert torch.equal(finite, torch.isfinite(arc_g)) and torch.allclose(arc_g[finite], arc_w[finite], atol=1e-8)
+    assert torch.allclose(got[1][m], want[1][m], atol=1e-8)  # relations
