@@ -267,6 +267,28 @@ def test_resume_of_a_run_without_recorded_text_files_takes_the_given_ones(tmp_pa
         _resumed_text(new, tmp_path, ["b.txt"], "lines", 50)
 
 
+def _first_pass_scores(models, teachers, data):
+    """Arc and relation scores of each model (float64) on the words of a training batch, first pass."""
+    task = _task(teachers[:1], data[0], refine_train="none")
+    b = _batch(task)
+    heads = task.targets(b).label_heads
+    sb = b.student
+    g = sb.graph
+    out = []
+    with torch.no_grad():
+        for model in models:
+            arcs, rels = model.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask,
+                                     model.labels(sb.position, None), heads)[:2]
+            out.append((arcs[sb.words_mask], rels[sb.words_mask]))
+    return out
+
+
+def _assert_same_scores(got, want):
+    finite = torch.isfinite(want[0])
+    assert torch.equal(finite, torch.isfinite(got[0])) and torch.allclose(got[0][finite], want[0][finite], atol=1e-8)
+    assert torch.allclose(got[1], want[1], atol=1e-8)  # relations
+
+
 def test_student_without_graph_channel_from_a_teacher_computes_its_first_pass(teachers, data):
     """Warm start with the graph channel dropped: the empty-graph row folded into the position rows gives the
     source's iteration-0 scores (float64 on both sides)."""
@@ -278,27 +300,10 @@ def test_student_without_graph_channel_from_a_teacher_computes_its_first_pass(te
     student = ParserModel(cfg)
     report = copy_weights(student, source)
     assert not report.new and any("label_key" in n for n in report.copied)
-    student = student.double().eval()
-    task = _task(teachers[:1], data[0], refine_train="none")
-    b = _batch(task)
-    heads = task.targets(b).label_heads
-    sb = b.student
-    g = sb.graph
-    with torch.no_grad():
-        want = teacher.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask, teacher.labels(sb.position, None),
-                             heads)
-        got = student.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask, student.labels(sb.position, None),
-                            heads)
-    m = sb.words_mask
-    arc_w, arc_g = want[0][m], got[0][m]
-    finite = torch.isfinite(arc_w)
-    assert torch.equal(finite, torch.isfinite(arc_g)) and torch.allclose(arc_g[finite], arc_w[finite], atol=1e-8)
-    assert torch.allclose(got[1][m], want[1][m], atol=1e-8)  # relations
     fresh = ParserModel(cfg).double().eval()  # the fold is what makes them equal
-    with torch.no_grad():
-        other = fresh.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask, fresh.labels(sb.position, None),
-                            heads)
-    assert not torch.allclose(other[1][m], want[1][m], atol=1e-3)
+    want, got, other = _first_pass_scores([teacher, student.double().eval(), fresh], teachers, data)
+    _assert_same_scores(got, want)
+    assert not torch.allclose(other[1], want[1], atol=1e-3)
 
 
 def test_init_from_continues_a_student(teachers, data, tmp_path):
@@ -329,19 +334,5 @@ def test_deeper_student_starts_as_its_source(teachers, data):
     layer = student.encoder.layers[top]
     assert not layer.self_attn.out_proj.weight.any() and not layer.ffn.lin2.bias.any()
     assert layer.self_attn.q_proj.weight.any() and layer.ffn.lin1.weight.any()  # fresh, not zero
-    student = student.double().eval()
-    task = _task(teachers[:1], data[0], refine_train="none")
-    b = _batch(task)
-    heads = task.targets(b).label_heads
-    sb = b.student
-    g = sb.graph
-    with torch.no_grad():
-        want = teacher.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask, teacher.labels(sb.position, None),
-                             heads)
-        got = student.score(g.tokens, sb.char_ids, sb.word_types, g.padding_mask, student.labels(sb.position, None),
-                            heads)
-    m = sb.words_mask
-    arc_w, arc_g = want[0][m], got[0][m]
-    finite = torch.isfinite(arc_w)
-    assert torch.equal(finite, torch.isfinite(arc_g)) and torch.allclose(arc_g[finite], arc_w[finite], atol=1e-8)
-    assert torch.allclose(got[1][m], want[1][m], atol=1e-8)  # relations
+    want, got = _first_pass_scores([teacher, student.double().eval()], teachers, data)
+    _assert_same_scores(got, want)
