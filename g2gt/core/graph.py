@@ -29,6 +29,7 @@ __all__ = [
     "Graph",
     "chain_graph",
     "relative_position_labels",
+    "chain_labels",
     "num_chain_labels",
     "UP",
     "DOWN",
@@ -121,6 +122,12 @@ def relative_position_labels(
     j = torch.arange(n_keys, device=device)
     rel = (j[None, :] - i[:, None]).clamp(-max_distance, max_distance)
     return rel + max_distance + 1
+
+
+def chain_labels(n: int, max_distance: int, device: torch.device | str | None = None) -> Tensor:
+    """:func:`relative_position_labels` of one ``n``-node chain as a ``[1, 1, n, n]`` uint8 tensor: one label
+    channel that broadcasts over a batch whose rows share the chain (windows, words of one length)."""
+    return relative_position_labels(n, max_distance, device).to(torch.uint8)[None, None]
 
 
 @dataclass

@@ -3,7 +3,7 @@ as another, character by character (a form as its lemma, a multiword token as it
 
 The source symbols form a chain graph: the pair ``(i, j)`` carries the clipped relative distance
 ``clip(j - i, -k, k)`` (:func:`g2gt.core.graph.relative_position_labels`), the same ``[1, 1, m, m]`` labels for
-every row of a batch (:func:`chain_labels`). The decoder uses relative distances up to ``k`` too, and both stacks
+every row of a batch (:func:`g2gt.core.graph.chain_labels`). The decoder uses relative distances up to ``k`` too, and both stacks
 add sinusoidal absolute positions, without which cross-attention has no way to find the next source character
 to copy. One symbol table serves source, target and output (shared, tied embeddings).
 
@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..core.graph import num_chain_labels, relative_position_labels
+from ..core.graph import chain_labels, num_chain_labels
 from .transformer import G2GTConfig, G2GTransformer
 
-__all__ = ["TransducerShape", "build_char_transducer", "chain_labels", "transducer_loss"]
+__all__ = ["TransducerShape", "build_char_transducer", "transducer_loss"]
 
 
 class TransducerShape(Protocol):
@@ -49,11 +48,6 @@ def build_char_transducer(shape: TransducerShape, pad_id: int, bos_id: int, eos_
         ffn_dim=shape.ffn_dim, dropout=shape.dropout, num_labels=[num_chain_labels(shape.max_distance)],
         decoder_max_distance=shape.max_distance, value_labels=False, share_embeddings=True, tie_embeddings=True,
         positions="sinusoidal", pad_id=pad_id, bos_id=bos_id, eos_id=eos_id))
-
-
-def chain_labels(n: int, max_distance: int, device: torch.device | str | None = None) -> Tensor:
-    """``[1, 1, n, n]`` uint8 chain labels of an ``n``-symbol source (broadcast over the batch)."""
-    return relative_position_labels(n, max_distance, device).to(torch.uint8)[None, None]
 
 
 def transducer_loss(model: G2GTransformer, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, max_distance: int,

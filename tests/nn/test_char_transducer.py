@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from g2gt.core.graph import relative_position_labels
-from g2gt.nn.char_transducer import build_char_transducer, chain_labels, transducer_loss
+from g2gt.core.graph import chain_labels, relative_position_labels
+from g2gt.nn.char_transducer import build_char_transducer, transducer_loss
 
 PAD, BOS, EOS = 0, 1, 2
 

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import torch
 
-from ...nn.char_transducer import build_char_transducer, chain_labels
+from ...core.graph import chain_labels
+from ...nn.char_transducer import build_char_transducer
 from ...nn.transformer import G2GTransformer
 from .config import USE_WHEN, LemmaConfig, needs_fallback
 

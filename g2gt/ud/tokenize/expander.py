@@ -39,7 +39,8 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from ...nn.char_transducer import build_char_transducer, chain_labels
+from ...core.graph import chain_labels
+from ...nn.char_transducer import build_char_transducer
 from ...nn.transformer import G2GTransformer
 from .casing import UNKNOWN_CHAR, lower_chars, restore_words
 from .config import ExpanderConfig

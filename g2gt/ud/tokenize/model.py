@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ...core.graph import num_chain_labels, relative_position_labels
+from ...core.graph import chain_labels, num_chain_labels
 from ...nn.transformer import GraphEncoder
 from .chars import CLASSES, GAPS
 from .config import NUM_LABELS, SegmenterConfig
@@ -87,7 +87,7 @@ class SegmenterModel(nn.Module):
         key = (n, str(device))
         lab = self._chains.get(key)
         if lab is None:
-            lab = relative_position_labels(n, self.config.max_distance, device).to(torch.uint8)[None, None]
+            lab = chain_labels(n, self.config.max_distance, device)
             if len(self._chains) > 16:
                 self._chains.clear()
             self._chains[key] = lab
