@@ -6,7 +6,6 @@ graphs, parses are dependency graphs, and PyG users get a MessagePassing layer.
 """
 
 from ._lazy import lazy_exports
-from .core.deprecation import renamed_params
 from .ud.models import DEFAULT_MODEL
 from typing import TYPE_CHECKING
 
@@ -36,7 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only ("X as X
     from .ud.pipeline import Pipeline as Pipeline
 
 
-@renamed_params(model="name_or_path")
 def load(name_or_path: str = DEFAULT_MODEL, device: str = "auto", dtype: str | None = "auto",
          threads: int | None = None, exclude=(), config: dict | None = None, tokenizer: str = "auto"):
     """The ready-to-use pipeline: ``nlp = g2gt.load(); doc = nlp("Some text.")`` -> a
@@ -50,7 +48,7 @@ def load(name_or_path: str = DEFAULT_MODEL, device: str = "auto", dtype: str | N
     ``("enhance",)``). ``config``: options per stage (e.g. ``{"enhance": {"threshold": 0.6}}``). ``tokenizer``:
     ``"auto"`` (the model's learned one), ``"rule"`` or ``"stanza"``. Returns a
     :class:`g2gt.ud.pipeline.Pipeline` (see :meth:`~g2gt.ud.pipeline.Pipeline.load`; ``nlp.pipe(texts,
-    n_process=N)`` for many texts). ``model=`` is the old name of ``name_or_path`` (DeprecationWarning)."""
+    n_process=N)`` for many texts)."""
     from .ud.pipeline import Pipeline
 
     return Pipeline.load(name_or_path, device=device, dtype=dtype, threads=threads, exclude=exclude, config=config,

@@ -45,9 +45,9 @@ def _stage(name: str):
 
         return ["train", "parser", "--out", "o"], [train_parser, ParserConfig, parser_train_config()]
     if name == "enhancer":
-        from g2gt.ud.enhance import EnhancedConfig, enhancer_train_config, train_enhanced
+        from g2gt.ud.enhance import EnhancerConfig, enhancer_train_config, train_enhancer
 
-        return ["train", "enhancer", "--out", "o"], [train_enhanced, EnhancedConfig, enhancer_train_config()]
+        return ["train", "enhancer", "--out", "o"], [train_enhancer, EnhancerConfig, enhancer_train_config()]
     if name == "segmenter":
         from g2gt.ud.tokenize import SegmentDataConfig, SegmenterConfig, train_segmenter
         from g2gt.ud.tokenize.train import default_train_config

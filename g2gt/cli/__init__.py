@@ -9,7 +9,7 @@ COMMAND_MODULES = [
     "g2gt.cli.distill",   # train distill
     "g2gt.cli.seq2seq",   # train seq2seq, translate, evaluate-mt
     "g2gt.cli.ud",        # evaluate, draw
-    "g2gt.cli.enhanced",  # train enhanced, enhance
+    "g2gt.cli.enhance",  # train enhancer, enhance
     "g2gt.cli.coref",     # train coref, coref
     "g2gt.cli.lemma",     # train lemmatizer
     "g2gt.cli.models",    # models, export-model

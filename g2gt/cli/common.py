@@ -12,9 +12,6 @@ Nothing here imports torch at module level: ``g2gt --help`` and ``g2gt COMMAND -
   from a dataclass (or a function's keyword arguments), so defaults live in one place; a command declares the
   few defaults it wants different once, next to itself.
 * :class:`UsageError`: raised by a command for a bad combination of arguments; printed as one line, exit 2.
-* :func:`add_old_spelling`: a renamed option's old spelling, hidden from the help, still accepted for one
-  release; each use prints one line on stderr naming the new option. :func:`add_old_command` does the same
-  for a renamed command (``g2gt train enhanced`` of ``g2gt train enhancer``).
 """
 
 from __future__ import annotations
@@ -36,7 +33,6 @@ __all__ = [
     "field_default", "signature_default",
     "option_values", "positive_int", "non_negative_int", "resolve_device", "apply_runtime", "progress_enabled",
     "check_input_path", "check_output_path", "check_folder_path", "add_workers_option", "command_line",
-    "OldSpelling", "add_old_spelling", "add_old_command",
 ]
 
 
@@ -253,7 +249,7 @@ def _plain_type(hint: Any) -> tuple[type, bool]:
 
 
 def _add_option(group: Any, name: str, hint: Any, default: Any, help_text: str, *, flag: str | None = None,
-                aliases: Iterable[str] = (), choices: Iterable[Any] | None = None) -> None:
+                choices: Iterable[Any] | None = None) -> None:
     kind, _ = _plain_type(hint)
     flags = [flag or _flag(name)]
     text = (help_text or "").replace("%", "%%")
@@ -266,55 +262,6 @@ def _add_option(group: Any, name: str, hint: Any, default: Any, help_text: str, 
     if "(default" not in text:
         text = f"{text} (default: {shown})".lstrip()
     group.add_argument(*flags, dest=name, default=default, help=text, **kw)
-    for alias in aliases:  # old spellings: accepted, not shown, and each use names the new option
-        if kind is bool:
-            add_old_spelling(group, alias, flags[0], name, value=True)
-        else:
-            add_old_spelling(group, alias, flags[0], name, **kw)
-
-
-class OldSpelling(argparse.Action):
-    """The hidden old spelling of a renamed option: it stores what the new one stores and prints one line on
-    stderr, ``g2gt: --ffn is deprecated and will be removed in the next release; use --ffn-dim``."""
-
-    def __init__(self, option_strings: list[str], dest: str, new: str, nargs: Any = None, const: Any = None,
-                 **kw: Any) -> None:
-        super().__init__(option_strings, dest, nargs=nargs, const=const, **kw)
-        self.new = new
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        print(f"g2gt: {option_string} is deprecated and will be removed in the next release; use {self.new}",
-              file=sys.stderr)
-        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
-
-
-_NO_VALUE = object()
-
-
-def add_old_spelling(group: Any, old: str, new: str, dest: str, *, value: Any = _NO_VALUE, **kw: Any) -> None:
-    """Accept ``old``, the hidden old spelling of option ``new`` (``"--ffn"`` of ``"--ffn-dim"``), storing into
-    ``dest`` (:class:`OldSpelling`). ``value``: for an old flag that takes no argument, the value it stores
-    (``--cased``: ``lowercase=False``); ``kw``: ``type``, ``metavar``, ``choices``, ``default`` (default: not
-    set, so the new option's default stays)."""
-    if value is not _NO_VALUE:
-        kw.update(nargs=0, const=value)
-    kw.setdefault("default", argparse.SUPPRESS)
-    group.add_argument(old, action=OldSpelling, new=new, dest=dest, help=argparse.SUPPRESS, **kw)
-
-
-def add_old_command(subparsers: Any, old: str, new: str, configure: Callable[[CommandParser], None]) -> None:
-    """Accept command ``old``, the hidden old spelling of command ``new`` (configured by the same ``configure``);
-    using it prints one line on stderr, ``g2gt: 'g2gt train enhanced' is deprecated ...; use 'g2gt train
-    enhancer'``. No ``help``: argparse then leaves it out of the command list."""
-
-    def configure_old(p: CommandParser) -> None:
-        configure(p)
-        p.prog = p.prog.rsplit(" ", 1)[0] + " " + new  # errors and help name the new spelling
-        print(f"g2gt: '{p.prog.rsplit(' ', 1)[0]} {old}' is deprecated and will be removed in the next release; "
-              f"use '{p.prog}'", file=sys.stderr)
-
-    subparsers.add_parser(old, configure=configure_old)
 
 
 def _metavar(kind: type) -> str:
@@ -331,13 +278,13 @@ def _pick(names: Iterable[str] | None, available: Mapping[str, Any], what: str) 
 
 def add_dataclass_options(group: Any, cls: type, names: Iterable[str] | None = None, *,
                           defaults: Mapping[str, Any] | None = None, help: Mapping[str, str] | None = None,
-                          flags: Mapping[str, str] | None = None, aliases: Mapping[str, Iterable[str]] | None = None,
+                          flags: Mapping[str, str] | None = None,
                           choices: Mapping[str, Iterable[Any]] | None = None, grouped: bool = False) -> list[str]:
     """Add one ``--field-name`` option per chosen field of dataclass ``cls``; return the field names.
 
     Default: the field's default, unless ``defaults`` (the command's own, declared once next to it) says
     otherwise. Help: ``help[name]``, else the field's ``metadata["help"]``. ``flags`` renames an option
-    (``{"num_layers": "--layers"}``), ``aliases`` adds hidden old spellings, ``choices`` restricts values
+    (``{"num_layers": "--layers"}``), ``choices`` restricts values
     (also read from ``metadata["choices"]``). Booleans become ``--name/--no-name``. The parsed value is
     stored under the field name (see :func:`option_values`). ``grouped``: ``group`` is a parser, and each
     option goes into the argument group named by the field's ``metadata["group"]`` (created on first use).
@@ -345,7 +292,7 @@ def add_dataclass_options(group: Any, cls: type, names: Iterable[str] | None = N
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
     chosen = _pick(names, fields, cls.__name__)
-    defaults, help, flags, aliases, choices = defaults or {}, help or {}, flags or {}, aliases or {}, choices or {}
+    defaults, help, flags, choices = defaults or {}, help or {}, flags or {}, choices or {}
     for name in _pick(defaults, fields, cls.__name__):
         if name not in chosen:
             raise ValueError(f"a default is given for {name!r}, which is not one of the chosen options")
@@ -366,8 +313,7 @@ def add_dataclass_options(group: Any, cls: type, names: Iterable[str] | None = N
         else:
             target = group
         _add_option(target, name, hints[name], default, help.get(name, f.metadata.get("help", "")),
-                    flag=flags.get(name), aliases=aliases.get(name, ()),
-                    choices=choices.get(name, f.metadata.get("choices")))
+                    flag=flags.get(name), choices=choices.get(name, f.metadata.get("choices")))
     return chosen
 
 
@@ -388,20 +334,20 @@ def signature_default(func: Callable, name: str) -> Any:
 
 def add_signature_options(group: Any, func: Callable, names: Iterable[str], *,
                           defaults: Mapping[str, Any] | None = None, help: Mapping[str, str] | None = None,
-                          flags: Mapping[str, str] | None = None, aliases: Mapping[str, Iterable[str]] | None = None,
+                          flags: Mapping[str, str] | None = None,
                           choices: Mapping[str, Iterable[Any]] | None = None) -> list[str]:
     """Like :func:`add_dataclass_options` for keyword arguments of a function (defaults from its signature)."""
     params = inspect.signature(func).parameters
     hints = typing.get_type_hints(func)
     chosen = _pick(names, params, func.__name__)
-    defaults, help, flags, aliases, choices = defaults or {}, help or {}, flags or {}, aliases or {}, choices or {}
+    defaults, help, flags, choices = defaults or {}, help or {}, flags or {}, choices or {}
     for name in chosen:
         p = params[name]
         default = defaults.get(name, p.default)
         if default is inspect.Parameter.empty:
             raise ValueError(f"{func.__name__}({name}) has no default: give one in `defaults`")
         _add_option(group, name, hints[name], default, help.get(name, ""), flag=flags.get(name),
-                    aliases=aliases.get(name, ()), choices=choices.get(name))
+                    choices=choices.get(name))
     return chosen
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..ud.models import DEFAULT_MODEL
 from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_old_spelling, add_workers_option, apply_runtime, check_folder_path,
+    UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path,
     check_input_path, check_output_path, data_file_arg, field_default, non_negative_int, option_values,
     progress_enabled, signature_default,
 )
@@ -125,7 +125,6 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
                         model_defaults=MODEL_CLI_DEFAULTS, train_defaults=TRAIN_CLI_DEFAULTS,
                         task_choices={"refine_train": ("self", "corrupt", "none")},
                         train_choices={"schedule": ("inverse_sqrt", "cosine", "constant")})
-    add_old_spelling(p, "--cased", "--no-lowercase", "lowercase", value=False)
     p.set_defaults(func=run_train)
 
 
@@ -240,13 +239,11 @@ def _configure_parse(p: argparse.ArgumentParser) -> None:
     p.add_argument("--treebank", metavar="NAME", default=None,
                    help="for a parser trained on several treebanks: whose annotation conventions to follow "
                         "(default: the first it was trained on, e.g. en_ewt)")
-    add_old_spelling(p, "--keep-upos", "--keep upos", "keep_upos", value=True, default=False)
     p.add_argument("--dtype", choices=["float32", "bfloat16", "int8", "auto"], default="auto",
                    help="every stage's precision: bfloat16 (fast on CPUs with AMX and on GPUs), int8 (CPU only: "
                         "int8 dynamic quantization of the parser's linear layers), float32 (the weights as trained). "
                         "Default auto: bfloat16 where it is fast, else int8 for the parser on a CPU, else float32; "
                         "speed and scores of each: the README's precision table")
-    add_old_spelling(p, "--batch-size", "--batch-tokens", "batch_tokens", type=int)  # it meant padded tokens too
     add_common_options(p)
     from .scale import add_files_options
 
@@ -278,7 +275,7 @@ def _check_parse_args(args: argparse.Namespace) -> str:
 
 def _check_keep_args(args: argparse.Namespace) -> None:
     """``--keep`` (and old ``--keep-upos``) -> a sorted tuple of column names in ``args.keep``."""
-    keep = [c.strip().lower() for c in args.keep.split(",") if c.strip()] + (["upos"] if args.keep_upos else [])
+    keep = [c.strip().lower() for c in args.keep.split(",") if c.strip()]
     from ..ud.parse.columns import check_keep
 
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..data import find_data
 from .common import (
-    UsageError, add_common_options, add_dataclass_options, add_old_spelling, add_workers_option, apply_runtime,
+    UsageError, add_common_options, add_dataclass_options, add_workers_option, apply_runtime,
     check_folder_path, check_input_path, check_output_path, field_default, option_values, positive_int,
     progress_enabled,
 )
@@ -24,8 +24,6 @@ COMMON_FIELDS = ("batch_tokens", "device", "progress")  # Seq2SeqTrainConfig fie
 #: option names of Seq2SeqTrainConfig fields that differ from ``--field-name`` (sizes as every train command)
 FLAGS = {"num_layers": "--layers", "num_heads": "--heads", "num_encoder_layers": "--encoder-layers",
          "num_decoder_layers": "--decoder-layers"}
-#: hidden old spellings, accepted for one release with a one-line notice naming the new option
-OLD_SPELLINGS = {"ffn_dim": ["--ffn"], "accum_steps": ["--accum"], "length_penalty": ["--lenpen"]}
 
 
 def register(subparsers) -> None:
@@ -81,12 +79,11 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     d.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs)")
     d.add_argument("--resume", action="store_true",
                    help="continue from OUT/last.pt (tokenizers, data settings and model size come from it)")
-    add_dataclass_options(p, Seq2SeqTrainConfig, _train_fields(), flags=FLAGS, aliases=OLD_SPELLINGS, grouped=True,
+    add_dataclass_options(p, Seq2SeqTrainConfig, _train_fields(), flags=FLAGS, grouped=True,
                           choices={"positions": ("none", "sinusoidal", "learned"),
                                    "schedule": ("inverse_sqrt", "cosine", "constant"),
                                    "select": tuple(SELECT_MODES)})
     add_common_options(p, batch_tokens=field_default(Seq2SeqTrainConfig, "batch_tokens"))
-    add_old_spelling(p, "--max-tokens", "--batch-tokens", "batch_tokens", type=positive_int)
     p.set_defaults(func=run_train)
 
 
@@ -158,7 +155,6 @@ def _configure_translate(p: argparse.ArgumentParser) -> None:
                    help=f"beam size (1 = greedy; default: {beam})")
     p.add_argument("--length-penalty", type=float, default=None, metavar="X",
                    help="length penalty: score / length ** X (default: the model's, saved at training)")
-    add_old_spelling(p, "--lenpen", "--length-penalty", "length_penalty", type=float, metavar="X")
     p.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
                    help="weights' precision: auto = bfloat16 on a GPU that has it, else float32 (default: auto)")
     add_common_options(p, batch_tokens=field_default(TranslateConfig, "batch_tokens"))

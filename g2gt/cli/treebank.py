@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_old_spelling, apply_runtime, check_folder_path, check_input_path,
+    UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path,
     command_line, data_file_arg, field_default, option_values, positive_int, progress_enabled, shell_words,
 )
 from .training import add_training_groups, config_options, start_run
@@ -118,10 +118,6 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
         more_configs={"training text": SegmentDataConfig},
         task_title="language and averaging", task_defaults={"english_rules": None}, more_task_options=expander_steps,
         recipe=default_train_config)
-    for name, new in (("num_layers", "--layers"), ("num_heads", "--heads")):  # as in every g2gt train command
-        add_old_spelling(p, "--" + name.replace("_", "-"), new, name, type=int, metavar="N")
-    add_old_spelling(p, "--batch-windows", "--batch-tokens (characters: windows * --window)", "batch_windows",
-                     type=positive_int)
     p.set_defaults(func=run_segmenter)
 
 
@@ -159,12 +155,10 @@ def is_english_treebank(path: str | Path) -> bool:
 
 
 def _segment_data_config(args: argparse.Namespace):
-    """The :class:`SegmentDataConfig` of the options; ``--batch-tokens`` is characters per batch (old
-    ``--batch-windows N``: ``N`` windows of ``--window`` characters)."""
+    """The :class:`SegmentDataConfig` of the options; ``--batch-tokens`` is characters per batch."""
     from ..ud.tokenize import SegmentDataConfig
 
-    batch = args.batch_windows * args.window if hasattr(args, "batch_windows") else args.batch_tokens
-    return SegmentDataConfig(**option_values(args, config_options(SegmentDataConfig)), batch_tokens=batch)
+    return SegmentDataConfig(**option_values(args, config_options(SegmentDataConfig)), batch_tokens=args.batch_tokens)
 
 
 def run_segmenter(args: argparse.Namespace) -> int:

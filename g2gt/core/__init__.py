@@ -10,7 +10,7 @@
   :mod:`~g2gt.core.schedule`;
 * :mod:`~g2gt.core.checkpoint` — atomic, ``weights_only`` checkpoints with their ``kind``, training-folder
   locks, snapshots; :mod:`~g2gt.core.average` — checkpoint averaging;
-* :mod:`~g2gt.core.files` — checked inputs and atomic outputs; :mod:`~g2gt.core.deprecation` — old spellings;
+* :mod:`~g2gt.core.files` — checked inputs and atomic outputs;
   :mod:`~g2gt.core.plot`; :mod:`~g2gt.core._compat` — the only probes of private torch APIs.
 
 Nothing here imports from the layers above (``nn``, ``seq2seq``, ``ud``, ``cli``, ``serve``), and importing

@@ -26,7 +26,6 @@ from typing import Iterator, Sequence
 import torch
 from torch import Tensor
 
-from .deprecation import renamed_kwargs, warn_renamed
 from .graph import ChainChannel, Graph, relative_position_labels
 
 __all__ = ["GraphBatch", "collate", "compact_dtype", "token_budget_batches", "BucketBatchSampler", "pad_sequences"]
@@ -286,8 +285,8 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
 
     Args:
         lengths: size of each item (tokens; for seq2seq the max of source/target).
-        batch_tokens: budget per batch, counted as ``batch_size * longest`` (old name ``max_tokens``).
-        max_items: optional cap on items per batch (old name ``max_sentences``).
+        batch_tokens: budget per batch, counted as ``batch_size * longest``.
+        max_items: optional cap on items per batch.
     """
 
     def __init__(
@@ -300,18 +299,7 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
         num_replicas: int = 1,
         rank: int = 0,
         bucket_size: int = 100,
-        **old,
     ) -> None:
-        old = renamed_kwargs(old, {"max_tokens": "batch_tokens", "max_sentences": "max_items"},
-                             "BucketBatchSampler")
-        if old.get("batch_tokens") is not None:
-            if batch_tokens is not None:
-                raise TypeError("BucketBatchSampler: got both 'max_tokens' and 'batch_tokens'; pass only 'batch_tokens'")
-            batch_tokens = old.pop("batch_tokens")
-        if "max_items" in old:
-            max_items = old.pop("max_items")
-        if old:
-            raise TypeError(f"BucketBatchSampler got unexpected keyword argument(s) {sorted(old)}")
         if batch_tokens is None:
             raise TypeError("BucketBatchSampler needs batch_tokens (the padded-token budget of a batch)")
         self.lengths = list(lengths)
@@ -324,12 +312,6 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
         self.bucket_size = bucket_size
         self.epoch = 0
         self.skip = 0
-
-    @property
-    def max_tokens(self) -> int:
-        """Deprecated spelling of :attr:`batch_tokens`."""
-        warn_renamed("max_tokens", "batch_tokens", "BucketBatchSampler")
-        return self.batch_tokens
 
     def set_epoch(self, epoch: int, skip: int = 0) -> None:
         """Select the epoch (reshuffles) and how many of this rank's batches to skip."""

@@ -57,22 +57,13 @@ CHECKPOINT_KINDS = {
     "coref": "a coreference stage (g2gt train coref)",
     "lemmatizer": "a character lemmatizer (g2gt train lemmatizer)",
 }
-#: kinds written by earlier versions -> today's name
-OLD_KINDS = {"enhanced": "enhancer"}
 
 
 def checkpoint_kind(ck: dict) -> str | None:
-    """The kind of a loaded checkpoint: ``ck["task"]["kind"]`` (or a top-level ``ck["kind"]``), old names
-    mapped to today's (:data:`OLD_KINDS`), else None. Parsers written before kinds were recorded are
-    recognised by their contents (a vocabulary with relations, a model config with ``num_rels``): every
-    other kind always carried its name."""
+    """The kind of a loaded checkpoint: ``ck["task"]["kind"]`` (or a top-level ``ck["kind"]``), else None."""
     task = ck.get("task") if isinstance(ck.get("task"), dict) else {}
     kind = task.get("kind") or ck.get("kind")
-    if kind is None:
-        vocab, config = task.get("vocab"), ck.get("model_config")
-        if isinstance(vocab, dict) and "rels" in vocab and isinstance(config, dict) and "num_rels" in config:
-            kind = "parser"
-    return OLD_KINDS.get(kind, kind) if isinstance(kind, str) else None
+    return kind if isinstance(kind, str) else None
 
 
 def expect_kind(ck: dict, path: str | os.PathLike, kind: str) -> None:

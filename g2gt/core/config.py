@@ -14,8 +14,8 @@ import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-__all__ = ["AMP_HELP", "AMP_MODES", "DictConfig", "TrainConfig", "dataclass_from_dict", "option", "recipe_overrides",
-           "old_recipe_dict"]
+__all__ = ["AMP_HELP", "AMP_MODES", "DictConfig", "TrainConfig", "dataclass_from_dict", "option",
+           "recipe_overrides"]
 
 T = TypeVar("T")
 
@@ -115,12 +115,3 @@ def recipe_overrides(recipe: Any) -> dict[str, Any]:
     base = type(recipe)()
     return {f.name: getattr(recipe, f.name) for f in dataclasses.fields(recipe)
             if getattr(recipe, f.name) != getattr(base, f.name)}
-
-
-def old_recipe_dict(recipe: Any, old: str, new: str) -> dict[str, Any]:
-    """:func:`recipe_overrides` of ``recipe``, for the old dict spelling ``old`` of the recipe instance ``new``
-    (a module's ``__getattr__``; warns once per call site, for one release)."""
-    from .deprecation import warn_renamed
-
-    warn_renamed(old.rsplit(".", 1)[-1], new.rsplit(".", 1)[-1], old.rsplit(".", 1)[0], stacklevel=4)
-    return recipe_overrides(recipe)

@@ -1,4 +1,4 @@
-"""One training run in a folder, the way the task recipes run it (``train_parser``, ``train_enhanced``,
+"""One training run in a folder, the way the task recipes run it (``train_parser``, ``train_enhancer``,
 ``train_segmenter``, ``train_coref``, ``distill_parser``, ``train_seq2seq``).
 
 A recipe builds its vocabulary, model config and task, then :func:`run_training`:

@@ -59,7 +59,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..core.deprecation import warn_renamed
 from .attention_unfused import unfused_attention
 from .label_flex import flex_trains_label_bias
 from .label_kernels import (
@@ -117,8 +116,7 @@ class GraphAttention(nn.Module):
                    need_weights=False, attn_mask=None)
 
     returns ``out [B, nq, d]``, or ``(out, weights [B, H, nq, nk])`` with ``need_weights=True``
-    (weights come from the unfused path). ``causal=True``: position ``i`` attends to ``j <= i`` only
-    (``is_causal``, the ``nn.MultiheadAttention`` spelling, still works with a deprecation warning). For the ``nn.MultiheadAttention`` call ``(query, key, value) -> (out, weights)`` use
+    (weights come from the unfused path). ``causal=True``: position ``i`` attends to ``j <= i`` only For the ``nn.MultiheadAttention`` call ``(query, key, value) -> (out, weights)`` use
     :class:`MultiheadGraphAttention` (what :meth:`from_multihead_attention` returns).
 
     Masks: ``key_padding_mask [B, nk]``, bool (True = padding) or float (added to the scores);
@@ -291,9 +289,8 @@ class GraphAttention(nn.Module):
         cache: KVCache | None = None,
         need_weights: bool = False,
         attn_mask: Tensor | None = None,
-        is_causal: bool | None = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """Graph attention; see the class docstring (``is_causal``: deprecated spelling of ``causal``)."""
+        """Graph attention; see the class docstring."""
         if x.dim() != 3 or x.shape[-1] != self.embed_dim:
             raise ValueError(
                 f"x must be [B, n, embed_dim={self.embed_dim}] (batch first), got shape {tuple(x.shape)}"
@@ -303,9 +300,6 @@ class GraphAttention(nn.Module):
                 f"labels must be an integer tensor, got {labels.dtype} (for the nn.MultiheadAttention call "
                 "attn(query, key, value) use MultiheadGraphAttention or GraphAttention.from_multihead_attention)"
             )
-        if is_causal is not None:
-            warn_renamed("is_causal", "causal", "GraphAttention.forward")
-            causal = causal or is_causal
         causal = bool(causal)
         B, nq, _ = x.shape
         offset = 0

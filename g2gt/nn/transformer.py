@@ -25,7 +25,6 @@ from torch import Tensor, nn
 
 from ..core._compat import has_forward_hooks
 from ..core.config import DictConfig
-from ..core.deprecation import renamed_fields
 from ..core.graph import num_chain_labels, relative_position_labels
 from .attention import GraphAttention, KVCache
 from .residual_norm import add_layer_norm
@@ -43,15 +42,13 @@ __all__ = [
 ]
 
 
-@renamed_fields(encoder_labels="num_labels")
 @dataclass
 class G2GTConfig(DictConfig):
     """Hyper-parameters of :class:`G2GTransformer` (saved inside checkpoints; :meth:`from_dict` reads them).
 
     ``num_labels``: label-table size of each encoder label channel (e.g.
     ``[num_chain_labels(16)]`` for a sequence, plus a dependency channel), as
-    :class:`GraphAttention`'s ``num_labels``; the old name ``encoder_labels``
-    still works for one release, with a ``DeprecationWarning``.
+    :class:`GraphAttention`'s ``num_labels``.
     ``decoder_max_distance``: clip distance of the decoder's causal chain labels
     (``0`` = no labels in decoder self-attention). ``positions``: ``"none"``
     (relative labels only), ``"sinusoidal"`` or ``"learned"`` absolute positions.

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.config import AMP_HELP, DictConfig, TrainConfig, option
-from ..core.deprecation import renamed_fields
 from ..errors import Error
 
 __all__ = ["DEFAULT_BEAM", "Seq2SeqSettings", "Seq2SeqTrainConfig", "SELECT_MODES", "TranslateConfig"]
@@ -28,7 +27,6 @@ DEFAULT_BEAM = 5
 SELECT_MODES = {"dev_loss": "min", "bleu": "max"}
 
 
-@renamed_fields(max_tokens="batch_tokens")
 @dataclass
 class Seq2SeqSettings(DictConfig):
     """Data and decoding settings of a seq2seq model (saved inside its checkpoint).
@@ -87,8 +85,6 @@ class TranslateConfig(DictConfig):
         return self
 
 
-@renamed_fields(layers="num_layers", heads="num_heads", encoder_layers="num_encoder_layers",
-                decoder_layers="num_decoder_layers")
 @dataclass
 class Seq2SeqTrainConfig(DictConfig):
     """Everything :func:`train_seq2seq` needs besides the data; the defaults are the project's recipe.
@@ -96,8 +92,7 @@ class Seq2SeqTrainConfig(DictConfig):
     Field metadata ``{"help", "group"}`` documents each field; ``g2gt train seq2seq`` builds its options
     from these fields (``--d-model`` for ``d_model`` ...), so the CLI and Python share one set of defaults.
     Sizes are named as in :class:`g2gt.nn.G2GTConfig` (``num_layers``, ``num_heads``, ``num_encoder_layers``,
-    ``num_decoder_layers``); the old names ``layers``, ``heads``, ``encoder_layers`` and ``decoder_layers``
-    still work for one release, with a ``DeprecationWarning``.
+    ``num_decoder_layers``).
     """
 
     # subwords

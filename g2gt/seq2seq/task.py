@@ -40,7 +40,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..core.batch import BucketBatchSampler, GraphBatch, collate, pad_sequences, token_budget_batches
-from ..core.deprecation import renamed_params
 from ..core.graph import EdgeChannel, Graph, LabelVocab, chain_graph, num_chain_labels
 from ..nn.transformer import G2GTConfig, G2GTransformer
 from .subword import SubwordTokenizer
@@ -288,7 +287,6 @@ class Seq2SeqTask:
         return max(1, min(s.max_tgt_len, int(math.ceil(s.max_len_a * src_len + s.max_len_b))))
 
     @torch.no_grad()
-    @renamed_params(max_tokens="batch_tokens")
     def translate_ids(self, model, src: Sequence[list[int]], deps: Sequence[EdgeChannel] | None = None,
                       beam: int = 1, length_penalty: float | None = None, batch_size: int = 64,
                       progress: bool = False, batch_tokens: int | None = None) -> list[list[int]]:
@@ -297,8 +295,7 @@ class Seq2SeqTask:
 
         Sources are decoded shortest first, in batches of at most ``batch_size`` sentences and, when
         ``batch_tokens`` is given, at most ``batch_tokens`` padded source subwords (a longer sentence is decoded
-        alone). ``beam``, ``batch_size`` and ``batch_tokens`` must be integers >= 1 (``ValueError`` otherwise);
-        ``max_tokens=``, the old name of ``batch_tokens``, still works for one release.
+        alone). ``beam``, ``batch_size`` and ``batch_tokens`` must be integers >= 1 (``ValueError`` otherwise).
         """
         _check_positive_int("beam", beam, "1 = greedy search")
         _check_positive_int("batch_size", batch_size, "sentences decoded together")
@@ -330,7 +327,6 @@ class Seq2SeqTask:
             model.train(was)
         return out
 
-    @renamed_params(max_tokens="batch_tokens")
     def translate(self, model, sentences: Sequence[str] | Sequence, beam: int = 1,
                   length_penalty: float | None = None, batch_size: int = 64, progress: bool = False,
                   batch_tokens: int | None = None) -> list[str]:

@@ -35,7 +35,6 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.deprecation import renamed_params
 from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
@@ -105,7 +104,6 @@ class Pipeline(StageList):
 
     # ------------------------------------------------------------------ loading and saving
     @classmethod
-    @renamed_params(model="name_or_path")
     def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str = "auto", dtype: Any = "auto",
              threads: int | None = None, exclude: Iterable[str] = (), config: dict | None = None,
              tokenizer: str = "auto") -> "Pipeline":
@@ -299,7 +297,6 @@ class Pipeline(StageList):
         return as_sentences(x)
 
     # ------------------------------------------------------------------ running
-    @renamed_params(max_tokens="batch_tokens")
     def __call__(self, x: str | Iterable, *, enhanced: bool = False, keep: Iterable[str] | str = (),
                  refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
                  batch_tokens: int | None = None, progress: bool = False, treebank: str | None = None,
@@ -368,7 +365,6 @@ class Pipeline(StageList):
                 out = list(self._get(name)(out))
         return out
 
-    @renamed_params(max_tokens="batch_tokens")
     def pipe(self, texts: Iterable, *, batch_tokens: int | None = None, n_process: int = 1, **options: Any
              ) -> Iterator[Document]:
         """One :class:`~g2gt.ud.document.Document` per item of ``texts`` (raw text, or anything
@@ -399,7 +395,6 @@ class Pipeline(StageList):
         return PipeWorker(r["name_or_path"], str(r["device"]), r["dtype"], r["tokenizer"], tuple(r["exclude"]),
                           config, r["modules"])
 
-    @renamed_params(chunk="chunk_sentences")
     def stream(self, sentences: Iterable[Sentence], chunk_sentences: int = CHUNK_SENTENCES,
                stats: dict | None = None, **kwargs) -> Iterator[Sentence]:
         """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time (memory does not grow

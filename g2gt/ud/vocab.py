@@ -2,7 +2,7 @@
 character lists with their reserved ids, and form -> id lookups.
 
 Torch-free to import (only :meth:`FormIds.char_rows` makes tensors). :class:`g2gt.ud.parse.vocab.ParserVocab`
-and :class:`g2gt.ud.enhance.data.EnhancedVocab` are built from :func:`count_words` and batch their characters
+and :class:`g2gt.ud.enhance.data.EnhancerVocab` are built from :func:`count_words` and batch their characters
 with :meth:`FormIds.char_rows`; both save their lists as plain dicts, so this module is no part of any
 checkpoint format.
 

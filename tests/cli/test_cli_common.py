@@ -140,10 +140,6 @@ def test_seq2seq_options_come_from_the_config_dataclass():
     for f in dataclasses.fields(Seq2SeqTrainConfig):
         if f.name not in ("device", "progress"):
             assert getattr(args, f.name) == f.default, f.name
-    # old spellings still work
-    args, _ = build_parser().parse_known_args(COMMANDS["train seq2seq"] + ["--ffn", "64", "--max-tokens", "99",
-                                                                            "--lenpen", "0.5", "--accum", "2"])
-    assert (args.ffn_dim, args.batch_tokens, args.length_penalty, args.accum_steps) == (64, 99, 0.5, 2)
 
 
 def test_parser_options_come_from_the_config_dataclasses():

@@ -8,12 +8,12 @@ from g2gt.core.train import Task as TrainTask
 
 def test_library_tasks_are_tasks():
     from g2gt.seq2seq.task import Seq2SeqTask
-    from g2gt.ud.enhance.task import EnhancedTask
+    from g2gt.ud.enhance.task import EnhancerTask
     from g2gt.ud.parse.task import ParsingTask
     from g2gt.ud.tokenize.task import SegmentTask
 
     assert TrainTask is Task
-    for cls in (ParsingTask, EnhancedTask, SegmentTask, Seq2SeqTask):
+    for cls in (ParsingTask, EnhancerTask, SegmentTask, Seq2SeqTask):
         assert issubclass(cls, Task), cls
 
 

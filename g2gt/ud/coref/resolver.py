@@ -19,7 +19,6 @@ from typing import Sequence
 
 import torch
 
-from ...core.deprecation import renamed_params
 from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, save_stage
 from .data import CorefVocab, DocExample, make_batch, make_doc, window_graph, windows
 from .decode import decode_window
@@ -69,7 +68,6 @@ class Coreferencer:
         self.dtype: torch.dtype = torch.float32
 
     @classmethod
-    @renamed_params(path="name_or_path")
     def load(cls, name_or_path: str | Path, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "float32") -> "Coreferencer":
         """Load ``coref.pt`` of a model folder, ``best.pt`` (else ``last.pt``) of a folder written by

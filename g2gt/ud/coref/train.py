@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...core.checkpoint import holds_training_folder
-from ...core.config import TrainConfig, old_recipe_dict
-from ...core.deprecation import renamed_params
+from ...core.config import TrainConfig
 from .io import DEFAULT_LAYOUT, documents, entity_layout
 
 __all__ = ["train_coref", "coref_train_config", "COREF_TRAIN", "WARM_OVERRIDABLE", "WarmCoref",
@@ -44,10 +43,6 @@ def coref_train_config(**fields) -> TrainConfig:
     return replace(COREF_TRAIN, **fields)
 
 
-def __getattr__(name: str):
-    if name == "COREF_TRAIN_DEFAULTS":  # the recipe's old spelling: a dict of the fields that differ
-        return old_recipe_dict(COREF_TRAIN, f"{__name__}.COREF_TRAIN_DEFAULTS", f"{__name__}.COREF_TRAIN")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -97,7 +92,6 @@ def _warm_config(source: WarmCoref, overrides: dict | None):
     return dataclasses.replace(source.config, **{k: v for k, v in (overrides or {}).items() if k in WARM_OVERRIDABLE})
 
 
-@renamed_params(max_tokens="batch_tokens")
 @holds_training_folder
 def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
                 train_config: TrainConfig | None = None, *, window: int = 512, batch_tokens: int = 1024,

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ...core.config import DictConfig, TrainConfig, old_recipe_dict
+from ...core.config import DictConfig, TrainConfig
 
-__all__ = ["EnhancedConfig", "ENHANCER_TRAIN", "enhancer_train_config"]
+__all__ = ["EnhancerConfig", "ENHANCER_TRAIN", "enhancer_train_config"]
 
 
 @dataclass
-class EnhancedConfig(DictConfig):
-    """Hyper-parameters of :class:`EnhancedModel` (saved in checkpoints as ``model_config``)."""
+class EnhancerConfig(DictConfig):
+    """Hyper-parameters of :class:`EnhancerModel` (saved in checkpoints as ``model_config``)."""
 
     num_words: int
     num_chars: int
@@ -43,11 +43,7 @@ ENHANCER_TRAIN = TrainConfig(lr=1.5e-3, grad_clip=5.0, eval_every=250, cooldown=
 
 def enhancer_train_config(**fields) -> TrainConfig:
     """The enhancer recipe's :class:`TrainConfig` (a copy of :data:`ENHANCER_TRAIN`): the defaults of
-    ``g2gt train enhancer``, :func:`train_enhanced` and ``g2gt train pipeline``; ``fields`` override any field."""
+    ``g2gt train enhancer``, :func:`train_enhancer` and ``g2gt train pipeline``; ``fields`` override any field."""
     return replace(ENHANCER_TRAIN, **fields)
 
 
-def __getattr__(name: str):
-    if name == "ENHANCER_TRAIN_DEFAULTS":  # the recipe's old spelling: a dict of the fields that differ
-        return old_recipe_dict(ENHANCER_TRAIN, f"{__name__}.ENHANCER_TRAIN_DEFAULTS", f"{__name__}.ENHANCER_TRAIN")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

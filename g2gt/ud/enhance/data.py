@@ -7,7 +7,7 @@ per ordered pair. Labels are stored as templates (:mod:`g2gt.ud.enhance.labels`)
 empty nodes (``8.1``) are not predicted: :func:`sentence_edges` returns them with a string head and the
 targets leave them out (``g2gt enhance`` keeps the input's empty nodes and their edges).
 
-Batches (:class:`EnhancedBatch`) are dense: ``gold_edges [B, n, n]`` bool (row = dependent, column =
+Batches (:class:`EnhancerBatch`) are dense: ``gold_edges [B, n, n]`` bool (row = dependent, column =
 head) and ``gold_labels [B, n, n]`` (template id on gold edges, ``-100`` elsewhere).
 """
 
@@ -28,8 +28,8 @@ from ..vocab import PAD, ROOT, UNK, FormIds, count_words, index_of
 from .labels import MARKED_RELATIONS, TreeView, is_template, sentence_markers, template_label
 
 __all__ = [
-    "PAD", "UNK", "ROOT", "Head", "sentence_edges", "check_input_tree", "EnhancedVocab", "Example",
-    "make_example", "EnhancedBatch", "make_batch", "corrupt_tree", "deps_sort_key", "template_coverage",
+    "PAD", "UNK", "ROOT", "Head", "sentence_edges", "check_input_tree", "EnhancerVocab", "Example",
+    "make_example", "EnhancerBatch", "make_batch", "corrupt_tree", "deps_sort_key", "template_coverage",
 ]
 
 Head = int | str  # a word (0 = ROOT) or an empty node "8.1"
@@ -152,7 +152,7 @@ def template_coverage(sentences: Sequence) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- vocabulary
 @dataclass
-class EnhancedVocab(FormIds):
+class EnhancerVocab(FormIds):
     """Words, characters, UPOS, basic relations and enhanced label templates.
 
     ``words`` / ``chars`` start with ``<pad>``, ``<unk>``, ``<root>``; ``upos`` and ``rels`` with
@@ -174,7 +174,7 @@ class EnhancedVocab(FormIds):
 
     @classmethod
     def build(cls, sentences: Sequence, min_freq: int = 2, lowercase: bool = True,
-              label_min_freq: int = 2) -> "EnhancedVocab":
+              label_min_freq: int = 2) -> "EnhancerVocab":
         """From training sentences with a basic tree and DEPS (checked: ``file:line`` errors). Words seen
         fewer than ``min_freq`` times and label templates seen fewer than ``label_min_freq`` times are
         left out (an edge with such a label is still an edge target, without a label target)."""
@@ -196,7 +196,7 @@ class EnhancedVocab(FormIds):
                 "max_word_chars": self.max_word_chars}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "EnhancedVocab":
+    def from_dict(cls, d: dict) -> "EnhancerVocab":
         return cls(list(d["words"]), list(d["chars"]), list(d["upos"]), list(d["rels"]), list(d["labels"]),
                    bool(d.get("lowercase", True)), int(d.get("max_word_chars", 24)))
 
@@ -215,7 +215,7 @@ class Example:
     edges: list[tuple[int, int, int]] = field(default_factory=list)
 
 
-def make_example(sent, vocab: EnhancedVocab, targets: bool = True) -> Example:
+def make_example(sent, vocab: EnhancerVocab, targets: bool = True) -> Example:
     """``sent``: a :class:`g2gt.ud.io.Sentence` with a basic tree (and DEPS when ``targets``). An edge whose
     template is unknown to ``vocab`` gets the label id -100 (an edge target without a label target)."""
     forms = [ROOT] + list(sent.forms)
@@ -259,7 +259,7 @@ def corrupt_tree(heads: Sequence[int], rels: Sequence[int], rate: float, num_rel
 
 # --------------------------------------------------------------------------- batches
 @dataclass
-class EnhancedBatch:
+class EnhancerBatch:
     """A padded batch (node 0 = ROOT). Shapes: ``words``, ``upos``, ``heads``, ``rels``, ``word_types``
     ``[B, n]`` long; ``padding_mask [B, n]`` bool (True = pad); ``char_ids [U, m]`` (characters of the
     batch's unique forms); ``gold_edges [B, n, n]`` bool and ``gold_labels [B, n, n]`` long (``-100`` off
@@ -276,10 +276,10 @@ class EnhancedBatch:
     gold_labels: Tensor
     index: list[int]
 
-    def to(self, device, non_blocking: bool = False) -> "EnhancedBatch":
+    def to(self, device, non_blocking: bool = False) -> "EnhancerBatch":
         t = [getattr(self, k).to(device, non_blocking=non_blocking) for k in
              ("words", "char_ids", "word_types", "upos", "heads", "rels", "padding_mask", "gold_edges", "gold_labels")]
-        return EnhancedBatch(*t, index=self.index)
+        return EnhancerBatch(*t, index=self.index)
 
     @property
     def words_mask(self) -> Tensor:
@@ -293,8 +293,8 @@ class EnhancedBatch:
         return int((~self.padding_mask).sum()) - len(self.index)
 
 
-def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: EnhancedVocab,
-               trees: Sequence[tuple[list[int], list[int]] | None] | None = None) -> EnhancedBatch:
+def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: EnhancerVocab,
+               trees: Sequence[tuple[list[int], list[int]] | None] | None = None) -> EnhancerBatch:
     """Pad examples; ``trees[k]`` (``(heads, rels)`` with ROOT at 0) replaces example ``k``'s input tree."""
     B = len(examples)
     n = max(len(ex.words) for ex in examples)
@@ -314,7 +314,7 @@ def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: Enhance
     padding_mask = torch.ones(B, n, dtype=torch.bool)
     for b, ex in enumerate(examples):
         padding_mask[b, : len(ex.words)] = False
-    return EnhancedBatch(
+    return EnhancerBatch(
         pad_sequences([ex.words for ex in examples], 0, n), char_ids, word_types,
         pad_sequences([ex.upos for ex in examples], 0, n),
         pad_sequences(heads, 0, n), pad_sequences(rels, 0, n), padding_mask, gold_edges, gold_labels, list(index))

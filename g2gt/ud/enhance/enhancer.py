@@ -19,13 +19,12 @@ from typing import Sequence
 import torch
 
 from ...core.batch import token_budget_batches
-from ...core.deprecation import renamed_params
 from ..io.conllu import CoNLLUError
 from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, save_stage, stage_checkpoint
-from .data import EnhancedVocab, check_input_tree, deps_sort_key, make_batch, make_example, sentence_edges
+from .data import EnhancerVocab, check_input_tree, deps_sort_key, make_batch, make_example, sentence_edges
 from .decode import choose_labels, decode_edges
 from .labels import MARKED_RELATIONS, PLACEHOLDER, TreeView, fill_template, sentence_markers
-from .model import EnhancedConfig, EnhancedModel
+from .model import EnhancerConfig, EnhancerModel
 from ..models import DEFAULT_MODEL
 
 __all__ = ["Enhancer", "copy_basic", "basic_edges"]
@@ -91,7 +90,7 @@ class Enhancer:
     ``threshold``: edge logit above which a pair is an edge (0 = probability 0.5).
     """
 
-    def __init__(self, model: EnhancedModel, vocab: EnhancedVocab, threshold: float = 0.0) -> None:
+    def __init__(self, model: EnhancerModel, vocab: EnhancerVocab, threshold: float = 0.0) -> None:
         self.record: dict = {}  # the checkpoint's config / vocabularies / training record, for save()
         self.file: Path | None = None
         self.dtype: torch.dtype = torch.float32
@@ -102,10 +101,9 @@ class Enhancer:
             raise ValueError("the label vocabulary has no 'root' label")
         self.root_label = vocab.label_index["root"]
 
-    kind = "enhancer"  # the checkpoint's task kind (``"enhanced"`` in checkpoints of earlier versions)
+    kind = "enhancer"  # the checkpoint's task kind
 
     @classmethod
-    @renamed_params(path="name_or_path")
     def load(cls, name_or_path: str | Path = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto") -> "Enhancer":
         """Load the enhance stage of a shipped model by name (``"en_combined"``), a model folder's ``enhancer.pt``, or
@@ -119,10 +117,10 @@ class Enhancer:
         ck = load_checkpoint(file, device)
         expect_kind(ck, file, cls.kind)
         extra = ck.get("task", {})
-        model = EnhancedModel(EnhancedConfig.from_dict(ck["model_config"]))
+        model = EnhancerModel(EnhancerConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
         dt = inference_dtype(dtype, device, int8_auto=False)
-        out = cls(prepare_for_inference(model, dt, device), EnhancedVocab.from_dict(extra["vocab"]),
+        out = cls(prepare_for_inference(model, dt, device), EnhancerVocab.from_dict(extra["vocab"]),
                   float(extra.get("threshold", 0.0)))
         out.record, out.file, out.dtype = checkpoint_record(ck), file, dt
         return out
@@ -143,7 +141,6 @@ class Enhancer:
         """Inference batches: :func:`g2gt.core.batch.token_budget_batches` without a cap on node pairs."""
         return token_budget_batches(lengths, batch_tokens)
 
-    @renamed_params(max_tokens="batch_tokens")
     def predict(self, sentences: Sequence, batch_tokens: int = 3000, progress: bool = False,
                 check: bool = True) -> list[list[Edge]]:
         """The enhanced edges ``(d, h, relation)`` of every sentence, in input order (sorted by dependent,
@@ -221,7 +218,6 @@ class Enhancer:
         edges = decode_edges(scores[: n + 1, : n + 1], self.threshold, extra, [d for d, _, _ in fixed])
         return edges, fixed
 
-    @renamed_params(max_tokens="batch_tokens")
     def enhance(self, sentences: Sequence, batch_tokens: int = 3000, progress: bool = False) -> list:
         """Copies of ``sentences`` with the words' DEPS replaced by the predicted enhanced graph (sorted by
         head, then relation); nothing else changes (see the module docstring)."""

@@ -38,9 +38,9 @@ from torch import Tensor, nn
 from ...core.graph import num_chain_labels, relative_position_labels
 from ...nn.heads import MLP, BiaffineLabelScorer, CharCNNWordEncoder
 from ...nn.transformer import GraphEncoder
-from .config import EnhancedConfig
+from .config import EnhancerConfig
 
-__all__ = ["EnhancedConfig", "EnhancedModel", "BiaffineEdgeScorer", "PathBilinear", "tree_channel", "tree_paths",
+__all__ = ["EnhancerConfig", "EnhancerModel", "BiaffineEdgeScorer", "PathBilinear", "tree_channel", "tree_paths",
            "NUM_PATHS", "PATH_NAMES"]
 
 PATH_NAMES = ("none", "parent", "child", "sibling", "grandparent", "grandchild", "aunt", "niece")
@@ -146,14 +146,14 @@ class PathBilinear(nn.Module):
         return per.gather(-1, path[..., None]).squeeze(-1)
 
 
-class EnhancedModel(nn.Module):
+class EnhancerModel(nn.Module):
     """Basic tree -> enhanced graph (see the module docstring).
 
     Shapes: ``words, upos, heads, rels, word_types [B, n]`` long (node 0 = ROOT; ``heads``/``rels`` the
     input basic tree), ``char_ids [U, m]``, ``padding_mask [B, n]`` bool (True = pad).
     """
 
-    def __init__(self, config: EnhancedConfig) -> None:
+    def __init__(self, config: EnhancerConfig) -> None:
         super().__init__()
         self.config = c = config
         self.word_embed = nn.Embedding(c.num_words, c.d_model, padding_idx=0)

@@ -12,7 +12,7 @@ sentence of every batch, the input basic tree is
 The target is always the gold DEPS; case-marked label templates are computed on the gold tree. The noise
 is a deterministic function of ``(seed, epoch, batch position)``, so resumed runs see the same inputs.
 
-Dev evaluation (:meth:`EnhancedTask.evaluate`) uses the gold dev trees and reports enhanced-edge F1 in
+Dev evaluation (:meth:`EnhancerTask.evaluate`) uses the gold dev trees and reports enhanced-edge F1 in
 percent: ``elas`` (relation equal), ``eulas`` (universal part of the relation equal) and ``uelas`` (head
 only), over word-to-word edges -- the official numbers come from ``g2gt evaluate`` (udeval's ELAS / EULAS).
 """
@@ -27,12 +27,11 @@ import torch
 from torch import Tensor
 
 from ...core.batch import BucketBatchSampler
-from ...core.deprecation import renamed_params
-from .data import EnhancedBatch, EnhancedVocab, corrupt_tree, make_batch, make_example, sentence_edges
+from .data import EnhancerBatch, EnhancerVocab, corrupt_tree, make_batch, make_example, sentence_edges
 from .enhancer import Enhancer
 from .config import ENHANCER_TRAIN, enhancer_train_config  # noqa: F401 (re-exported)
 
-__all__ = ["EnhancedTask", "enhanced_scores", "parser_trees"]
+__all__ = ["EnhancerTask", "enhanced_scores", "parser_trees"]
 
 
 def enhanced_scores(gold: Sequence, pred: Sequence[Sequence[tuple]]) -> dict[str, float]:
@@ -56,14 +55,13 @@ def enhanced_scores(gold: Sequence, pred: Sequence[Sequence[tuple]]) -> dict[str
     return {"elas": f1(c_l), "eulas": f1(c_u), "uelas": f1(c_h)}
 
 
-class EnhancedTask:
+class EnhancerTask:
     """The Trainer task (protocol in :mod:`g2gt.core.train`); see the module docstring.
 
     Args:
         train, dev: sentences with a basic tree and DEPS (``g2gt.ud.io`` sentences).
-        vocab: :class:`EnhancedVocab` built on ``train``.
-        batch_tokens: padded tokens per training batch; ``eval_batch_tokens``: per dev batch (old names
-            ``max_tokens`` / ``eval_max_tokens``, deprecated).
+        vocab: :class:`EnhancerVocab` built on ``train``.
+        batch_tokens: padded tokens per training batch; ``eval_batch_tokens``: per dev batch.
         word_dropout: probability of replacing a word id by ``<unk>`` in training.
         corrupt_prob, corrupt_max: noisy input trees (module docstring).
         parser_trees: per training sentence ``(heads, deprels)`` predicted by a parser (1-based heads,
@@ -71,8 +69,7 @@ class EnhancedTask:
         parser_prob: how often the parser's tree is the input when ``parser_trees`` is given.
     """
 
-    @renamed_params(max_tokens="batch_tokens", eval_max_tokens="eval_batch_tokens")
-    def __init__(self, train: Sequence, dev: Sequence, vocab: EnhancedVocab, batch_tokens: int = 1500,
+    def __init__(self, train: Sequence, dev: Sequence, vocab: EnhancerVocab, batch_tokens: int = 1500,
                  word_dropout: float = 0.2, corrupt_prob: float = 0.3, corrupt_max: float = 0.15,
                  parser_trees: Sequence[tuple[Sequence[int], Sequence[str]]] | None = None, parser_prob: float = 0.5,
                  seed: int = 1, eval_batch_tokens: int = 3000) -> None:
@@ -124,7 +121,7 @@ class EnhancedTask:
             out.append((heads, rels))
         return out
 
-    def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterator[EnhancedBatch]:
+    def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterator[EnhancerBatch]:
         base = (self.seed * 7919 + epoch) * 1_000_003
         for k, idx in enumerate(self._sampler(epoch, rank, world_size, skip)):
             seed = base + (skip + k) * world_size + rank
@@ -133,10 +130,10 @@ class EnhancedTask:
     def num_train_batches(self, epoch: int, rank: int, world_size: int) -> int:
         return len(self._sampler(epoch, rank, world_size))
 
-    def num_tokens(self, batch: EnhancedBatch) -> int:
+    def num_tokens(self, batch: EnhancerBatch) -> int:
         return batch.num_words
 
-    def loss(self, model, batch: EnhancedBatch) -> Tensor:
+    def loss(self, model, batch: EnhancerBatch) -> Tensor:
         words = batch.words
         if self.word_dropout > 0 and model.training:
             drop = (torch.rand(words.shape, device=words.device) < self.word_dropout) & batch.words_mask
@@ -155,7 +152,6 @@ class EnhancedTask:
                 "parser_prob": self.parser_prob if self.parser_trees is not None else 0.0}
 
 
-@renamed_params(max_tokens="batch_tokens")
 def parser_trees(parser_dir: str | Path, sentences: Sequence, device: str = "cpu", progress: bool = False,
                  batch_tokens: int = 3000) -> list[tuple[list[int], list[str]]]:
     """``(heads, deprels)`` of each sentence as parsed by a g2gt parser model (for ``parser_trees``)."""

@@ -1,4 +1,4 @@
-"""``train_enhanced``: the enhancer recipe in one call (importable without torch; the model, task and trainer
+"""``train_enhancer``: the enhancer recipe in one call (importable without torch; the model, task and trainer
 load when it runs)."""
 
 from __future__ import annotations
@@ -7,47 +7,45 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...core.checkpoint import holds_training_folder
-from ...core.deprecation import renamed_params
-from .config import EnhancedConfig, enhancer_train_config
+from .config import EnhancerConfig, enhancer_train_config
 
-__all__ = ["train_enhanced"]
+__all__ = ["train_enhancer"]
 
 
-@renamed_params(max_tokens="batch_tokens")
 @holds_training_folder
-def train_enhanced(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
+def train_enhancer(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
                    train_config=None, *, batch_tokens: int = 1500, min_freq: int = 2, lowercase: bool = True,
                    word_dropout: float = 0.2, corrupt_prob: float = 0.3, corrupt_max: float = 0.15,
                    parser_trees: Sequence | None = None, parser_prob: float = 0.5,
                    resume: bool = False) -> tuple[Any, list[dict]]:
     """Build the vocabulary, model and task; run the Trainer; return the best :class:`Enhancer`.
 
-    ``config``: overrides of :class:`EnhancedConfig` fields (e.g. ``{"d_model": 192}``). ``out_dir``
+    ``config``: overrides of :class:`EnhancerConfig` fields (e.g. ``{"d_model": 192}``). ``out_dir``
     receives ``best.pt``, ``last.pt``, ``log.jsonl`` and ``config.json``. When resuming, the vocabulary
     and model configuration come from ``last.pt``. ``train_config``: default :func:`enhancer_train_config`;
-    ``batch_tokens``: padded words per training batch (old name ``max_tokens``, deprecated). The defaults are
+    ``batch_tokens``: padded words per training batch. The defaults are
     those of ``g2gt train enhancer``.
     """
     import torch
 
     from ...core.run import resume_checkpoint, run_training
-    from .data import EnhancedVocab
+    from .data import EnhancerVocab
     from .enhancer import Enhancer
-    from .model import EnhancedModel
-    from .task import EnhancedTask
+    from .model import EnhancerModel
+    from .task import EnhancerTask
 
     tc = train_config or enhancer_train_config()
     ck = resume_checkpoint(out_dir, resume)
     if ck is not None:
-        vocab = EnhancedVocab.from_dict(ck["task"]["vocab"])
-        cfg = EnhancedConfig.from_dict(ck["model_config"])
+        vocab = EnhancerVocab.from_dict(ck["task"]["vocab"])
+        cfg = EnhancerConfig.from_dict(ck["model_config"])
     else:
-        vocab = EnhancedVocab.build(train, min_freq=min_freq, lowercase=lowercase)
-        cfg = EnhancedConfig(len(vocab.words), len(vocab.chars), len(vocab.upos), len(vocab.rels),
+        vocab = EnhancerVocab.build(train, min_freq=min_freq, lowercase=lowercase)
+        cfg = EnhancerConfig(len(vocab.words), len(vocab.chars), len(vocab.upos), len(vocab.rels),
                              len(vocab.labels), **(config or {}))
     torch.manual_seed(tc.seed)
-    model = EnhancedModel(cfg)
-    task = EnhancedTask(train, dev, vocab, batch_tokens, word_dropout, corrupt_prob, corrupt_max, parser_trees,
+    model = EnhancerModel(cfg)
+    task = EnhancerTask(train, dev, vocab, batch_tokens, word_dropout, corrupt_prob, corrupt_max, parser_trees,
                         parser_prob, tc.seed)
     task_info = {"batch_tokens": batch_tokens, "min_freq": min_freq, "lowercase": lowercase, "word_dropout": word_dropout,
                  "corrupt_prob": corrupt_prob, "corrupt_max": corrupt_max, "parser_trees": parser_trees is not None,

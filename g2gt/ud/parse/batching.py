@@ -13,7 +13,6 @@ import torch
 from torch import Tensor
 
 from ...core.batch import GraphBatch, collate, token_budget_batches
-from ...core.deprecation import renamed_params
 from ...core.graph import ChainChannel, Graph
 from .vocab import ROOT, ParserVocab, sentence_feats
 
@@ -125,14 +124,13 @@ def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: ParserV
     return ParseBatch(gb, char_ids, wt, list(index), corrupt_seed, treebank)
 
 
-@renamed_params(max_tokens="batch_tokens")
 def length_batches(lengths: Sequence[int], batch_tokens: int, max_pairs: int | None = None) -> list[list[int]]:
     """Indices of ``lengths`` sorted by length (stable) and cut into batches of at most ``batch_tokens``
     padded nodes (``longest * count``) and at most ``max_pairs`` padded node pairs (``longest**2 * count``,
     default ``256 * batch_tokens``): attention and arc scores grow with the pairs, so long sentences get
     batches of their own (as in Stanza) while sentences up to 256 nodes are cut by ``batch_tokens`` alone.
     An item longer than ``batch_tokens`` gets a batch of its own (:func:`g2gt.core.batch.token_budget_batches`,
-    ``shuffle=False``). ``max_tokens`` is the deprecated name of ``batch_tokens``."""
+    ``shuffle=False``)."""
     max_pairs = 256 * batch_tokens if max_pairs is None else max_pairs
     return token_budget_batches(lengths, batch_tokens, max_pairs=max_pairs)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ...core.config import DictConfig, TrainConfig, old_recipe_dict
+from ...core.config import DictConfig, TrainConfig
 
 __all__ = ["ParserConfig", "parser_train_config", "PARSER_TRAIN"]
 
@@ -22,10 +22,6 @@ def parser_train_config(**fields) -> TrainConfig:
     return replace(PARSER_TRAIN, **fields)
 
 
-def __getattr__(name: str):
-    if name == "PARSER_TRAIN_DEFAULTS":  # the recipe's old spelling: a dict of the fields that differ
-        return old_recipe_dict(PARSER_TRAIN, f"{__name__}.PARSER_TRAIN_DEFAULTS", f"{__name__}.PARSER_TRAIN")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass

@@ -13,7 +13,6 @@ from typing import Iterator, Sequence
 
 from torch import Tensor
 
-from ...core.deprecation import renamed_params
 from .batching import length_batches, make_batch, make_example
 from ..lemma.config import needs_fallback
 from .lemma_rules import lemma_if_applies
@@ -89,7 +88,6 @@ class ParseResult(Sequence[SentenceParse]):
         return [s.iterations[min(k, len(s.iterations) - 1)] for s in self.sentences]  # type: ignore[index]
 
 
-@renamed_params(max_tokens="batch_tokens")
 def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence, max_distance: int,
                      refine_steps: int = 2, algorithm: str = "mst", use_input_graph: bool = False,
                      batch_tokens: int = 3000, progress: bool = False,

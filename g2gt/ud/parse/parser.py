@@ -25,7 +25,6 @@ from typing import Iterable, Sequence
 import torch
 from torch import Tensor
 
-from ...core.deprecation import renamed_params
 from ..io import Sentence, parse_conllu_string, sentence_from_words
 from ..stage import (
     checkpoint_record, fast_inference_dtype, inference_dtype, prepare_for_inference, save_stage, stage_checkpoint,
@@ -113,7 +112,6 @@ class Parser:
                          "choice (drop the treebank setting)")
 
     @classmethod
-    @renamed_params(path="name_or_path")
     def load(cls, name_or_path: str | Path = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto", treebank: str | None = None) -> "Parser":
         """Load the parse stage of a shipped model by name (default ``"en_combined"``, see :mod:`g2gt.ud.models`), of
@@ -172,7 +170,6 @@ class Parser:
         return ("head", "deprel", "upos") + tuple(self.model.taggers)  # tagger names are column names
 
     # ------------------------------------------------------------------ parsing
-    @renamed_params(max_tokens="batch_tokens")
     def predict(self, sentences: Sequence, refine_steps: int | None = None, algorithm: str = "mst",
                 use_input_graph: bool = False, batch_tokens: int = 3000, progress: bool = False,
                 record_iterations: bool = False, treebank: str | None = None) -> ParseResult:
@@ -181,7 +178,7 @@ class Parser:
         ``refine_steps``: refinement iterations (default: the model's). ``algorithm``: ``"mst"``
         (non-projective) or ``"eisner"`` (projective). ``use_input_graph``: the sentences' own
         HEAD / DEPREL are iteration 0's graph (a :class:`ValueError` naming ``file:line`` if one is not a
-        single-rooted tree). ``batch_tokens``: padded nodes per batch (old name ``max_tokens``, deprecated).
+        single-rooted tree). ``batch_tokens``: padded nodes per batch.
         ``record_iterations``: keep every
         iteration's trees (:attr:`SentenceParse.iterations`). ``treebank``: for this call instead of
         :attr:`treebank`.
@@ -194,7 +191,6 @@ class Parser:
         return decode_sentences(self.model, self.vocab, sentences, self.max_distance, T, algorithm, use_input_graph,
                                 batch_tokens, progress, record_iterations, tb, self.lemmatizer, self.refine_confidence)
 
-    @renamed_params(max_tokens="batch_tokens")
     def parse(self, x: str | Iterable, refine_steps: int | None = None, algorithm: str = "mst",
               use_input_graph: bool = False, batch_tokens: int = 3000, progress: bool = False,
               keep: Iterable[str] | str = (), treebank: str | None = None, copy: bool = True) -> list[Sentence]:

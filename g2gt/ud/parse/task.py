@@ -22,7 +22,6 @@ import torch
 from torch import Tensor
 
 from ...core.batch import BucketBatchSampler
-from ...core.deprecation import renamed_params
 from .batching import TAG_HEADS, ParseBatch, corrupt_graph, dependency_labels, make_batch, make_example
 from .decode import decode_sentences
 from .vocab import ParserVocab, sentence_feats
@@ -37,7 +36,7 @@ class ParsingTask:
         train, dev: sentences (:class:`g2gt.ud.io.Sentence`) with gold trees.
         vocab: :class:`ParserVocab` built on ``train``.
         max_distance: clip distance of the position channel.
-        batch_tokens: padded tokens per batch (old name ``max_tokens``, deprecated).
+        batch_tokens: padded tokens per batch.
         refine_train: ``"self"``, ``"corrupt"`` or ``"none"``.
         refine_steps: refinement iterations used by :meth:`evaluate`.
         train_treebanks: each training sentence's treebank (index into ``ParserConfig.treebanks``; default: all 0).
@@ -48,7 +47,6 @@ class ParsingTask:
             (:mod:`g2gt.ud.parse.clause_cuts`; 0 = none).
     """
 
-    @renamed_params(max_tokens="batch_tokens")
     def __init__(self, train: Sequence, dev: Sequence, vocab: ParserVocab, max_distance: int = 8,
                  batch_tokens: int = 1500, refine_train: str = "self", refine_steps: int = 2,
                  corrupt_max: float = 0.3, word_dropout: float = 0.2, seed: int = 1,

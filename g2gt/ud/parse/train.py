@@ -12,14 +12,12 @@ from typing import Any, Sequence
 
 from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
-from ...core.deprecation import renamed_params
 from .config import ParserConfig, parser_train_config
 from .treebanks import as_named_sets, treebank_index, treebank_list
 
 __all__ = ["train_parser"]
 
 
-@renamed_params(max_tokens="batch_tokens")
 @holds_training_folder
 def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mapping[str, Sequence],
                  out_dir: str | Path, config: dict | None = None, train_config: TrainConfig | None = None,
@@ -38,8 +36,7 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
 
     ``config``: overrides of :class:`ParserConfig` fields (e.g. ``{"d_model": 256}``). ``train_config``: the
     :class:`TrainConfig` (default: :func:`~g2gt.ud.parse.config.parser_train_config`, the recipe of ``g2gt train
-    parser``: lr 1.5e-3, model selection on dev LAS); ``batch_tokens``: padded words per training batch (old
-    name ``max_tokens``, deprecated); the defaults of every argument are those of the command. Its ``init_from`` names a trained
+    parser``: lr 1.5e-3, model selection on dev LAS); ``batch_tokens``: padded words per training batch; the defaults of every argument are those of the command. Its ``init_from`` names a trained
     parser to warm-start from (:mod:`g2gt.ud.parse.warm`: its architecture, ``config`` overriding, its
     vocabulary with new labels appended, its matching weights; optimizer and schedule fresh). ``tags``: also
     train XPOS, UFeats and lemma (edit-rule) heads where the training data has those columns; with a lemma head

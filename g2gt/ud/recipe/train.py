@@ -232,11 +232,11 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
 
     # ---- 2. tagger, lemmatizer, parser; 3. enhanced UD (when the treebank has DEPS); 4. coreference (Entity=)
     from ..coref.train import coref_train_config, train_coref
-    from ..enhance import enhancer_train_config, train_enhanced
+    from ..enhance import enhancer_train_config, train_enhancer
     from ..parse import parser_train_config, train_parser
 
     recipes = {"parser": (parser_train_config, train_parser, "batch_tokens"),
-               "enhancer": (enhancer_train_config, train_enhanced, "batch_tokens"),
+               "enhancer": (enhancer_train_config, train_enhancer, "batch_tokens"),
                "coref": (coref_train_config, train_coref, "batch_tokens")}
     for stage in (s for s in stages if s in trained and s in recipes):
         recipe, fit, batch_name = recipes[stage]

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator
 
-from ...core.deprecation import renamed_params
 from .corpus import FilesReport, plan_files
 from .pool import ProcessPool, worker_setup
 from ..models import DEFAULT_MODEL
@@ -88,11 +87,10 @@ def parse_options() -> tuple[str, ...]:
 
 def check_options(options: dict) -> dict:
     """``options`` for ``Pipeline.__call__`` (a ``ValueError`` naming an unknown one), ``batch_tokens`` filled
-    in (the old name ``max_tokens`` is read with a DeprecationWarning)."""
-    from ...core.deprecation import renamed_kwargs
+    in."""
     from ..pipeline import BATCH_TOKENS
 
-    options = renamed_kwargs(options, {"max_tokens": "batch_tokens"}, "parse options")
+    options = dict(options)
     known = parse_options()
     unknown = set(options) - set(known)
     if unknown:
@@ -152,7 +150,6 @@ class EnhanceRecipe:
         return handle
 
 
-@renamed_params(max_tokens="batch_tokens")
 def enhance_parallel(model: str, sentences: list, workers: int, device: str = "cpu", batch_tokens: int = 3000,
                      progress: bool = False, stats: dict | None = None, dtype: str = "auto") -> Iterator[str]:
     """``Enhancer.load(model, device, dtype).enhance(sentences, batch_tokens)`` with ``workers`` processes, as
@@ -261,7 +258,6 @@ class ParallelPipeline:
     :meth:`pipe` yields :class:`~g2gt.ud.document.Document` objects as ``Pipeline.pipe`` does.
     """
 
-    @renamed_params(model="name_or_path", chunk="chunk_sentences")
     def __init__(self, name_or_path: str = DEFAULT_MODEL, workers: int = 2, *, device: str = "cpu",
                  dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
                  progress: bool = False, threads: int = 1, start_method: str | None = None, max_tries: int = 3,

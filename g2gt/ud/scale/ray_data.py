@@ -31,7 +31,6 @@ import sys
 from itertools import islice
 from typing import Any, Iterable, Iterator
 
-from ...core.deprecation import renamed_params
 from .corpus import FilesReport, plan_files
 from .parallel import PARSE_CHUNK, Recipe, check_options, read_input
 from ..models import DEFAULT_MODEL
@@ -95,15 +94,13 @@ def _value(column, i: int) -> str | None:
     return v if isinstance(v, str) else None
 
 
-@renamed_params(model="name_or_path", chunk="chunk_sentences")
 def parse_dataset(ds, name_or_path: str = DEFAULT_MODEL, *, actors: int = 2, device: str = "cpu",
                   dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
                   threads: int = 1, **options: Any):
     """``ds`` (a ``ray.data.Dataset`` with a ``text`` or a ``conllu`` column, any others kept) mapped through
     ``actors`` :class:`PipelineActor` actors; returns the lazy Dataset with ``parsed`` / ``error`` /
     ``sentences`` / ``words`` added. ``options``: ``Pipeline.__call__``'s (keep, enhanced, refine_steps,
-    algorithm, use_input_graph, batch_tokens). ``model=`` / ``chunk=`` are the old names of ``name_or_path`` /
-    ``chunk_sentences`` (DeprecationWarning)."""
+    algorithm, use_input_graph, batch_tokens)."""
     from ray.data import ActorPoolStrategy
 
     recipe = Recipe(str(name_or_path), str(device), dtype, tokenizer)
@@ -157,7 +154,6 @@ def _file_rows(src: str, dst: str, kind: str, chunk: int, check_trees: bool) -> 
     yield {**row, "path": src, "dst": dst, "last": True, "fail": ""}
 
 
-@renamed_params(model="name_or_path", chunk="chunk_sentences")
 def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: str = "conllu", resume: bool = False,
                 actors: int | None = None, name_or_path: str = DEFAULT_MODEL, device: str = "cpu",
                 dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,

@@ -16,11 +16,9 @@ CoNLL-U pipeline must stay above 2,000 words/s on one CPU thread, so the segment
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from ...core.config import DictConfig, option
-from ...core.deprecation import upgrade_keys, warn_renamed
 
 __all__ = ["SegmenterConfig", "SegmentDataConfig", "ExpanderConfig", "NUM_LABELS", "LABEL_NAMES"]
 
@@ -72,8 +70,7 @@ class SegmentDataConfig(DictConfig):
     included, as every other ``batch_tokens`` counts padded tokens: every training window holds ``window``
     characters (a short-text window is padded to it), so a batch is ``batch_tokens // window`` windows
     (:meth:`windows_per_batch`; the default 6144 is 64 windows of 96 characters, and also the segmenter's
-    inference budget). ``batch_windows=N``, the old setting, still works for one release (with a
-    ``DeprecationWarning``): ``N`` windows whatever the window.
+    inference budget).
     ``space_word_dropout``: see :mod:`g2gt.ud.tokenize.words`. ``utterances`` adds windows that each hold one
     short text alone, its edges inside the window (:func:`g2gt.ud.tokenize.data.render_utterance`): a
     treebank's documents are long, so without them the model never sees a text of one short sentence.
@@ -99,18 +96,8 @@ class SegmentDataConfig(DictConfig):
                                "(when they start with a lowercase one)", "data")
 
     def windows_per_batch(self, window: int) -> int:
-        """Training windows of ``window`` characters per batch: ``batch_tokens // window`` (at least 1), or the
-        ``batch_windows=N`` given the old way."""
-        old = getattr(self, "_batch_windows", None)
-        return int(old) if old else max(1, self.batch_tokens // window)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "SegmentDataConfig":
-        """From a stored dict (``config.json``, a checkpoint's ``data_config``); an old ``batch_windows`` is
-        read as that many windows of the default 96 characters."""
-        if "batch_windows" in d and "batch_tokens" not in d:
-            d = {**d, "batch_tokens": int(d["batch_windows"]) * DEFAULT_WINDOW}
-        return super().from_dict(upgrade_keys(d, {"batch_windows": "batch_tokens"}))
+        """Training windows of ``window`` characters per batch: ``batch_tokens // window`` (at least 1)."""
+        return max(1, self.batch_tokens // window)
 
     def style_weights(self) -> dict[str, float]:
         w = {"para": self.style_para, "blank": self.style_blank, "flat": self.style_flat,
@@ -120,23 +107,6 @@ class SegmentDataConfig(DictConfig):
         return w
 
 
-_data_init = SegmentDataConfig.__init__
-
-
-@functools.wraps(_data_init)
-def _segment_data_init(self: SegmentDataConfig, *args, batch_windows: int | None = None, **kwargs) -> None:
-    """``SegmentDataConfig(batch_windows=N)``, the old spelling: ``N`` windows per batch, with a warning."""
-    if batch_windows is not None:
-        if "batch_tokens" in kwargs:
-            raise TypeError("SegmentDataConfig: got both 'batch_windows' and 'batch_tokens'; pass only 'batch_tokens'")
-        warn_renamed("batch_windows", "batch_tokens (characters: windows * window)", "SegmentDataConfig")
-        kwargs["batch_tokens"] = int(batch_windows) * DEFAULT_WINDOW
-    _data_init(self, *args, **kwargs)
-    if batch_windows is not None:
-        self._batch_windows = int(batch_windows)
-
-
-SegmentDataConfig.__init__ = _segment_data_init  # type: ignore[method-assign]
 
 
 @dataclass

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 import torch
 
-from ...core.deprecation import renamed_params, warn_renamed
 from ..io.sentence import Sentence
 from ..limits import drop_control_characters
 from .chars import CharVocab
@@ -44,23 +43,19 @@ class Segmenter:
         lexicon: multiword-token splits.
         batch_tokens: characters per forward pass, padding included (memory grows with it): the texts' windows
             of ``window`` characters are read ``batch_tokens // window`` at a time (at least one; the default
-            6144 is 64 windows of the shipped models' 96 characters). ``batch_windows=N``, the old spelling,
-            still works for one release (``N * window`` characters, with a :class:`DeprecationWarning`).
+            6144 is 64 windows of the shipped models' 96 characters).
         max_sentence_tokens: longer predicted sentences are cut where the model's sentence-end score is
             highest (0 = no limit).
     """
 
     def __init__(self, model: SegmenterModel, vocab: CharVocab, lexicon: MWTLexicon, batch_tokens: int = 6144,
-                 max_sentence_tokens: int = 250, *, batch_windows: int | None = None) -> None:
+                 max_sentence_tokens: int = 250) -> None:
         self.model = model.eval()
         self.record: dict = {}  # the checkpoint's config / vocabularies / training record, for save()
         self.file: Path | None = None
         self.dtype: torch.dtype = torch.float32
         self.vocab = vocab
         self.lexicon = lexicon
-        if batch_windows is not None:
-            warn_renamed("batch_windows", "batch_tokens (characters: batch_windows * window)", "Segmenter")
-            batch_tokens = batch_windows * model.config.window
         if batch_tokens < 1:
             raise ValueError(f"batch_tokens must be a positive number of characters, got {batch_tokens}")
         self.batch_tokens = batch_tokens
@@ -74,7 +69,6 @@ class Segmenter:
     kind = CHECKPOINT_KIND
 
     @classmethod
-    @renamed_params(path="name_or_path")
     def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto", **kwargs) -> Segmenter:
         """Load the tokenize stage of a shipped model by name (``"en_combined"``), a model folder's

@@ -90,7 +90,7 @@ def test_checkpoint_reloads_strict_with_the_same_parses(parts, sents, tmp_path):
 def test_load_errors_are_clear(parts, tmp_path):
     with pytest.raises(FileNotFoundError, match="best.pt or last.pt"):
         Parser.load(tmp_path)
-    torch.save({"model": {}, "model_config": {}, "task": {"kind": "enhanced"}}, tmp_path / "other.pt")
+    torch.save({"model": {}, "model_config": {}, "task": {"kind": "enhancer"}}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a parser checkpoint"):
         Parser.load(tmp_path / "other.pt")
 

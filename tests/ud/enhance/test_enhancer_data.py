@@ -9,7 +9,7 @@ import torch
 
 from g2gt.data import EWT_SAMPLE_TRAIN
 from g2gt.ud.enhance.data import (
-    EnhancedVocab, check_input_tree, corrupt_tree, make_batch, make_example, sentence_edges,
+    EnhancerVocab, check_input_tree, corrupt_tree, make_batch, make_example, sentence_edges,
 )
 from g2gt.ud.io.conllu import CoNLLUError, check_tree, parse_conllu_string, read_conllu
 
@@ -43,7 +43,7 @@ def test_bad_deps_is_an_error_naming_file_and_line(deps, why):
 def test_bad_deps_fails_the_vocabulary_build():
     s = parse_conllu_string(_text([(GOOD[0][0], "2:"), *GOOD[1:]]), "bad.conllu")[0]
     with pytest.raises(CoNLLUError, match=r"bad\.conllu:2:"):
-        EnhancedVocab.build([s])
+        EnhancerVocab.build([s])
 
 
 @pytest.mark.parametrize("heads,rels,why", [((2, 3, 1), ("det", "nsubj", "dep"), "cycle"),
@@ -82,7 +82,7 @@ def test_corruption_changes_something_at_rate_one():
 
 def test_batch_holds_every_word_to_word_edge_of_the_sample():
     sents = read_conllu(EWT_SAMPLE_TRAIN)[:40]
-    vocab = EnhancedVocab.build(sents)
+    vocab = EnhancerVocab.build(sents)
     exs = [make_example(s, vocab) for s in sents]
     b = make_batch(exs, list(range(len(exs))), vocab)
     n_edges = sum(1 for s in sents for _, h, _ in sentence_edges(s) if isinstance(h, int))
@@ -96,8 +96,8 @@ def test_batch_holds_every_word_to_word_edge_of_the_sample():
 
 def test_vocab_round_trip():
     sents = read_conllu(EWT_SAMPLE_TRAIN)[:100]
-    v = EnhancedVocab.build(sents)
-    w = EnhancedVocab.from_dict(v.to_dict())
+    v = EnhancerVocab.build(sents)
+    w = EnhancerVocab.from_dict(v.to_dict())
     assert w.to_dict() == v.to_dict() and "root" in w.labels
     assert torch.equal(make_batch([make_example(sents[0], w)], [0], w).words,
                        make_batch([make_example(sents[0], v)], [0], v).words)

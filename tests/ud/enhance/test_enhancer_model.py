@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.ud.enhance import Enhancer, EnhancedConfig, EnhancedModel, EnhancedVocab, deps_problems, train_enhanced
+from g2gt.ud.enhance import Enhancer, EnhancerConfig, EnhancerModel, EnhancerVocab, deps_problems, train_enhancer
 from g2gt.ud.enhance.data import make_batch, make_example
 from g2gt.ud.enhance.model import NUM_PATHS, PATH_NAMES, PathBilinear, tree_channel, tree_paths
-from g2gt.ud.enhance.task import EnhancedTask, enhanced_scores
+from g2gt.ud.enhance.task import EnhancerTask, enhanced_scores
 from g2gt.ud.io.conllu import read_conllu, to_conllu_string
 from g2gt.core.train import TrainConfig
 
@@ -22,14 +22,14 @@ TINY = dict(d_model=32, num_heads=2, num_layers=1, ffn_dim=64, edge_dim=32, labe
 def data():
     train = read_conllu(EWT_SAMPLE_TRAIN)[:60]
     dev = read_conllu(EWT_SAMPLE_DEV)[:20]
-    return train, dev, EnhancedVocab.build(train)
+    return train, dev, EnhancerVocab.build(train)
 
 
 def _model(vocab, **kw):
     torch.manual_seed(0)
-    cfg = EnhancedConfig(len(vocab.words), len(vocab.chars), len(vocab.upos), len(vocab.rels), len(vocab.labels),
+    cfg = EnhancerConfig(len(vocab.words), len(vocab.chars), len(vocab.upos), len(vocab.rels), len(vocab.labels),
                          **{**TINY, **kw})
-    return EnhancedModel(cfg)
+    return EnhancerModel(cfg)
 
 
 def test_tree_paths_match_their_definition():
@@ -109,7 +109,7 @@ def test_scores_do_not_depend_on_padding(data):
 def test_a_few_steps_lower_the_loss(data):
     train, _, vocab = data
     m = _model(vocab)
-    task = EnhancedTask(train, [], vocab, max_tokens=800, word_dropout=0.0, corrupt_prob=0.0)
+    task = EnhancerTask(train, [], vocab, max_tokens=800, word_dropout=0.0, corrupt_prob=0.0)
     batches = list(task.train_batches(0, 0, 1))[:4]
     opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
 
@@ -132,7 +132,7 @@ def test_trainer_checkpoint_loads_strictly_and_enhances_validly(data, tmp_path):
     train, dev, _ = data
     tc = TrainConfig(lr=2e-3, max_steps=3, eval_every=0, metric="elas", metric_mode="max", progress=False,
                      device="cpu")
-    enhancer, history = train_enhanced(train, dev, tmp_path / "m", TINY, tc, max_tokens=800)
+    enhancer, history = train_enhancer(train, dev, tmp_path / "m", TINY, tc, max_tokens=800)
     assert history and "elas" in history[-1] and "eulas" in history[-1]
     ck = torch.load(tmp_path / "m" / "best.pt", weights_only=True)
     assert ck["task"]["kind"] == "enhancer"
@@ -172,9 +172,9 @@ def test_parser_trees_become_training_inputs(data, tmp_path):
                  max_tokens=800)
     trees = parser_trees(tmp_path / "p", train)
     assert [len(h) for h, _ in trees] == [len(s) for s in train]
-    task = EnhancedTask(train, [], vocab, max_tokens=800, corrupt_prob=0.0, parser_trees=trees, parser_prob=1.0)
+    task = EnhancerTask(train, [], vocab, max_tokens=800, corrupt_prob=0.0, parser_trees=trees, parser_prob=1.0)
     idx = list(range(len(train)))
     inputs = task.input_trees(idx, seed=3)
     assert all(h == [0] + t[0] for (h, _), t in zip(inputs, trees))
-    gold = EnhancedTask(train, [], vocab, max_tokens=800, corrupt_prob=0.0).input_trees(idx, seed=3)
+    gold = EnhancerTask(train, [], vocab, max_tokens=800, corrupt_prob=0.0).input_trees(idx, seed=3)
     assert all(h == [0] + [int(x) for x in s.heads] for (h, _), s in zip(gold, train))

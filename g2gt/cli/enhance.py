@@ -1,8 +1,8 @@
 """``g2gt train enhancer`` and ``g2gt enhance``: enhanced UD graphs (the DEPS column) from basic trees.
 
-Model options come from :class:`g2gt.ud.enhance.EnhancedConfig`, optimisation options from the recipe's
+Model options come from :class:`g2gt.ud.enhance.EnhancerConfig`, optimisation options from the recipe's
 :class:`g2gt.core.config.TrainConfig` (:func:`g2gt.ud.enhance.enhancer_train_config`) and task options (and
-``--batch-tokens``) from :func:`g2gt.ud.enhance.train_enhanced`'s keyword arguments: the command has no defaults
+``--batch-tokens``) from :func:`g2gt.ud.enhance.train_enhancer`'s keyword arguments: the command has no defaults
 of its own.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_old_command, add_workers_option, apply_runtime, check_folder_path,
+    UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path,
     check_input_path, check_output_path, data_file_arg, option_values, progress_enabled, signature_default,
 )
 from .training import ENCODER_HELP, add_training_groups, start_run
@@ -52,12 +52,11 @@ def register(subparsers) -> None:
 def register_train(subparsers) -> None:
     subparsers.add_parser("enhancer", help="train the enhance stage: an enhanced-UD graph model (basic tree -> DEPS)",
                           configure=_configure_train)
-    add_old_command(subparsers, "enhanced", "enhancer", _configure_train)  # the old spelling, for one release
 
 
 # ---------------------------------------------------------------------------- train enhancer
 def _configure_train(p: argparse.ArgumentParser) -> None:
-    from ..ud.enhance import EnhancedConfig, enhancer_train_config, train_enhanced
+    from ..ud.enhance import EnhancerConfig, enhancer_train_config, train_enhancer
 
     p.description = (
         "Train a graph-to-graph model that adds the enhanced UD graph (DEPS) to a basic tree. The basic tree "
@@ -83,15 +82,15 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     data.add_argument("--parser", metavar="MODEL", help="a g2gt parser model: its predicted trees of the training "
                       "data become input trees (see --parser-prob)")
     data.add_argument("--resume", action="store_true", help="continue from OUT/last.pt (same budget, same settings)")
-    add_training_groups(p, EnhancedConfig, MODEL_OPTIONS, train_enhanced, TASK_OPTIONS, TRAIN_OPTIONS,
+    add_training_groups(p, EnhancerConfig, MODEL_OPTIONS, train_enhancer, TASK_OPTIONS, TRAIN_OPTIONS,
                         model_help=MODEL_HELP, task_help=TASK_HELP,
-                        batch_tokens=signature_default(train_enhanced, "batch_tokens"), recipe=enhancer_train_config)
+                        batch_tokens=signature_default(train_enhancer, "batch_tokens"), recipe=enhancer_train_config)
     p.set_defaults(func=run_train)
 
 
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
-    from ..ud.enhance import enhancer_train_config, train_enhanced
+    from ..ud.enhance import enhancer_train_config, train_enhancer
     from ..ud.enhance.task import parser_trees
     from ..ud.io.conllu import read_conllu
 
@@ -109,7 +108,7 @@ def run_train(args: argparse.Namespace) -> int:
         trees = parser_trees(args.parser, train, device, progress=progress_enabled(args))
         print(f"parsed the training data with {args.parser} ({time.time() - t0:.0f} s)", file=sys.stderr)
     tc = start_run(args, TRAIN_OPTIONS, device, "elas", recipe=enhancer_train_config)
-    enhancer, history = train_enhanced(
+    enhancer, history = train_enhancer(
         train, dev, args.out, option_values(args, MODEL_OPTIONS), tc, batch_tokens=args.batch_tokens,
         parser_trees=trees, resume=args.resume, **option_values(args, TASK_OPTIONS))
     best = max(history, key=lambda h: h.get("elas", 0)) if history else {}

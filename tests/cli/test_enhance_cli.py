@@ -102,7 +102,7 @@ def test_train_rejects_bad_deps_with_file_line(files, tmp_path, capsys):
     text[k] = "\t".join(cols)
     bad = tmp_path / "bad.conllu"
     bad.write_text("\n".join(text), encoding="utf-8")
-    rc = main(["train", "enhanced", "--train", str(bad), "--dev", str(files / "dev.conllu"),
+    rc = main(["train", "enhancer", "--train", str(bad), "--dev", str(files / "dev.conllu"),
                "--out", str(tmp_path / "m"), *TINY])
     assert rc == 2
     err = capsys.readouterr().err
