@@ -49,7 +49,7 @@ def score_model(model: str, dtype: str = "auto") -> tuple[str, dict] | None:
     """``(language, {metric: F1 x 100})`` of ``model`` on its language's everyday set; None without a set."""
     from g2gt.ud.evaluate import evaluate
     from g2gt.ud.io.conllu import read_conllu
-    from g2gt.ud.models import model_card
+    from g2gt.core.registry import model_card
     from g2gt.ud.pipeline import Pipeline
 
     language = model_card(model).get("language")
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from g2gt.ud.models import available_models, find_model, write_card
+    from g2gt.core.registry import available_models, find_model, write_card
 
     torch.set_num_threads(args.threads)
     results = {}

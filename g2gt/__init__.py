@@ -6,7 +6,7 @@ graphs, parses are dependency graphs, and PyG users get a MessagePassing layer.
 """
 
 from ._lazy import lazy_exports
-from .ud.models import DEFAULT_MODEL
+from .core.registry import DEFAULT_MODEL
 from typing import TYPE_CHECKING
 
 # Names re-exported lazily (PEP 562): ``import g2gt`` stays cheap (no torch) so the ``g2gt`` command's

@@ -5,6 +5,11 @@ helpers; nn (layers); seq2seq (sequence generation: the translation task, beam s
 ud/io (CoNLL-U and sentences, a data format both tasks read); the rest of ud (the UD product, whose
 multiword-token expander is a small seq2seq model); cli and serve (front ends). The top-level
 ``g2gt/__init__.py`` is the facade: it may name anything (lazily), and nothing imports it.
+
+Inside ``ud`` the same rule holds between its parts (:data:`UD_LAYERS`, bottom to top): data formats and checks;
+the stage protocol; the stages in the order a pipeline runs them (a later stage may use an earlier one: the
+parser asks the lemmatizer, the enhancer reads parses); the result object; the pipeline; corpus scale; the
+training recipes.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import g2gt
 ROOT = Path(g2gt.__file__).resolve().parent
 LAYERS = {"_version": 0, "_lazy": 0, "errors": 0, "core": 0, "data": 0, "nn": 1, "seq2seq": 2, "ud": 3,
           "cli": 4, "serve": 4, "__main__": 5}
+UD_LAYERS = {"io": 0, "limits": 0, "vocab": 0, "evaluate": 0, "stage": 1, "tokenize": 2, "lemma": 3, "parse": 4,
+             "enhance": 5, "coref": 5, "document": 6, "draw": 6, "pipe": 7, "pipeline": 8, "scale": 9, "recipe": 10}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -68,6 +75,24 @@ def test_no_module_imports_from_a_higher_layer_or_the_facade():
             if _layer(t) is None or _layer(t) > _layer(src):
                 bad.append(f"{src} -> {t}")
     assert not bad, "imports up a layer (or of the g2gt facade): " + ", ".join(sorted(bad))
+
+
+def _ud_layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[:2] != ["g2gt", "ud"] or len(parts) < 3:
+        return None  # outside ud, or the g2gt.ud package itself (imports nothing)
+    return UD_LAYERS.get(parts[2], 99)
+
+
+def test_no_ud_module_imports_from_a_higher_part_of_ud():
+    unknown = sorted({m.split(".")[2] for m in _edges() if _ud_layer(m) == 99})
+    assert not unknown, f"parts of g2gt.ud without a layer in UD_LAYERS: {unknown}"
+    bad = []
+    for src, targets in _edges().items():
+        if _ud_layer(src) is None:
+            continue
+        bad += [f"{src} -> {t}" for t in targets if (_ud_layer(t) or 0) > _ud_layer(src)]
+    assert not bad, "imports up a layer inside g2gt.ud: " + ", ".join(sorted(bad))
 
 
 def test_import_graph_has_no_cycle():

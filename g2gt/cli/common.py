@@ -161,6 +161,11 @@ def add_common_options(parser: argparse.ArgumentParser, uses: Iterable[str] = CO
                    help=h("progress", "progress bars on stderr (default: when stderr is a terminal)"))
     g.add_argument("--debug", action="store_true",
                    help=h("debug", "show the Python traceback of an error instead of a one-line message"))
+    loud = g.add_mutually_exclusive_group()
+    loud.add_argument("-q", "--quiet", action="store_const", dest="log_level", const="WARNING", default="INFO",
+                      help="only warnings and errors on stderr (no notices such as which model was loaded)")
+    loud.add_argument("-v", "--verbose", action="store_const", dest="log_level", const="DEBUG",
+                      help="also debugging messages on stderr")
 
 
 def add_workers_option(parser: argparse.ArgumentParser) -> None:
@@ -172,7 +177,7 @@ def add_workers_option(parser: argparse.ArgumentParser) -> None:
 
 def command_line(args: argparse.Namespace) -> str:
     """The command that gave ``args`` as typed (``g2gt train parser --out runs/p ...``), for a training folder's
-    record of the commands that trained it (:func:`g2gt.ud.recipe.runs.record_command`); paths under ``$G2GT_DATA``
+    record of the commands that trained it (:func:`g2gt.core.run_folder.record_command`); paths under ``$G2GT_DATA``
     are written as ``$G2GT_DATA/...`` (see :func:`shell_words`)."""
     return shell_words(["g2gt", *getattr(args, "_argv", [])])
 

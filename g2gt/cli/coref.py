@@ -11,7 +11,7 @@ import argparse
 import sys
 import time
 
-from ..ud.models import DEFAULT_MODEL
+from ..core.registry import DEFAULT_MODEL
 from .common import (
     UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path, check_output_path,
     data_file_arg, field_default, option_values,

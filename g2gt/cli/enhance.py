@@ -19,7 +19,7 @@ from .common import (
     check_input_path, check_output_path, data_file_arg, option_values, progress_enabled, signature_default,
 )
 from .training import ENCODER_HELP, add_training_groups, start_run
-from ..ud.models import DEFAULT_MODEL
+from ..core.registry import DEFAULT_MODEL
 
 MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "max_distance", "edge_dim", "label_dim",
                  "path_rank", "char_filters", "head_dropout", "label_weight")

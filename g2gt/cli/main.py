@@ -14,6 +14,7 @@ reader of stdout went away (``g2gt ... | head``), quietly, like other Unix tools
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 
@@ -42,7 +43,7 @@ def build_parser() -> CommandParser:
         description="Graph-to-Graph Transformers: dependency parsing, seq2seq translation and graph attention "
         "layers on one encoder-decoder core.",
         epilog="Run 'g2gt COMMAND --help' for the options of a command (the common options --device, --threads, "
-        "--batch-tokens, --progress/--no-progress and --debug are the same for every command). "
+        "--batch-tokens, --progress/--no-progress, --debug and --quiet/--verbose are the same for every command). "
         "Start with 'g2gt parse --text \"The cat sat on the mat.\"' (the shipped English model, no training).")
     parser.add_argument("--version", action="version", version=f"g2gt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -106,11 +107,37 @@ def _plain_g2gt_warnings() -> None:
     warnings.formatwarning = formatwarning
 
 
+class _StderrHandler(logging.StreamHandler):
+    """The CLI's handler of the ``g2gt`` logger: ``g2gt: message`` on the stderr of the moment (tests swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("g2gt: %(message)s"))
+
+    @property
+    def stream(self):  # noqa: D401 - the current sys.stderr, not the one at start
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def _install_log_handler(level: str) -> None:
+    """Library messages (``logging.getLogger("g2gt")``) as one line each on stderr at ``level`` and above."""
+    logger = logging.getLogger("g2gt")
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        logger.addHandler(_StderrHandler())
+    logger.setLevel(level)
+    logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``g2gt`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     _plain_g2gt_warnings()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    _install_log_handler(getattr(args, "log_level", "INFO"))
     args._argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed (command_line)
     command = getattr(args, "_parser", parser)
     if extra:

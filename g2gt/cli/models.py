@@ -1,12 +1,12 @@
 """``g2gt models`` (the shipped models and their cards) and ``g2gt export-model`` (training folders ->
-one small model folder, the layout of :mod:`g2gt.ud.models`)."""
+one small model folder, the layout of :mod:`g2gt.core.registry`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from ..ud.models import DEFAULT_MODEL
+from ..core.registry import DEFAULT_MODEL
 from .common import UsageError, add_common_options, check_folder_path
 
 EXPORT_EXAMPLE = ("  g2gt export-model --parser runs/en_combined --segmenter runs/segmenter --enhancer runs/enhanced \\\n"
@@ -14,7 +14,7 @@ EXPORT_EXAMPLE = ("  g2gt export-model --parser runs/en_combined --segmenter run
 
 
 def register(subparsers) -> None:
-    subparsers.add_parser("models", help="list the shipped models and their scores", configure=_configure_models)
+    subparsers.add_parser("models", help="list the shipped and installed models (pipelines, translators)", configure=_configure_models)
     subparsers.add_parser("export-model", help="pack trained parts into a small model folder (float16)",
                           configure=_configure_export)
 
@@ -22,16 +22,20 @@ def register(subparsers) -> None:
 def _configure_models(p: argparse.ArgumentParser) -> None:
     p.description = ("List the models shipped inside the package (g2gt/models/NAME: no download needed) and "
                      "the model packages installed in this environment (pip install models/NAME; see "
-                     "'g2gt package'), with their language, licence (a model carries the licence of its "
-                     "training data: check it before commercial use), size, parts and measured scores. Use one "
-                     "with 'g2gt parse --model NAME' or g2gt.load(NAME); the default is en_combined.")
+                     "'g2gt package'): UD pipelines and translators, with their kind, language, licence (a model carries the licence of its "
+                     "training data: check it before commercial use), size, parts and measured scores. Use a pipeline "
+                     "with 'g2gt parse --model NAME' or g2gt.load(NAME) (a language code such as 'fr' names that "
+                     "language's default model; the default is en_combined), a translator with 'g2gt translate "
+                     "--model NAME'.")
     p.add_argument("name", nargs="?", help="show this model's whole card (model.json)")
     add_common_options(p)
     p.set_defaults(func=run_models)
 
 
 def run_models(args: argparse.Namespace) -> int:
-    from ..ud.models import available_models, installed_models, license_name, model_card, model_size, shipped_models
+    from ..core.registry import (
+        available_models, folder_kind, installed_models, license_name, model_card, model_size, shipped_models,
+    )
 
     if args.name:
         try:
@@ -40,24 +44,33 @@ def run_models(args: argparse.Namespace) -> int:
             raise UsageError(str(e)) from None
         print(json.dumps(card, indent=2, ensure_ascii=False))
         return 0
-    names, shipped, installed = available_models(), shipped_models(), installed_models()
+    names, shipped, installed = available_models(), shipped_models(None), installed_models(None)
     if not names:
         print("no shipped or installed models in this installation")
     for name in names:
-        card = model_card(name)
-        parts = ", ".join(card.get("parts", {})) or "?"
+        folder = shipped.get(name) or installed[name]
+        kind = folder_kind(folder)
+        card = model_card(folder)
         where = "shipped" if name in shipped else f"installed package: {installed[name]}"
         default = " (default)" if name == DEFAULT_MODEL else ""
-        print(f"{name}{default}\tlanguage: {card.get('language') or '?'}\tlicence: {license_name(card['license'])}"
-              f"\t{model_size(name) / 2**20:.1f} MB\t({where})")
-        print(f"\t{card.get('description', '')}; parts: {parts}")
+        print(f"{name}{default}\t{kind}\tlanguage: {card.get('language') or '?'}\tlicence: "
+              f"{license_name(card['license'])}\t{model_size(folder) / 2**20:.1f} MB\t({where})")
+        parts = "; parts: " + (", ".join(card.get("parts", {})) or "?") if kind == "pipeline" else ""
+        print(f"\t{card.get('description', '')}{parts}")
         print(f"\t{_score_line(card)}")
         print(f"\tlicence: {card['license']}")
     return 0
 
 
 def _score_line(card: dict) -> str:
-    """The card's headline dev scores: LAS, UPOS, Lemmas from raw text and with gold tokenisation."""
+    """The card's headline scores: a pipeline's dev LAS, UPOS, Lemmas from raw text and with gold tokenisation;
+    a translator's BLEU and chrF."""
+    if card.get("kind") == "translator":
+        kv = [f"{data}: BLEU {sc['bleu']:.2f}" + (f", chrF {sc['chrf']:.2f}" if isinstance(sc.get("chrf"), (int, float))
+                                                  else "")
+              for data, sc in (card.get("scores") or {}).items() if isinstance(sc, dict)
+              and isinstance(sc.get("bleu"), (int, float))]
+        return "; ".join(kv) or "no scores in its card"
     scores = card.get("dev_scores_official_scorer") or card.get("dev_scores") or {}
     out = []
     for setting, short in (("raw text", "raw text"), ("gold tokenisation", "gold tok.")):
@@ -98,7 +111,7 @@ def run_export(args: argparse.Namespace) -> int:
             raise UsageError(f"--card {args.card}:{e.lineno}: not valid JSON ({e.msg})") from None
         if not isinstance(card, dict):
             raise UsageError(f"--card {args.card}: expected a JSON object")
-    from ..ud.models.export import export_model
+    from ..ud.recipe.export import export_model
 
     written = export_model(args.out, args.parser, args.segmenter, args.enhancer, card, args.storage_dtype,
                            max_mb=args.max_mb)

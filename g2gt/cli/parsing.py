@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..ud.models import DEFAULT_MODEL
+from ..core.registry import DEFAULT_MODEL
 from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
 from .common import (
     UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path,

@@ -155,7 +155,7 @@ def translations_parallel(model: str, device: str, workers: int, source, graph: 
                           chunk: int) -> Iterator[str]:
     """``g2gt translate``'s output lines with ``workers`` processes: one job per ``chunk`` of the input, the
     chunks of one process, so the same lines (an empty input line stays an empty output line)."""
-    from ..ud.scale.pool import ProcessPool
+    from ..core.pool import ProcessPool
 
     kw = {k: v for k, v in kw.items() if k != "progress"}
     kept: deque[tuple[int, list[int]] | None] = deque()

@@ -73,7 +73,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     import torch
 
-    from ..ud.models import DEFAULT_MODEL
+    from ..core.registry import DEFAULT_MODEL
     from ..serve.adapter import load_models
     from ..serve.app import ServeConfig, create_app
 

@@ -90,9 +90,9 @@ def start_run(args: argparse.Namespace, train_options: Iterable[str], device: st
     """The run's :class:`TrainConfig`, made by ``recipe`` (keyword fields -> TrainConfig; default the class
     itself): the ``train_options`` as given, ``best.pt`` chosen by the dev ``metric`` (higher is better),
     ``device``, the progress bar as asked and ``fields`` (e.g. ``init_from``); records the command line in
-    ``args.out`` first (:func:`g2gt.ud.recipe.runs.record_command`)."""
+    ``args.out`` first (:func:`g2gt.core.run_folder.record_command`)."""
     from ..core.config import TrainConfig
-    from ..ud.recipe.runs import record_command
+    from ..core.run_folder import record_command
 
     record_command(args.out, command_line(args), args.resume)  # for the model card (g2gt train pipeline)
     return (recipe or TrainConfig)(**option_values(args, train_options), metric=metric, metric_mode="max",

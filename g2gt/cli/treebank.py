@@ -6,7 +6,7 @@ optimisation options from :class:`g2gt.core.config.TrainConfig` with the recipe'
 (:func:`g2gt.ud.tokenize.train.default_train_config`), the language-dependent settings from
 :func:`g2gt.ud.tokenize.train_segmenter`'s keyword arguments (auto by default); the option groups and the run's
 start (TrainConfig, recorded command) are :mod:`g2gt.cli.training`'s, as for the parser. The pipeline recipe is
-:mod:`g2gt.ud.recipe.train`; packages are written by :mod:`g2gt.ud.models.package`.
+:mod:`g2gt.ud.recipe.train`; packages are written by :mod:`g2gt.core.package`.
 """
 
 from __future__ import annotations
@@ -123,8 +123,8 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
 
 def _relearn(args: argparse.Namespace, train) -> int:
     """``--relearn-lexicon``: into a checkpoint file, or a folder that also records the commands that made it."""
-    from ..ud.models.export import source_commands
-    from ..ud.recipe.runs import record_command
+    from ..ud.recipe.export import source_commands
+    from ..core.run_folder import record_command
     from ..ud.stage import stage_checkpoint
     from ..ud.tokenize.train import relearn_lexicon
 
@@ -294,7 +294,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- package
 def _configure_package(p: argparse.ArgumentParser) -> None:
-    from ..ud.models.package import MAX_PACKAGE_MB
+    from ..core.package import MAX_PACKAGE_MB
 
     p.description = (
         "Write an installable Python package of a model folder (as spaCy ships its models): DIR/pyproject.toml "
@@ -315,8 +315,8 @@ def _configure_package(p: argparse.ArgumentParser) -> None:
 
 
 def run_package(args: argparse.Namespace) -> int:
-    from ..ud.models import is_model_folder
-    from ..ud.models.package import build_package
+    from ..core.registry import is_model_folder
+    from ..core.package import build_package
 
     if not is_model_folder(args.model):
         raise UsageError(f"MODEL_DIR {args.model}: not a model folder (expected parser.pt and model.json, as "

@@ -7,7 +7,7 @@ import json
 import sys
 
 from .common import UsageError, add_common_options, check_input_path, check_output_path, positive_int
-from ..ud.models import DEFAULT_MODEL
+from ..core.registry import DEFAULT_MODEL
 
 
 def register(subparsers) -> None:

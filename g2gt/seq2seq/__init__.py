@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from .config import DEFAULT_BEAM, Seq2SeqSettings, Seq2SeqTrainConfig, TranslateConfig
 from .data import MisalignedError, check_aligned, read_lines, read_parallel, read_training_data
 from .metrics import mt_scores
-from .package import build_translation_package, find_translator, installed_translators, training_card
+from .package import build_translation_package, find_translator, training_card
 
 _LAZY = {
     "SUBWORD_LABEL": "task", "ParallelData": "task", "Seq2SeqBatch": "task", "Seq2SeqTask": "task",
@@ -44,6 +44,6 @@ __all__ = [
     "DEFAULT_BEAM", "SUBWORD_LABEL", "MisalignedError", "ParallelData", "Seq2SeqBatch", "Seq2SeqRun",
     "Seq2SeqSettings", "Seq2SeqTask", "Seq2SeqTrainConfig", "TranslateConfig", "Translator",
     "build_translation_package", "check_aligned", "final_evaluation", "find_translator",
-    "installed_translators", "load_seq2seq", "mt_scores", "read_lines", "read_parallel", "read_training_data",
+    "load_seq2seq", "mt_scores", "read_lines", "read_parallel", "read_training_data",
     "subword_dependency_channel", "train_seq2seq", "training_card",
 ]

@@ -1,62 +1,25 @@
-"""Translation models by name: model folders, installed model packages, and writing such a package.
+"""Translation models: the checkpoint a name or path stands for, the card of a training folder, and a translator
+as an installable package.
 
 A translation **model folder** holds ``translator.pt`` (one checkpoint: float16 weights, tokenizers,
 settings, the decoding defaults of :class:`~g2gt.seq2seq.config.TranslateConfig`; it loads with
 ``weights_only=True``) and ``model.json`` (its card: data, licence, the command that trained it, its
-scores). :func:`build_translation_package` writes the folder inside an installable Python package, laid out
-as the UD language packages are (``models/NAME/``)::
-
-    models/NAME/
-      pyproject.toml            [project] g2gt-model-NAME, entry point NAME in group "g2gt.models"
-      g2gt_model_build.py       the build backend: standard library only, so pip installs offline
-      README.md                 the card for people: what it translates, its licence, BLEU, how it was made
-      g2gt_model_NAME/
-        __init__.py             model_path() -> the folder below
-        model/                  translator.pt, model.json
-
-After ``pip install models/NAME``, :func:`find_translator` finds it by name through the entry point, so
-``Translator.load("NAME")`` and ``g2gt translate --model NAME`` use it. This module imports no torch.
+scores). Names are found by the one model registry (:mod:`g2gt.core.registry`, kind ``"translator"``);
+:func:`build_translation_package` writes the folder inside an installable Python package
+(:func:`g2gt.core.package.build_package`, the layout every g2gt model package has). This module imports no torch.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
+import tempfile
 from pathlib import Path
 
-__all__ = ["ENTRY_POINT_GROUP", "TRANSLATOR_FILE", "CARD_FILE", "MAX_PACKAGE_MB", "find_translator",
-           "installed_translators", "is_translator_folder", "build_translation_package", "training_card"]
+__all__ = ["TRANSLATOR_FILE", "CARD_FILE", "find_translator", "build_translation_package", "training_card"]
 
-#: the entry-point group of every g2gt model package (UD pipelines and translators alike)
-from ..core.packages import ENTRY_POINT_GROUP  # noqa: E402  (the one group of every model package)
 TRANSLATOR_FILE = "translator.pt"
 CARD_FILE = "model.json"
-MAX_PACKAGE_MB = 25.0
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-#: the PEP 517 backend every g2gt model package carries (a file of the library, copied, never imported here)
-_BACKEND = Path(__file__).resolve().parents[1] / "ud" / "models" / "wheel_backend.py"
-_BACKEND_MODULE = "g2gt_model_build"
-
-
-def is_translator_folder(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a translation model folder (a folder with ``translator.pt``)."""
-    p = Path(path)
-    return p.is_dir() and (p / TRANSLATOR_FILE).is_file()
-
-
-def installed_translators() -> dict[str, Path]:
-    """Name -> model folder of the installed model packages that hold a translator (entry points of group
-    :data:`ENTRY_POINT_GROUP`; UD pipeline packages are not listed). A package whose entry point fails to
-    load is skipped with a warning."""
-    from ..core.packages import entry_point_folders
-
-    out: dict[str, Path] = {}
-    for name, _, folder in entry_point_folders(ENTRY_POINT_GROUP):
-        if is_translator_folder(folder):
-            out.setdefault(name, folder)
-    return out
 
 
 def find_translator(name_or_path: str | os.PathLike) -> Path:
@@ -65,22 +28,14 @@ def find_translator(name_or_path: str | os.PathLike) -> Path:
     * a file: itself;
     * a model folder: its ``translator.pt``; a training folder (``g2gt train seq2seq --out``): ``best.pt``,
       else ``last.pt``;
-    * a name: the ``translator.pt`` of the installed model package of that name.
+    * a translator's name (shipped or installed, :func:`g2gt.core.registry.find_model`): its ``translator.pt``.
 
-    Raises ``FileNotFoundError`` saying what was looked for and naming the installed translators."""
+    Raises ``FileNotFoundError`` saying what was looked for and naming the available translators."""
     from ..core.checkpoint import resolve_checkpoint
+    from ..core.registry import find_model, is_model_folder
 
-    p = Path(name_or_path)
-    if p.exists():
-        return p / TRANSLATOR_FILE if is_translator_folder(p) else resolve_checkpoint(p)
-    name = str(name_or_path)
-    installed = installed_translators() if _NAME.match(name) else {}
-    if name in installed:
-        return installed[name] / TRANSLATOR_FILE
-    known = ", ".join(sorted(installed_translators())) or "none in this environment"
-    raise FileNotFoundError(f"{name}: no such file or folder, and not an installed translation model (installed: "
-                            f"{known}); give a training folder of 'g2gt train seq2seq', a checkpoint file, a model "
-                            "folder, or install a model package (pip install models/NAME)")
+    where = find_model(name_or_path, kind="translator")
+    return where / TRANSLATOR_FILE if is_model_folder(where, "translator") else resolve_checkpoint(where)
 
 
 # ---------------------------------------------------------------------------- writing a package
@@ -121,39 +76,6 @@ def training_card(folder: str | os.PathLike, data_name: str = "dev") -> dict:
     return card
 
 
-def _toml_str(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
-
-
-def _pyproject(name: str, version: str, description: str, library_version: str) -> str:
-    major_minor = ".".join(library_version.split(".")[:2])
-    return ("# an installable g2gt translation model (pip install this folder; works offline)\n"
-            "[build-system]\n"
-            "requires = []\n"
-            f'build-backend = "{_BACKEND_MODULE}"\n'
-            'backend-path = ["."]\n\n'
-            "[project]\n"
-            f"name = {_toml_str('g2gt-model-' + name.replace('_', '-'))}\n"
-            f"version = {_toml_str(version)}\n"
-            f"description = {_toml_str(description)}\n"
-            'requires-python = ">=3.10"\n'
-            f'dependencies = ["g2gt>={major_minor}"]\n\n'
-            f'[project.entry-points."{ENTRY_POINT_GROUP}"]\n'
-            f'{name} = "g2gt_model_{name}:model_path"\n')
-
-
-def _init_py(name: str, description: str) -> str:
-    return (f'"""The g2gt translation model {name}: {description}.\n\n'
-            f'Installed as a package, it is found by name: ``Translator.load("{name}")``, '
-            f'``g2gt translate --model {name}``."""\n\n'
-            "from pathlib import Path\n\n"
-            '__all__ = ["MODEL_DIR", "model_path"]\n\n'
-            'MODEL_DIR = Path(__file__).resolve().parent / "model"\n\n\n'
-            "def model_path() -> Path:\n"
-            '    """The model folder (the entry point of group g2gt.models)."""\n'
-            "    return MODEL_DIR\n")
-
-
 def _readme(name: str, card: dict) -> str:
     lines = [f"# g2gt translation model `{name}`", "", card.get("description", ""), "",
              "```bash", f"pip install models/{name}        # from the g2gt repository; no download needed",
@@ -187,36 +109,21 @@ def _readme(name: str, card: dict) -> str:
 
 
 def build_translation_package(translator, name: str, out: str | os.PathLike, card: dict | None = None,
-                              version: str | None = None, max_mb: float = MAX_PACKAGE_MB) -> Path:
+                              version: str | None = None, max_mb: float | None = None) -> Path:
     """Write the package folder ``out`` for ``translator`` (a :class:`~g2gt.seq2seq.Translator`): its weights
     stored as float16 in ``translator.pt``, ``card`` (merged over the translator's own card) as ``model.json``
-    and ``README.md``, the ``pyproject.toml`` and build backend (module docstring). Returns ``out``.
+    and ``README.md``, through :func:`g2gt.core.package.build_package`. Returns ``out``.
 
-    Raises ``ValueError`` for a bad name or a model over ``max_mb`` (then nothing is left in ``out``)."""
-    from .._version import __version__
+    Raises ``ValueError`` for a bad name or a model over ``max_mb`` (default: the package limit); then nothing
+    is left in ``out``."""
+    from ..core.package import MAX_PACKAGE_MB, build_package
 
-    if not _NAME.match(name or ""):
-        raise ValueError(f"name {name!r}: a model name is lowercase letters, digits and _, starting with a letter "
-                         "(e.g. en_de_multi30k)")
-    out = Path(out)
     card = {**translator.card, **(card or {}), "name": name, "kind": "translator"}
-    description = card.setdefault("description", f"g2gt translation model {name}")
-    pkg = out / f"g2gt_model_{name}"
-    folder = pkg / "model"
-    if pkg.exists():
-        shutil.rmtree(pkg)  # a package folder is written whole: no stale files
-    folder.mkdir(parents=True)
-    translator.save(folder / TRANSLATOR_FILE, storage_dtype="float16")
-    size_mb = (folder / TRANSLATOR_FILE).stat().st_size / 2**20
-    if size_mb > max_mb:
-        shutil.rmtree(pkg)
-        raise ValueError(f"{name}: the model takes {size_mb:.1f} MB, over the {max_mb:g} MB limit of a model package "
-                         "(train a smaller model: a smaller --bpe-vocab, --d-model or fewer --layers)")
-    card["size_mb"] = round(size_mb, 2)
-    (folder / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (pkg / "__init__.py").write_text(_init_py(name, description), encoding="utf-8")
-    (out / "pyproject.toml").write_text(_pyproject(name, version or __version__, description, __version__),
-                                        encoding="utf-8")
-    shutil.copyfile(_BACKEND, out / f"{_BACKEND_MODULE}.py")
-    (out / "README.md").write_text(_readme(name, card), encoding="utf-8")
-    return out
+    card.setdefault("description", f"g2gt translation model {name}")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        translator.save(folder / TRANSLATOR_FILE, storage_dtype="float16")
+        card["size_mb"] = round((folder / TRANSLATOR_FILE).stat().st_size / 2**20, 2)
+        (folder / CARD_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return build_package(folder, name, out, readme=_readme(name, card), version=version,
+                             max_mb=MAX_PACKAGE_MB if max_mb is None else max_mb)

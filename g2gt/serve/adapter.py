@@ -31,16 +31,19 @@ WARM_UP_TEXT = ("The server parses this text once at start-up. It has two senten
 
 def model_name(spec: str) -> tuple[str, str]:
     """``"NAME=DIR"`` -> ``(NAME, DIR)``; a folder -> ``(its base name, spec)``; a model's name -> ``(the name
-    it resolves to, spec)`` (:func:`g2gt.ud.models.resolve_name`: an old name is served as its model's)."""
+    it resolves to, spec)`` (:func:`g2gt.core.registry.resolve_name`: a language code is served as its default
+    model's name); a path (:func:`g2gt.core.registry.looks_like_path`) -> ``(its base name, spec)``."""
     if "=" in spec:
         name, _, where = spec.partition("=")
         if not name or not where:
             raise ValueError(f"--model {spec!r}: expected NAME, DIR or NAME=DIR")
         return name, where
-    if not Path(spec).exists():
-        from ..ud.models import resolve_name
+    from ..core.registry import available_models, looks_like_path, resolve_name
 
-        return resolve_name(spec), spec
+    if not looks_like_path(spec):
+        name = resolve_name(spec)
+        if name in available_models("pipeline") or not Path(spec).exists():
+            return name, spec
     return Path(spec.rstrip("/\\")).name or spec, spec
 
 

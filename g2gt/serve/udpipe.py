@@ -119,18 +119,14 @@ def read_params(query: bytes, method: str, content_type: str, body: bytes) -> di
 
 # --------------------------------------------------------------------------- models
 def resolve_model(models: Mapping[str, LoadedModel], name: str | None) -> LoadedModel:
-    """A model by its name (None or ``""``: the default, the first; an old name resolves as everywhere, by
-    :func:`g2gt.ud.models.resolve_name`), else by its card's language code when one model has it;
-    :class:`RequestError` listing the models otherwise."""
+    """A model by its name (None or ``""``: the default, the first), else by a language code: the first served
+    model whose card has that language; :class:`RequestError` listing the models otherwise."""
     if not name:
         return next(iter(models.values()))
-    from ..ud.models import resolve_name
-
-    name = resolve_name(name, models)
     if name in models:
         return models[name]
     by_lang = [m for m in models.values() if m.card.get("language") == name]
-    if len(by_lang) == 1:
+    if by_lang:
         return by_lang[0]
     names = list(models)
     listed = ", ".join(f"{n} (default)" if i == 0 else n for i, n in enumerate(names))

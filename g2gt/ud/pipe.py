@@ -11,7 +11,7 @@ parsed again without it: ``g2gt serve`` answers each request that way.
 :meth:`Pipeline.pipe <g2gt.ud.pipeline.Pipeline.pipe>` cuts its stream of texts into groups of consecutive
 texts of about :data:`GROUP_WORDS` words (:func:`text_groups`, estimated as one word per 5 characters) and
 runs :func:`parse_many` on each group, in this process or, with ``n_process`` > 1, in worker processes of
-:class:`g2gt.ud.scale.pool.ProcessPool` (one group per job, so the same groups and the same output).
+:class:`g2gt.core.pool.ProcessPool` (one group per job, so the same groups and the same output).
 
 A batch's numbers depend a little on its other members (int8 dynamic quantization scales activations per
 batch), so a text parsed in a group can differ in rare last-digit ties from the same text parsed alone; the
@@ -162,14 +162,14 @@ def pipe_documents(nlp, texts: Iterable, n_process: int, options: dict,
                    worker: Callable[[], Callable] | None = None) -> Iterator[Document]:
     """``Pipeline.pipe``: the groups of :func:`text_groups` through :func:`parse_many`, here or in ``n_process``
     worker processes, each built by ``worker`` (a picklable factory of the job handler
-    ``(inputs, options) -> documents``, see :class:`g2gt.ud.scale.pool.ProcessPool`)."""
+    ``(inputs, options) -> documents``, see :class:`g2gt.core.pool.ProcessPool`)."""
     options = {k: v for k, v in options.items() if k != "progress"}
     nlp._check_options(bool(options.get("enhanced")), options.get("keep", ()))
     if n_process is None or int(n_process) <= 1:
         for group in text_groups(texts):
             yield from parse_many(nlp, group, **options)
         return
-    from .scale.pool import ProcessPool
+    from ..core.pool import ProcessPool
 
     if worker is None:
         raise ValueError("pipe(n_process > 1) needs a worker factory")

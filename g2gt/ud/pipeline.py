@@ -28,6 +28,7 @@ bytes from the CLI and the API, sentence ids included.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -39,9 +40,11 @@ from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
 from .limits import drop_control_characters, limit_sentence_words
-from .models import DEFAULT_MODEL
+from ..core.registry import DEFAULT_MODEL
 from .stage import BUILTIN_STAGES, LazyStage, StageContext, StageList, registered_stages
 from .coref import stage as _coref_stage  # noqa: F401  (registers the optional 'coref' stage)
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["Pipeline", "RuleTokenizer", "TOKENIZERS", "BATCH_TOKENS", "CHUNK_SENTENCES"]
 
@@ -123,7 +126,8 @@ class Pipeline(StageList):
             tokenizer: ``"auto"`` (the model's learned one, else stanza's if installed, else the rules),
                 ``"model"`` (the learned one, an error without), ``"rule"`` or ``"stanza"``.
         """
-        from .models import PART_FILES, find_model, is_model_folder, model_card
+        from ..core.registry import find_model, is_model_folder, model_card
+        from .stage import PART_FILES
         from .stage import resolve_device
 
         if tokenizer not in TOKENIZERS:
@@ -142,6 +146,7 @@ class Pipeline(StageList):
 
             set_threads(threads)
         where = find_model(name_or_path)
+        _log.info("model %s: %s", name_or_path, where)
         folder = where if is_model_folder(where) else None
         has = (lambda part: folder is not None and (folder / PART_FILES[part]).is_file())
         parser = None
@@ -194,7 +199,7 @@ class Pipeline(StageList):
         weights (floating weights stored as ``storage_dtype``) and ``model.json`` (this pipeline's card,
         updated with ``card``, the stage files and their sizes). ``max_mb``: refuse larger folders
         (``ValueError``; nothing is left behind)."""
-        from .models import PART_FILES
+        from .stage import PART_FILES
 
         out = Path(path)
         out.mkdir(parents=True, exist_ok=True)
@@ -277,15 +282,7 @@ class Pipeline(StageList):
             if not all(isinstance(s, Sentence) for s in out):
                 raise TypeError(f"the tokenize stage {self.tokenize!r} must return a list of g2gt.ud.io.Sentence")
             return out
-        from .tokenize.text import paragraph_blocks
-
-        out: list[Sentence] = []
-        for i, block in enumerate(paragraph_blocks(text)):
-            sents = self.tokenize.segment(block, sent_id_prefix="s", first_id=len(out) + 1)
-            if i and sents:
-                sents[0].tokens.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
-            out += sents
-        return out
+        return self.tokenize.segment_document(text)
 
     def to_sentences(self, x: str | Iterable) -> list[Sentence]:
         """The input forms :meth:`__call__` takes, as sentences: raw text (:meth:`text_sentences`), one
@@ -428,7 +425,7 @@ class PipeWorker:
         import importlib
 
         from .pipe import parse_many
-        from .scale.pool import worker_setup
+        from ..core.pool import worker_setup
 
         worker_setup()
         for module in self.modules:

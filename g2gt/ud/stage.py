@@ -59,8 +59,10 @@ from ..core.runtime import resolve_device  # the one reading of a device name (r
 
 __all__ = ["StageContext", "StageSpec", "LazyStage", "StageList", "register_stage", "registered_stages",
            "unregister_stage", "resolve_device", "fast_inference_dtype", "inference_dtype", "prepare_for_inference",
-           "stage_checkpoint", "save_stage", "checkpoint_record", "RECORD_KEYS"]
+           "PART_FILES", "stage_checkpoint", "save_stage", "checkpoint_record", "RECORD_KEYS"]
 
+#: stage -> its file in a model folder
+PART_FILES = {"parser": "parser.pt", "segmenter": "segmenter.pt", "enhancer": "enhancer.pt"}
 STORAGE_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
@@ -120,12 +122,21 @@ def prepare_for_inference(model: nn.Module, dtype: torch.dtype, device: str | to
 
 
 def stage_checkpoint(name_or_path: str | os.PathLike, stage: str) -> Path:
-    """The checkpoint file of ``stage`` (a part of :data:`g2gt.ud.models.PART_FILES`, the one table of stage
-    files: ``"segmenter"``, ``"parser"``, ``"enhancer"``) for a shipped model's name, a model
-    folder, a training folder or a checkpoint file (see :func:`g2gt.ud.models.part_checkpoint`)."""
-    from .models import part_checkpoint
+    """The checkpoint file of ``stage`` (a key of :data:`PART_FILES`, the one table of stage files:
+    ``"segmenter"``, ``"parser"``, ``"enhancer"``) for a model's name (:func:`g2gt.core.registry.find_model`),
+    a model folder (its stage file), a training folder (``best.pt``, else ``last.pt``) or a checkpoint file.
 
-    return part_checkpoint(name_or_path, stage)
+    Raises ``FileNotFoundError`` when a model folder lacks the stage or a training folder has no checkpoint."""
+    from ..core.checkpoint import resolve_checkpoint
+    from ..core.registry import find_model, is_model_folder
+
+    where = find_model(name_or_path)
+    if not is_model_folder(where):
+        return resolve_checkpoint(where)
+    file = where / PART_FILES[stage]
+    if not file.is_file():
+        raise FileNotFoundError(f"{name_or_path}: this model folder has no {PART_FILES[stage]}")
+    return file
 
 
 def save_stage(path: str | os.PathLike, model: nn.Module, record: dict[str, Any], source: Path | None,

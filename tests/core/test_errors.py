@@ -60,7 +60,7 @@ def test_cli_exit_2_for_a_stage_file_of_the_wrong_kind(tmp_path, capsys):
 def test_coref_loader_names_what_a_wrong_file_holds():
     """A parser where a coreference stage is expected: a g2gt.Error naming the file and what it holds."""
     from g2gt.ud.coref import Coreferencer
-    from g2gt.ud.models import find_model
+    from g2gt.core.registry import find_model
 
     file = find_model("en_combined") / "parser.pt"
     with pytest.raises(CheckpointError, match=r"parser\.pt: not a coreference checkpoint; it holds a parser"):

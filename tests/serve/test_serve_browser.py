@@ -17,7 +17,7 @@ from test_serve_harness import LiveServer
 
 from g2gt.serve.adapter import load_models
 from g2gt.serve.app import ServeConfig, create_app
-from g2gt.ud.models import DEFAULT_MODEL
+from g2gt.core.registry import DEFAULT_MODEL
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (pip install selenium)")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

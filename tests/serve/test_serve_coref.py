@@ -14,7 +14,7 @@ from g2gt.serve.adapter import LoadedModel, load_models
 from g2gt.serve.app import create_app
 from g2gt.serve.service import Options, ParseService, Work
 from g2gt.ud.io import parse_conllu_string, sentence_from_words
-from g2gt.ud.models import DEFAULT_MODEL
+from g2gt.core.registry import DEFAULT_MODEL
 
 TEXT = "Mary met John. She gave him her book."
 BAD_ENTITY = "1\tMary\t_\t_\t_\t_\t0\troot\t_\tEntity=(1-person\n\n"  # opened, never closed

@@ -15,7 +15,7 @@ from g2gt.data import EWT_SAMPLE_DEV
 from g2gt.ud.document import Document, token_spans
 from g2gt.ud.io import parse_conllu_string, read_conllu, sentence_from_tokens, sentence_from_words
 from g2gt.ud.limits import drop_control_characters
-from g2gt.ud.models import DEFAULT_MODEL, available_models
+from g2gt.core.registry import DEFAULT_MODEL, available_models
 from g2gt.ud.pipeline import Pipeline, RuleTokenizer
 
 PIECES = list(" \n\r\t  \u200b\u00a0\u0301\x00\u2028👍🏽中文שלום.,'\"!?") + [

@@ -70,7 +70,7 @@ def test_cli_draw(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_draw_text_parses_with_the_shipped_model(tmp_path):
     from g2gt.cli.main import main
-    from g2gt.ud.models import DEFAULT_MODEL, available_models
+    from g2gt.core.registry import DEFAULT_MODEL, available_models
 
     if DEFAULT_MODEL not in available_models():
         pytest.skip("the default model is not in this checkout")
@@ -194,7 +194,7 @@ def test_cli_draw_coref_file_and_text(coref_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "t.svg"
     assert main(["draw", "--coref", str(coref_file), "--sent-id", "d1-2", "-o", str(out)]) == 0
     assert [e for e, *_ in _marks(out.read_text(encoding="utf-8"))] == ["1", "2", "1", "3"]
-    from g2gt.ud.models import DEFAULT_MODEL, available_models
+    from g2gt.core.registry import DEFAULT_MODEL, available_models
 
     if DEFAULT_MODEL not in available_models():
         pytest.skip("the default model is not in this checkout")

@@ -1,4 +1,4 @@
-"""Worker processes (g2gt.ud.scale.pool, g2gt.ud.scale.parallel): input order, the bytes of one process, nothing lost
+"""Worker processes (g2gt.core.pool, g2gt.ud.scale.parallel): input order, the bytes of one process, nothing lost
 or doubled when a worker is killed, one bad file failing alone."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import time
 import pytest
 
 from g2gt.data import EWT_SAMPLE_DEV
-from g2gt.ud.models import DEFAULT_MODEL
+from g2gt.core.registry import DEFAULT_MODEL
 from g2gt.ud.scale.corpus import output_name, plan_files
-from g2gt.ud.scale.pool import JobError, ProcessPool, WorkerLost
+from g2gt.core.pool import JobError, ProcessPool, WorkerLost
 from fixture_paths import FIXTURES_MT
 
 

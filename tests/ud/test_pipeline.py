@@ -17,11 +17,11 @@ import g2gt
 from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.enhance import train_enhancer
-from g2gt.ud.models.export import export_model
+from g2gt.ud.recipe.export import export_model
 from g2gt.ud.evaluate import validate_file
 from g2gt.ud.io.conllu import check_tree, parse_conllu_string, read_conllu, write_conllu
 from g2gt.ud.tokenize.text import paragraph_blocks
-from g2gt.ud.models import DEFAULT_MODEL, PACKAGED_DIR, available_models, find_model
+from g2gt.core.registry import DEFAULT_MODEL, PACKAGED_DIR, available_models, find_model
 from g2gt.ud.enhance import Enhancer
 from g2gt.ud.parse import Parser, ParserModel, ParserVocab
 from g2gt.ud.pipeline import Pipeline, RuleTokenizer
@@ -304,7 +304,7 @@ def test_shipped_enhancer_changes_only_deps_on_ewt_dev(tmp_path):
 
 
 def test_part_checkpoint_resolves_model_and_training_folders(tmp_path):
-    from g2gt.ud.models import part_checkpoint
+    from g2gt.ud.stage import stage_checkpoint as part_checkpoint
 
     folder = tmp_path / "model"
     folder.mkdir()

@@ -11,7 +11,7 @@ import torch
 import g2gt
 from g2gt.ud.document import Document
 from g2gt.ud.io import sentence_from_words
-from g2gt.ud.models import DEFAULT_MODEL, available_models
+from g2gt.core.registry import DEFAULT_MODEL, available_models
 from g2gt.ud.pipeline import Pipeline
 from g2gt.ud.stage import LazyStage, register_stage, registered_stages, resolve_device, unregister_stage
 

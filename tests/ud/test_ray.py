@@ -14,7 +14,7 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
 
 from g2gt.data import EWT_SAMPLE_DEV  # noqa: E402
-from g2gt.ud.models import DEFAULT_MODEL  # noqa: E402
+from g2gt.core.registry import DEFAULT_MODEL  # noqa: E402
 
 
 @pytest.fixture(scope="module")

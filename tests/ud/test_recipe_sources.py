@@ -13,7 +13,7 @@ from g2gt.cli.main import main
 from g2gt.ud.evaluate import evaluate
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.io import read_conllu, write_conllu
-from g2gt.ud.models.export import source_commands
+from g2gt.ud.recipe.export import source_commands
 from g2gt.ud.parse.vocab import unambiguous_lemmas
 
 

@@ -17,7 +17,7 @@ import pytest
 from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.io import read_conllu, write_conllu
-from g2gt.ud.recipe.runs import run_commands, run_state
+from g2gt.core.run_folder import run_commands, run_state
 from g2gt.ud.tokenize.data import surface_tokens
 from g2gt.ud.tokenize.train import EXPANDER_MIN_TYPES, lacks_expander
 
@@ -91,7 +91,7 @@ def test_finished_segmenter_without_expander_gets_only_the_expander(run):
 
 
 def test_card_lists_every_stage_command_and_the_pipeline(run, tmp_path):
-    from g2gt.ud.models.package import build_package
+    from g2gt.core.package import build_package
 
     _, out, cmds, _ = run
     card = json.loads((out / "model" / "model.json").read_text())
@@ -138,7 +138,7 @@ def test_expander_of_a_stage_stopped_before_the_segmenter_is_reused(run, tmp_pat
 
 def test_record_command_starts_afresh_adds_on_resume_and_respects_the_lock(tmp_path):
     from g2gt.core.checkpoint import TrainingFolderLocked
-    from g2gt.ud.recipe.runs import record_command
+    from g2gt.core.run_folder import record_command
 
     folder = tmp_path / "run"
     assert run_commands(folder) == []

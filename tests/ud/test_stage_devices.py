@@ -7,7 +7,7 @@ import g2gt
 from g2gt.core.runtime import DeviceError, resolve_device
 from g2gt.ud.coref import Coreferencer
 from g2gt.ud.enhance import Enhancer
-from g2gt.ud.models import find_model
+from g2gt.core.registry import find_model
 from g2gt.ud.parse import Parser
 from g2gt.ud.tokenize import Segmenter
 

@@ -14,7 +14,7 @@ from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.evaluate import METRICS, validate_file
 from g2gt.ud.io import read_conllu, write_conllu
 from g2gt.ud.recipe.train import STAGE_SHARES, find_treebank, split_budget
-from g2gt.ud.recipe.runs import run_state
+from g2gt.core.run_folder import run_state
 from g2gt.ud.tokenize import text_from_sentences
 from g2gt.ud.recipe.score import raw_text
 

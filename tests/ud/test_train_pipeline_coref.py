@@ -14,7 +14,7 @@ import shlex
 import pytest
 
 from g2gt.cli.main import main
-from g2gt.ud.recipe.runs import run_commands, run_state
+from g2gt.core.run_folder import run_commands, run_state
 from g2gt.ud.recipe.train import split_budget
 
 LAYOUT = "GRP-etype-infstat-salience-centering-minspan-link-identity"

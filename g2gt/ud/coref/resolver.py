@@ -35,7 +35,7 @@ def coref_checkpoint(name_or_path: str | os.PathLike) -> Path:
     (its ``coref.pt``), a folder written by ``g2gt train coref`` (``best.pt``, else ``last.pt``) or a checkpoint
     file. ``FileNotFoundError`` naming what is missing (a model without a coreference stage, an unknown name)."""
     from ...core.checkpoint import resolve_checkpoint
-    from ..models import find_model, is_model_folder
+    from ...core.registry import find_model, is_model_folder
 
     p = Path(name_or_path)
     if p.is_dir() and (p / FILE_NAME).is_file():

@@ -43,13 +43,13 @@ def add_to_model_folder(source: str | os.PathLike, folder: str | os.PathLike, st
     folder ``folder`` as ``coref.pt`` and record it in ``model.json`` (``parts.coref``, plus ``card`` entries,
     e.g. the dev scores and the training data's licence). ``tune_on``: annotated dev sentences on which the
     link threshold is chosen first (:meth:`Coreferencer.tune_threshold`; recorded in the card)."""
-    from ..models import write_card
+    from ...core.registry import write_card
     from .resolver import Coreferencer
 
     out = Path(folder)
     if not (out / "model.json").is_file():
         raise FileNotFoundError(f"{out}: not a model folder (no model.json); export the pipeline first")
-    from ..models import model_card
+    from ...core.registry import model_card
 
     stage = Coreferencer.load(source)
     extra = {}

@@ -14,7 +14,7 @@ shape-free fields of :data:`WARM_OVERRIDABLE` may differ from the source's confi
 never saw are ``<unk>`` for its word table and read by its character CNN; entity types it lacks are tagged as
 a mention of unknown type. At step 0 the model is the source: it predicts what the source predicts. The run's
 ``train_config`` (``last.pt``, ``best.pt``, ``config.json``) records ``init_from``, and the model card lists
-the commands that made the source before this run's (:func:`g2gt.ud.models.export.stage_commands`).
+the commands that made the source before this run's (:func:`g2gt.ud.recipe.export.stage_commands`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from .data import EnhancerVocab, check_input_tree, deps_sort_key, make_batch, ma
 from .decode import choose_labels, decode_edges
 from .labels import MARKED_RELATIONS, PLACEHOLDER, TreeView, fill_template, sentence_markers
 from .model import EnhancerConfig, EnhancerModel
-from ..models import DEFAULT_MODEL
+from ...core.registry import DEFAULT_MODEL
 
 __all__ = ["Enhancer", "copy_basic", "basic_edges"]
 

@@ -69,10 +69,19 @@ def _is_conllu(name: str) -> bool:
 
 
 def _segmenter(teacher: str):
-    """``str -> [Sentence]``: the learned tokenizer of the model ``teacher`` (rules when it has none)."""
-    from ..pipeline import Pipeline
+    """``str -> [Sentence]``: the learned tokenizer of the model ``teacher`` (its ``segmenter.pt``, float32), the
+    rule tokenizer when it has none."""
+    from ...core.registry import find_model, is_model_folder
+    from ..stage import PART_FILES
+    from ..tokenize.text import text_to_sentences
 
-    return Pipeline.load(teacher, dtype="float32").text_sentences
+    where = find_model(teacher)
+    file = where / PART_FILES["segmenter"]
+    if not (is_model_folder(where) and file.is_file()):
+        return lambda text: text_to_sentences(text, tokenizer="auto") if text.strip() else []
+    from ..tokenize import Segmenter
+
+    return Segmenter.load(file, dtype="float32").segment_document
 
 
 def _resumed_text(ck: dict, out_dir, text: Sequence, text_format: str, text_max_words: int) -> tuple:

@@ -35,7 +35,7 @@ from .config import ParserConfig
 from .decode import REFINE_CONFIDENCE, ParseResult, decode_sentences
 from .model import ParserModel
 from .vocab import ParserVocab
-from ..models import DEFAULT_MODEL
+from ...core.registry import DEFAULT_MODEL
 
 __all__ = ["Parser", "rule_segmenter", "fast_inference_dtype", "inference_dtype", "KEEPABLE_COLUMNS"]
 
@@ -114,7 +114,7 @@ class Parser:
     @classmethod
     def load(cls, name_or_path: str | Path = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto", treebank: str | None = None) -> "Parser":
-        """Load the parse stage of a shipped model by name (default ``"en_combined"``, see :mod:`g2gt.ud.models`), of
+        """Load the parse stage of a shipped model by name (default ``"en_combined"``, see :mod:`g2gt.core.registry`), of
         a model folder (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint
         file, with ``weights_only=True`` and ``strict=True``.
 

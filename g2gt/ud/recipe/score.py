@@ -138,7 +138,7 @@ def treebank_facts(files, train, dev) -> dict:
     columns = {c: share(train, c) for c in ("lemma", "upos", "xpos", "feats", "deps")}
     license_line = None
     if files.folder is not None and (files.folder / "LICENSE.txt").is_file():
-        from ..models import license_name  # the licence's short name (CC BY-SA 4.0), else the first line
+        from ...core.registry import license_name  # the licence's short name (CC BY-SA 4.0), else the first line
 
         text = (files.folder / "LICENSE.txt").read_text(encoding="utf-8", errors="replace").strip()
         license_line = license_name(text) if text else None

@@ -20,7 +20,7 @@ Shares are renormalised over the stages a treebank has; ``stage_minutes`` gives 
 segmenter gets at least a minute where that is at most a third of the budget, and trains the multiword-token
 expander only with two minutes or more.
 A stage folder whose run used its whole budget is reused as it is (``resume=True``), one with an
-interrupted run is continued with the budget stored in its ``last.pt`` (:mod:`g2gt.ud.recipe.runs`): a parser
+interrupted run is continued with the budget stored in its ``last.pt`` (:mod:`g2gt.core.run_folder`): a parser
 trained before with ``g2gt train parser --out OUT/parser`` is picked up. Without ``resume`` an existing run
 is an error, never overwritten. A stage is done when every part the treebank needs is there: a finished
 segmenter run without the expander the treebank needs (an older run, one trained with ``--no-expander`` or
@@ -31,15 +31,15 @@ with less than :data:`EXPANDER_MIN_MINUTES`) gets only the expander trained
 ``sources`` (``--source STAGE=MODEL``, as spaCy's ``source`` for a pipeline component) takes a stage as it is
 from a trained model (a shipped or installed name, a model folder or a training folder) instead of training
 it: e.g. a model's segmenter kept while its parser is retrained. The budget is split among the stages that
-train; the card lists the commands that made the sourced stage (:func:`g2gt.ud.models.export.source_commands`)
+train; the card lists the commands that made the sourced stage (:func:`g2gt.ud.recipe.export.source_commands`)
 and its training facts from the source's card.
 
-Each stage folder keeps the commands that trained it (``commands.jsonl``, :func:`g2gt.ud.recipe.runs.record_command`:
+Each stage folder keeps the commands that trained it (``commands.jsonl``, :func:`g2gt.core.run_folder.record_command`:
 this pipeline's command for the stages it trains, ``g2gt train parser ...`` for a stage trained on its own),
 so the card's ``commands`` has each stage's own commands and the pipeline's
-(:func:`g2gt.ud.models.export.stage_commands`).
+(:func:`g2gt.ud.recipe.export.stage_commands`).
 
-Then ``out/model`` is written (:func:`g2gt.ud.models.export.export_model`: one file per stage, float16
+Then ``out/model`` is written (:func:`g2gt.ud.recipe.export.export_model`: one file per stage, float16
 weights, ``model.json``; a stage's ``best.pt``, or its ``averaged.pt`` when its run averaged its last
 snapshots, ``--average-last``) and scored on the dev set with the official CoNLL 2018 scorer from raw text and
 from the gold tokenisation (:mod:`g2gt.ud.recipe.score`); the card gets the scores, the multiword-token
@@ -168,7 +168,7 @@ def _wants_expander(train, minutes: float) -> bool:
 def _stage_config(folder: Path, resume: bool, fresh: Callable[[], object], started: bool = False, **runtime):
     """``(train_config, resume_flag, reused)`` for a stage folder (module docstring); ``started``: the folder
     holds part of the stage's run even without its ``last.pt`` (the segmenter's expander)."""
-    from .runs import run_state, stored_train_config
+    from ...core.run_folder import run_state, stored_train_config
 
     state = run_state(folder)
     if (state.exists or started) and not resume:
@@ -198,8 +198,8 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     folders record as the pipeline's command; ``sources``: ``{stage: model}``, stages taken as they are from
     trained models. Returns the model card as written to ``out/model/model.json``."""
     from ..io.conllu import read_conllu
-    from ..models.export import export_model, source_commands, stage_commands
-    from .runs import record_command
+    from ..recipe.export import export_model, source_commands, stage_commands
+    from ...core.run_folder import record_command
 
     t_start = time.time()
     out = Path(out)
@@ -261,7 +261,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     for s in trained:
         if s not in commands:
             _say(f"{s}: {out / s} records no command (a run from before g2gt kept them), so the card cannot list "
-                 f"it; add it with g2gt.ud.recipe.runs.record_command({str(out / s)!r}, COMMAND, resume=False)")
+                 f"it; add it with g2gt.core.run_folder.record_command({str(out / s)!r}, COMMAND, resume=False)")
     card = {
         "name": name, "language": lang,
         "description": f"{name}: tokenizer, sentence splitter, multiword tokens, tagger, lemmatizer, parser"
@@ -280,7 +280,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     from ..coref.stage import FILE_NAME as COREF_FILE, add_to_model_folder
 
     if "coref" in stages:
-        from ..models import model_card
+        from ...core.registry import model_card
 
         _say(f"coref: {model_dir / COREF_FILE}, its link threshold chosen on {files.dev.name}")
         add_to_model_folder(part["coref"], model_dir, tune_on=dev)
@@ -295,7 +295,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     card["training"] = {"wall_minutes": round((t_trained - t_start) / 60, 2),
                         "wall_minutes_with_evaluation": round((time.time() - t_start) / 60, 2),
                         "max_minutes": max_minutes, "threads": threads or None, "device": device, **machine_facts()}
-    from ..models import write_card
+    from ...core.registry import write_card
 
     write_card(model_dir, card)
     _say(f"done in {(time.time() - t_start) / 60:.1f} min; {model_dir}/model.json")
@@ -307,7 +307,7 @@ def _segmenter_stage(train, dev, folder: Path, minutes: float, resume: bool, eng
     """Train, continue or reuse the segmenter stage in ``folder``; it is done when its run finished and, where
     :func:`_wants_expander`, its checkpoints hold the expander, else only the missing part trains (module
     docstring). ``limit`` / ``runtime``: :class:`TrainConfig` fields. Returns the card's facts of the stage."""
-    from .runs import record_command
+    from ...core.run_folder import record_command
     from ..tokenize import train_segmenter
     from ..tokenize.train import add_expander, default_train_config, expander_budget, expander_minutes, lacks_expander
 
@@ -333,7 +333,7 @@ def _segmenter_stage(train, dev, folder: Path, minutes: float, resume: bool, eng
 def _stage_info(folder: Path, reused: bool) -> dict:
     """Facts of a finished stage folder for the card: updates, minutes, best dev value, parameters."""
     from ...core.checkpoint import load_checkpoint, resolve_checkpoint
-    from .runs import run_state
+    from ...core.run_folder import run_state
 
     state = run_state(folder)
     file = _trained_part(folder)
@@ -357,20 +357,20 @@ def _trained_part(folder: Path) -> Path:
 
 def _source_part(model: str, stage: str) -> Path:
     """The checkpoint of ``stage`` in the model ``model`` (``--source STAGE=MODEL``)."""
-    from ..models import part_checkpoint
+    from ..stage import stage_checkpoint
 
     if stage == "coref":
         from ..coref.stage import coref_checkpoint
 
         return coref_checkpoint(model)
-    return part_checkpoint(model, stage)
+    return stage_checkpoint(model, stage)
 
 
 def _source_info(stage: str, model: str) -> dict:
     """Facts of a stage taken from a trained model (``sources``): those of its training folder, else its
     checkpoint's and its card's (updates, minutes and budget as the source's card gives them)."""
     from ...core.checkpoint import load_checkpoint
-    from ..models import find_model, is_model_folder, model_card
+    from ...core.registry import find_model, is_model_folder, model_card
 
     where = find_model(model)
     if where.is_dir() and not is_model_folder(where):

@@ -1,8 +1,6 @@
 """Corpus scale: the pipeline over many inputs, in worker processes or on a Ray cluster, with the same bytes
 as one process.
 
-* :mod:`~g2gt.ud.scale.pool` — :class:`ProcessPool`, worker processes that map jobs in input order and replace
-  a worker that dies (no torch: any picklable ``factory() -> handler``);
 * :mod:`~g2gt.ud.scale.parallel` — :class:`ParallelPipeline` (``g2gt parse --workers N``): raw text or CoNLL-U
   cut into the very segment and batch jobs one process runs, put back in input order; :class:`Recipe`, what a
   worker loads; :func:`enhance_parallel`;
@@ -19,14 +17,12 @@ Example::
         nlp.parse_file("story.txt", "story.conllu", kind="raw")
 
 For many short texts inside one program, :meth:`g2gt.ud.pipeline.Pipeline.pipe` with ``n_process=N`` uses the
-same pool. Names load their module on first use (no torch, no Ray at import).
+same worker pool (:class:`g2gt.core.pool.ProcessPool`). Names load their module on first use (no torch, no Ray at import).
 """
 
 from ..._lazy import lazy_exports
 
 _EXPORTS = {
-    "ProcessPool": "pool", "JobError": "pool", "WorkerFailure": "pool", "WorkerLost": "pool",
-    "worker_setup": "pool",
     "ParallelPipeline": "parallel", "Recipe": "parallel", "EnhanceRecipe": "parallel",
     "enhance_parallel": "parallel",
     "output_name": "corpus", "plan_files": "corpus", "FilesReport": "corpus",

@@ -39,8 +39,8 @@ from itertools import islice
 from typing import Any, Callable, Iterable, Iterator
 
 from .corpus import FilesReport, plan_files
-from .pool import ProcessPool, worker_setup
-from ..models import DEFAULT_MODEL
+from ...core.pool import ProcessPool, worker_setup
+from ...core.registry import DEFAULT_MODEL
 
 __all__ = ["Recipe", "EnhanceRecipe", "ParallelPipeline", "enhance_parallel", "job_plan", "map_batch_runs",
            "worker_setup", "parse_options", "PARSE_CHUNK"]
@@ -251,7 +251,7 @@ class ParallelPipeline:
         workers: processes (one torch thread each by default, ``threads``).
         chunk_sentences: sentences per chunk (2000, as ``g2gt parse``: the same chunks give the same bytes).
         progress: one progress bar (sentences) over all workers, on stderr.
-        start_method, max_tries: see :class:`g2gt.ud.scale.pool.ProcessPool`.
+        start_method, max_tries: see :class:`g2gt.core.pool.ProcessPool`.
 
     The parsing methods take ``Pipeline.__call__``'s keyword arguments (keep, enhanced, refine_steps,
     algorithm, use_input_graph, batch_tokens, treebank ...: :func:`parse_options`) as ``**options``;

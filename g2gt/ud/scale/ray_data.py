@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator
 
 from .corpus import FilesReport, plan_files
 from .parallel import PARSE_CHUNK, Recipe, check_options, read_input
-from ..models import DEFAULT_MODEL
+from ...core.registry import DEFAULT_MODEL
 
 __all__ = ["PipelineActor", "parse_dataset", "parse_files", "init_ray", "ROWS_PER_RUN"]
 

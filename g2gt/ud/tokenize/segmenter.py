@@ -27,7 +27,7 @@ from .model import SegmenterModel
 from .mwt import MWTLexicon
 from .output import build_sentences
 from .spans import Spans
-from ..models import DEFAULT_MODEL
+from ...core.registry import DEFAULT_MODEL
 
 __all__ = ["Segmenter", "CHECKPOINT_KIND"]
 
@@ -123,6 +123,20 @@ class Segmenter:
         """Sentences of a document (see the module docstring); ``[]`` for a text without tokens (empty or
         only whitespace). Sentence ids are ``{sent_id_prefix}{k}``, ``k = first_id, first_id + 1 ...``."""
         return self.segment_many([text], sent_id_prefix, first_id)[0]
+
+    def segment_document(self, text: str) -> list[Sentence]:
+        """Sentences of a whole raw-text document of any length, read one block of paragraphs at a time
+        (:func:`g2gt.ud.tokenize.text.paragraph_blocks`: memory bounded by the block), with running ids ``s1,
+        s2 ...`` and ``newdoc`` on the first sentence only."""
+        from .text import paragraph_blocks
+
+        out: list[Sentence] = []
+        for i, block in enumerate(paragraph_blocks(text)):
+            sents = self.segment(block, sent_id_prefix="s", first_id=len(out) + 1)
+            if i and sents:
+                sents[0].tokens.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
+            out += sents
+        return out
 
     def segment_many(self, texts: Sequence[str], sent_id_prefix: str = "", first_id: int = 1
                      ) -> list[list[Sentence]]:

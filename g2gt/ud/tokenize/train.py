@@ -175,7 +175,7 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
 def _train_expander(train_docs, dev_docs, folder: Path, config: ExpanderConfig | None, tc: TrainConfig,
                     resume: bool):
     """Train (or, with ``resume``, continue or reuse) the expander in ``folder``."""
-    from ..recipe.runs import run_finished, stored_train_config
+    from ...core.run_folder import run_finished, stored_train_config
     from .expander_train import load_expander, mwt_pairs, one_word_forms, train_expander
 
     if resume and (folder / "last.pt").exists():
@@ -189,7 +189,7 @@ def _train_expander(train_docs, dev_docs, folder: Path, config: ExpanderConfig |
 
 def expander_minutes(out_dir: str | os.PathLike) -> float:
     """Training minutes of the expander of segmenter folder ``out_dir`` (0 without one)."""
-    from ..recipe.runs import run_state
+    from ...core.run_folder import run_state
 
     return run_state(Path(out_dir) / "expander").minutes
 
@@ -220,7 +220,7 @@ def add_expander(out_dir: str | os.PathLike, train_sentences: Iterable, dev_sent
     into each segmenter checkpoint of the folder (:func:`lacks_expander` is then False). The character model,
     its step and its budget are kept. Returns the :class:`g2gt.ud.tokenize.expander.MWTExpander`."""
     from ...core.checkpoint import save_atomic
-    from ..recipe.runs import stored_train_config
+    from ...core.run_folder import stored_train_config
     from .data import documents_from_sentences
 
     found = _segmenter_checkpoints(out_dir)

@@ -9,7 +9,7 @@ import g2gt
 from g2gt.cli.main import main
 from g2gt.ud.coref.io import documents, read_mentions
 from g2gt.ud.coref.stage import add_to_model_folder
-from g2gt.ud.models import model_card
+from g2gt.core.registry import model_card
 
 TINY = ["--d-model", "32", "--layers", "1", "--heads", "2", "--ffn-dim", "32", "--span-dim", "16",
         "--antecedent-dim", "16", "--char-filters", "16", "--threads", "1", "--no-progress"]

@@ -58,7 +58,7 @@ def test_warm_start_reproduces_the_source_at_step_0(source, tmp_path):
 
 
 def test_init_from_a_shipped_model_name(source, tmp_path):
-    from g2gt.ud.models import find_model
+    from g2gt.core.registry import find_model
 
     data, _ = source
     out = tmp_path / "warm"
@@ -72,8 +72,8 @@ def test_init_from_a_shipped_model_name(source, tmp_path):
 
 
 def test_card_lists_the_source_commands_and_resume_keeps_init_from(source, tmp_path):
-    from g2gt.ud.models.export import stage_commands
-    from g2gt.ud.recipe.runs import run_commands
+    from g2gt.ud.recipe.export import stage_commands
+    from g2gt.core.run_folder import run_commands
 
     data, file = source
     out = tmp_path / "warm"
@@ -100,7 +100,7 @@ def test_warm_start_keeps_the_architecture(source, tmp_path, capsys):
 
 def test_init_from_a_model_without_coref_or_not_coref(source, tmp_path, capsys):
     from g2gt.ud.coref.stage import coref_checkpoint
-    from g2gt.ud.models import find_model
+    from g2gt.core.registry import find_model
 
     data, file = source
     assert coref_checkpoint("en_combined") == find_model("en_combined") / "coref.pt"

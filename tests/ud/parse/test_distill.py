@@ -220,7 +220,7 @@ def test_make_example_accepts_unannotated_text(data):
 
 def test_cli_records_its_commands_and_resumes_without_teachers(teachers, tmp_path):
     from g2gt.cli.main import main
-    from g2gt.ud.recipe.runs import run_commands
+    from g2gt.core.run_folder import run_commands
 
     out = tmp_path / "cli"
     common = ["--out", str(out), "--train", str(SAMPLE_TRAIN), "--dev", str(SAMPLE_DEV), "--d-model", "32",

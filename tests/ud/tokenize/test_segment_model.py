@@ -20,7 +20,7 @@ from g2gt.ud.tokenize import (
 )
 from g2gt.ud.tokenize.data import STYLES
 from g2gt.cli.main import main as g2gt_main
-from g2gt.ud.recipe.runs import run_commands
+from g2gt.core.run_folder import run_commands
 from g2gt.ud.tokenize.train import default_train_config, relearn_lexicon
 
 TINY = dict(d_model=32, num_layers=2, num_heads=2, ffn_dim=64, window=48, context=8)

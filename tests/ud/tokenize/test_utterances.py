@@ -174,7 +174,7 @@ def test_lexicon_learns_and_saves_the_final_tokens():
 
 
 def test_the_default_english_segmenter_cuts_greetings_like_treebank_text():
-    from g2gt.ud.models import DEFAULT_MODEL, available_models
+    from g2gt.core.registry import DEFAULT_MODEL, available_models
     from g2gt.ud.tokenize import Segmenter
 
     if DEFAULT_MODEL not in available_models():

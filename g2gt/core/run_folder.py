@@ -40,7 +40,7 @@ class RunState:
 
 
 def _last(folder: str | os.PathLike) -> dict | None:
-    from ...core.checkpoint import load_checkpoint
+    from .checkpoint import load_checkpoint
 
     last = Path(folder) / "last.pt"
     return load_checkpoint(last) if last.is_file() else None
@@ -73,7 +73,7 @@ def stored_train_config(folder: str | os.PathLike, **overrides):
     ``overrides`` (e.g. ``device``, ``progress``); None when there is no ``last.pt``."""
     import dataclasses
 
-    from ...core.config import TrainConfig
+    from .config import TrainConfig
 
     ck = _last(folder)
     if ck is None:
@@ -88,7 +88,7 @@ def record_command(folder: str | os.PathLike, command: str, resume: bool) -> Non
     trains in raises :class:`g2gt.core.checkpoint.TrainingFolderLocked` and is left as it is."""
     import json
 
-    from ...core.checkpoint import TrainingFolderLock
+    from .checkpoint import TrainingFolderLock
 
     if os.environ.get("RANK", "0") != "0":
         return

@@ -2,7 +2,7 @@
 
 :class:`ProcessPool` starts ``workers`` processes (``spawn`` / ``forkserver``, never ``fork``: torch and fork
 do not mix). Each worker calls the pool's ``factory`` once -- a picklable zero-argument callable, e.g. a
-:class:`g2gt.ud.scale.parallel.Recipe` that loads a model -- and gets a handler ``payload -> result`` that it
+recipe that loads a model -- and gets a handler ``payload -> result`` that it
 applies to every job it is sent. Only payloads and results cross the process boundary (pickled), never a
 loaded model.
 
@@ -62,7 +62,7 @@ def default_start_method() -> str:
 
 # ---------------------------------------------------------------------------- the worker side
 def worker_setup(keep_freed: bool = True) -> None:
-    """What every worker process of the UD pipeline (local or Ray actor) does before loading a model: no oneDNN
+    """What every worker process (local or Ray actor) does before loading a model: no oneDNN
     primitive cache (``ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`` unless the environment sets it: the cache keeps a
     compiled kernel per input shape, and a corpus brings ever new batch shapes: README, "Corpus scale", gives
     what it saves) and, with ``keep_freed``, :func:`g2gt.core._compat.keep_freed_memory` as the ``g2gt``
@@ -71,7 +71,7 @@ def worker_setup(keep_freed: bool = True) -> None:
 
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")  # read by oneDNN when it first runs
     if keep_freed:
-        from ...core._compat import keep_freed_memory
+        from ._compat import keep_freed_memory
 
         keep_freed_memory()
 

@@ -1,4 +1,5 @@
-"""Pack trained stages into one small model folder (the layout of :mod:`g2gt.ud.models`).
+"""Pack trained stages into one small model folder (the layout of :mod:`g2gt.core.registry`), and the README of its
+package.
 
 Training folders hold optimizer state and float32 weights; a shipped model needs neither.
 :func:`export_model` loads each stage from its training folder (or checkpoint), puts them in a
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["export_model", "stage_commands", "source_commands", "MAX_MODEL_MB"]
+__all__ = ["export_model", "stage_commands", "source_commands", "package_readme", "MAX_MODEL_MB"]
 
 MAX_MODEL_MB = 25.0  # the package-data budget of one shipped model (all parts together)
 
@@ -50,10 +51,10 @@ def export_model(out: str | os.PathLike, parser: str | os.PathLike, segmenter: s
 
 def stage_commands(folders: dict[str, str | os.PathLike | None]) -> dict[str, str]:
     """``{stage: its commands}`` for the stages of ``folders`` (``{stage: training folder}``) whose folder
-    records the commands that trained it (:func:`g2gt.ud.recipe.runs.run_commands`; several, e.g. a run and its
+    records the commands that trained it (:func:`g2gt.core.run_folder.run_commands`; several, e.g. a run and its
     resumption, are one line each), each warm start preceded by the commands that made its source
     (:func:`_warm_lineage`); stages without a record (a checkpoint file, an older run) are left out."""
-    from ..recipe.runs import run_commands
+    from ...core.run_folder import run_commands
 
     out = {}
     for stage, folder in folders.items():
@@ -69,8 +70,8 @@ def source_commands(source: str | os.PathLike, stage: str) -> list[str]:
     """The commands that made ``stage`` of ``source``: a training folder's recorded ones, or a model folder's
     card entries for the stage (keys ``stage`` or ``"stage (...)"``), else the card's pipeline command(s) that
     trained every stage; ``[]`` when nothing is known."""
-    from ..recipe.runs import run_commands
-    from . import find_model, is_model_folder, model_card
+    from ...core.run_folder import run_commands
+    from ...core.registry import find_model, is_model_folder, model_card
 
     try:
         where = find_model(source)
@@ -90,7 +91,7 @@ def source_commands(source: str | os.PathLike, stage: str) -> list[str]:
 def _warm_lineage(folder: str | os.PathLike, stage: str) -> list[str]:
     """For a run warm-started from a model (``init_from`` in its ``last.pt``): the commands that made the
     source's ``stage`` (:func:`source_commands`) under a comment naming the source; else ``[]``."""
-    from ..recipe.runs import stored_train_config
+    from ...core.run_folder import stored_train_config
 
     tc = stored_train_config(folder)
     source = getattr(tc, "init_from", None)
@@ -99,3 +100,52 @@ def _warm_lineage(folder: str | os.PathLike, stage: str) -> list[str]:
     earlier = source_commands(source, stage)
     note = f"# warm start from {source}" + ("; it was made by:" if earlier else " (its commands are not known)")
     return [note, *earlier]
+
+
+def _commands(commands: dict) -> list[str]:
+    """README lines for the card's ``commands`` (``{what: command lines}``): one bash block, each command once,
+    under a comment naming what it made (stages trained by the same command share it)."""
+    made: dict[str, list[str]] = {}
+    for what, text in commands.items():
+        if isinstance(text, str) and text.strip():
+            made.setdefault(text.strip(), []).append(what)
+    if not made:
+        return []
+    lines = ["Trained with (the commands that made each part; model.json lists them too):", "",
+             "```bash"]
+    for text, whats in made.items():
+        lines += [f"# {', '.join(whats)}", *text.splitlines()]
+    return lines + ["```", ""]
+
+
+def package_readme(name: str, card: dict) -> str:
+    """The ``README.md`` of the installable package of pipeline ``name`` (:func:`g2gt.core.package.build_package`):
+    how to install and use it, its licence, its dev and everyday scores and the commands that made it, from its
+    ``card``."""
+    lines = [f"# g2gt model `{name}`", "", card.get("description", ""), "",
+             "```bash", f"pip install models/{name}        # from the g2gt repository; no download needed",
+             f"g2gt parse --model {name} --text \"...\"", "```", "",
+             f"In Python: `import g2gt; nlp = g2gt.load(\"{name}\")`. `g2gt models` lists installed models.", ""]
+    if card.get("training_data"):
+        lines += [f"Trained on {card['training_data']}.", ""]
+    if card.get("license"):
+        lines += [f"Licence of the training data: {card['license']}", ""]
+    scores = card.get("dev_scores_official_scorer") or {}
+    if scores:
+        metrics = list(next(iter(scores.values())))
+        lines += ["Dev scores (official CoNLL 2018 scorer):", "",
+                  "| input | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
+        lines += [f"| {k} | " + " | ".join(f"{v.get(m, 0):.2f}" for m in metrics) + " |" for k, v in scores.items()]
+        lines.append("")
+    everyday = card.get("everyday_scores_official_scorer") or {}
+    rows = {k: v for k, v in everyday.items() if isinstance(v, dict)}
+    if rows:
+        metrics = [m for m in ("Tokens", "Sentences", "UPOS", "UAS", "LAS") if m in next(iter(rows.values()))]
+        lines += [f"Everyday input ({everyday.get('set', 'short texts, each parsed alone')}; "
+                  "`python benchmarks/everyday.py`):", "",
+                  "| input | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
+        lines += [f"| {k} | " + " | ".join(f"{v[m]:.2f}" for m in metrics) + " |" for k, v in rows.items()]
+        lines.append("")
+    lines += _commands(card.get("commands") or {})
+    lines += [f"The model card is `g2gt_model_{name}/model/model.json`.", ""]
+    return "\n".join(lines)

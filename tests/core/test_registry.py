@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-import g2gt.ud.models as registry
+import g2gt.core.registry as registry
 from g2gt.cli.main import main
 from g2gt.serve.udpipe import resolve_model
-from g2gt.ud.models import (
-    DEFAULT_MODEL, MODEL_ALIASES, PACKAGED_DIR, UNKNOWN_LICENSE, available_models, find_model, license_name,
-    model_card, resolve_name,
+from g2gt.core.registry import (
+    DEFAULT_MODEL, PACKAGED_DIR, UNKNOWN_LICENSE, available_models, find_model, license_name, model_card,
+    resolve_name,
 )
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 has_default = pytest.mark.skipif(DEFAULT_MODEL not in available_models(), reason="no shipped default model here")
 
 
@@ -26,29 +26,74 @@ class FakeLoaded:  # what the server keeps per model: only its card is read when
     card: dict = field(default_factory=dict)
 
 
-def test_en_ewt_is_not_a_name_of_the_non_commercial_model():
-    assert "en_ewt" not in MODEL_ALIASES
-    assert resolve_name("en_ewt", ["en_combined"]) == "en_ewt"
+def _model(folder: Path, kind_file: str = "parser.pt", **card) -> Path:
+    folder.mkdir(parents=True)
+    (folder / kind_file).write_bytes(b"x")
+    (folder / "model.json").write_text(json.dumps({"name": folder.name, **card}))
+    return folder
 
 
-def test_an_alias_resolves_to_its_model_but_never_hides_a_model_of_that_name(monkeypatch):
-    monkeypatch.setitem(MODEL_ALIASES, "xx_old", "xx_new")
-    assert resolve_name("xx_old", ["xx_new"]) == "xx_new"
-    assert resolve_name("xx_old", ["xx_old", "xx_new"]) == "xx_old"  # a model of that name wins
-    assert resolve_name("xx_other", ["xx_new"]) == "xx_other"  # unknown names stay as they are
+@pytest.fixture
+def fake_models(tmp_path, monkeypatch):
+    """A registry of its own: shipped xx_one (language xx) and en_big; installed fr_small, fr_alpha (language fr)
+    and the translator en_de_tiny."""
+    shipped, installed = tmp_path / "shipped", tmp_path / "installed"
+    _model(shipped / "xx_one", language="xx")
+    _model(shipped / "en_big", language="en")
+    packages = [_model(installed / "fr_small", language="fr"), _model(installed / "fr_alpha"),
+                _model(installed / "en_de_tiny", "translator.pt", language="en -> de")]
+    monkeypatch.setattr(registry, "PACKAGED_DIR", shipped)
+    monkeypatch.setattr(registry, "entry_point_folders",
+                        lambda group=registry.ENTRY_POINT_GROUP: [(p.name, f"{p.name}:model_path", p) for p in packages])
+    return shipped, installed
 
 
-@has_default
-def test_cli_api_and_server_resolve_an_old_name_alike(monkeypatch, capsys):
-    monkeypatch.setitem(MODEL_ALIASES, "xx_old", DEFAULT_MODEL)
-    assert find_model("xx_old") == PACKAGED_DIR / DEFAULT_MODEL  # g2gt.load, g2gt parse --model
-    served = {DEFAULT_MODEL: FakeLoaded(DEFAULT_MODEL)}
-    assert resolve_model(served, "xx_old") is served[DEFAULT_MODEL]  # model= in a server request
+def test_names_resolve_by_kind_and_language(fake_models):
+    shipped, installed = fake_models
+    assert available_models() == ["en_big", "en_de_tiny", "fr_alpha", "fr_small", "xx_one"]
+    assert available_models("translator") == ["en_de_tiny"]
+    assert find_model("xx_one") == shipped / "xx_one" and find_model("fr_small") == installed / "fr_small"
+    assert resolve_name("fr") == "fr_alpha"  # a language code: its first model by name (fr_alpha by its name)
+    assert find_model("xx") == shipped / "xx_one" and find_model("en") == shipped / "en_big"
+    assert resolve_name("de") == "de"  # no model of that language: unchanged, reported as unknown
+    with pytest.raises(FileNotFoundError, match="not a model's name, a language with a model"):
+        find_model("de")
+    assert find_model("en_de_tiny", kind="translator") == installed / "en_de_tiny"
+    with pytest.raises(FileNotFoundError, match="en_de_tiny is a translator .*, not a UD pipeline"):
+        find_model("en_de_tiny")
+
+
+def test_a_folder_never_shadows_a_model_name(fake_models, tmp_path, monkeypatch, caplog):
+    shipped, _ = fake_models
+    work = tmp_path / "work"
+    _model(work / "xx_one")  # e.g. another model saved under that name in the working directory
+    monkeypatch.chdir(work)
+    with caplog.at_level("WARNING", logger="g2gt"):
+        assert find_model("xx_one") == shipped / "xx_one"
+    assert "give ./xx_one to load that" in caplog.text
+    assert find_model("./xx_one") == Path("./xx_one") and find_model(work / "xx_one") == work / "xx_one"
+    _model(work / "mine")
+    assert find_model("mine") == Path("mine")  # an existing folder under a name that is no model's
+    with pytest.raises(FileNotFoundError, match="nothere/: no such file or folder"):
+        find_model("nothere/")
+
+
+def test_the_server_and_cli_resolve_a_language_code_alike(fake_models, capsys):
     from g2gt.serve.adapter import model_name
 
-    assert model_name("xx_old") == (DEFAULT_MODEL, "xx_old")  # g2gt serve --model xx_old
-    assert main(["models", "xx_old"]) == 0
-    assert json.loads(capsys.readouterr().out)["name"] == DEFAULT_MODEL
+    served = {"fr_small": FakeLoaded("fr_small", {"language": "fr"}), "xx_one": FakeLoaded("xx_one", {"language": "xx"})}
+    assert resolve_model(served, "fr") is served["fr_small"]  # model=fr in a request: the served French model
+    assert model_name("xx") == ("xx_one", "xx")  # g2gt serve --model xx
+    assert main(["models", "xx"]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == "xx_one"
+
+
+def test_g2gt_models_lists_every_kind(fake_models, capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    kinds = {ln.split("\t")[0]: ln.split("\t")[1] for ln in out.splitlines() if not ln.startswith("\t")}
+    assert kinds == {"en_big": "pipeline", "en_de_tiny": "translator", "fr_alpha": "pipeline",
+                     "fr_small": "pipeline", "xx_one": "pipeline"}
 
 
 def test_the_server_refuses_a_model_it_does_not_serve():
@@ -64,6 +109,8 @@ def test_unknown_name_points_at_the_repository_package():
         pytest.skip("needs the repository's models/fr_sequoia, not installed")
     with pytest.raises(FileNotFoundError, match="pip install models/fr_sequoia"):
         find_model("fr_sequoia")
+    with pytest.raises(FileNotFoundError, match="pip install models/fr_sequoia"):
+        find_model("fr")  # the language's package
 
 
 def test_model_card_always_has_language_and_license(tmp_path):
@@ -134,6 +181,5 @@ def test_registry_imports_no_torch():
     import subprocess
     import sys
 
-    code = "import sys, g2gt.ud.models; print('torch' in sys.modules)"
+    code = "import sys, g2gt.core.registry, g2gt.core.package; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
-    assert registry.__name__ == "g2gt.ud.models"

@@ -14,8 +14,8 @@ import zipfile
 import pytest
 
 from g2gt.cli.main import main
-from g2gt.ud.models import find_model, installed_models, is_model_folder, model_card
-from g2gt.ud.models.package import build_package
+from g2gt.core.registry import find_model, installed_models, is_model_folder, model_card
+from g2gt.core.package import build_package
 
 CARD = {"name": "xx_fake", "description": "a fake model \"for\" tests", "language": "xx",
         "dev_scores_official_scorer": {"raw text": {"Tokens": 99.0, "LAS": 50.0}}}
