@@ -11,7 +11,7 @@
 import torch
 from torch import nn
 
-from g2gt import num_chain_labels, relative_position_labels
+from g2gt.core import num_chain_labels, relative_position_labels
 from g2gt.nn import GraphAttention
 
 

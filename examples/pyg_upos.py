@@ -8,7 +8,7 @@ Every UD sentence becomes a ``torch_geometric.data.Data`` graph:
   ``--window`` positions (self-loops included), each edge with two label channels:
   channel 0 = dependency label (``rel↑`` dependent->head, ``rel↓`` head->dependent,
   0 = no dependency), channel 1 = clipped relative position
-  (:func:`g2gt.nn.conv.edge_relative_positions`, ids of :func:`g2gt.relative_position_labels`);
+  (:func:`g2gt.nn.conv.edge_relative_positions`, ids of :func:`g2gt.core.relative_position_labels`);
 * target ``y`` = UPOS.
 
 The model is ``Embedding -> [G2GConv -> residual + LayerNorm -> FFN] x layers ->
@@ -42,7 +42,7 @@ from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 from tqdm import tqdm
 
-from g2gt import LabelVocab, num_chain_labels
+from g2gt.core import LabelVocab, num_chain_labels
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.io.conllu import Sentence, read_conllu
 from g2gt.nn import G2GConv

@@ -31,9 +31,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from g2gt import BucketBatchSampler, chain_graph, collate, num_chain_labels
+from g2gt.core import BucketBatchSampler, chain_graph, collate, num_chain_labels
 from g2gt.core.batch import pad_sequences
-from g2gt.seq2seq.search import greedy_search
+from g2gt.nn.search import greedy_search
 from g2gt.nn import G2GTConfig, G2GTransformer
 from g2gt.core.train import TrainConfig, Trainer
 
@@ -45,8 +45,8 @@ class ReverseTask:
     """Sequence reversal as a Trainer task (see the protocol in :mod:`g2gt.core.train`).
 
     Batches are ``(GraphBatch of sources, target inputs [B, m], target outputs [B, m])``
-    built by :func:`g2gt.collate` from chain graphs, grouped by
-    :class:`g2gt.BucketBatchSampler` (``batch_tokens`` padded tokens per batch).
+    built by :func:`g2gt.core.collate` from chain graphs, grouped by
+    :class:`g2gt.core.BucketBatchSampler` (``batch_tokens`` padded tokens per batch).
     """
 
     def __init__(self, train: list[list[int]], dev: list[list[int]], max_distance: int, batch_tokens: int,

@@ -13,24 +13,22 @@ from typing import TYPE_CHECKING
 # --help and --version answer at once; the first use of a name imports its module. This table is the one
 # list: ``_EXPORTS`` and ``__all__`` come from it, and tests/core/test_exports.py checks the TYPE_CHECKING imports
 # below (which type checkers need written out) against it.
+# What a user of the product needs; layer users import from g2gt.nn, graph helpers from g2gt.core.
 _MODULES = {
     "ud.pipeline": ("Pipeline",),
     "ud.document": ("Document",),
-    "core.graph": ("Graph", "EdgeChannel", "ChainChannel", "LabelVocab", "chain_graph", "edges_from_heads",
-                   "num_chain_labels", "relative_position_labels"),
-    "core.batch": ("GraphBatch", "collate", "BucketBatchSampler"),
+    "seq2seq.translator": ("Translator",),
+    "core.registry": ("available_models",),
+    "core.graph": ("Graph", "chain_graph"),
     "errors": ("Error",),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only ("X as X": an explicit re-export)
-    from .core.batch import BucketBatchSampler as BucketBatchSampler, GraphBatch as GraphBatch, collate as collate
-    from .core.graph import (
-        ChainChannel as ChainChannel, EdgeChannel as EdgeChannel, Graph as Graph, LabelVocab as LabelVocab,
-        chain_graph as chain_graph, edges_from_heads as edges_from_heads, num_chain_labels as num_chain_labels,
-        relative_position_labels as relative_position_labels,
-    )
+    from .core.graph import Graph as Graph, chain_graph as chain_graph
+    from .core.registry import available_models as available_models
     from .errors import Error as Error
+    from .seq2seq.translator import Translator as Translator
     from .ud.document import Document as Document
     from .ud.pipeline import Pipeline as Pipeline
 

@@ -17,7 +17,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from g2gt import BucketBatchSampler, chain_graph, collate, num_chain_labels
+from g2gt.core import BucketBatchSampler, chain_graph, collate, num_chain_labels
 from g2gt.core.batch import pad_sequences
 from g2gt.nn import G2GTConfig, G2GTransformer
 

@@ -31,7 +31,7 @@ from ..errors import Error
 __all__ = [
     "CommandParser", "UsageError", "add_common_options", "add_dataclass_options", "add_signature_options",
     "field_default", "signature_default",
-    "option_values", "positive_int", "non_negative_int", "resolve_device", "apply_runtime", "progress_enabled",
+    "option_values", "positive_int", "non_negative_int", "apply_runtime", "progress_enabled",
     "check_input_path", "check_output_path", "check_folder_path", "add_workers_option", "command_line",
 ]
 
@@ -207,21 +207,6 @@ def progress_enabled(args: argparse.Namespace) -> bool:
     return sys.stderr.isatty() if value is None else bool(value)
 
 
-def resolve_device(name: str) -> str:
-    """:func:`g2gt.core.runtime.resolve_device` for ``--device``: ``auto`` -> ``cuda`` when available, else
-    ``cpu``; a name that is not a device, or CUDA this machine lacks, is a UsageError naming the option."""
-    from ..core.runtime import DeviceError, resolve_device as core_resolve
-
-    try:
-        device = core_resolve(name)
-    except DeviceError as e:
-        raise UsageError(f"--device {name}: {str(e).split(': ', 1)[-1]}") from None
-    kind = device.split(":")[0]
-    if kind not in ("cpu", "cuda", "mps"):
-        raise UsageError(f"--device {name}: unsupported device type {kind!r}; expected cpu or cuda")
-    return device
-
-
 def apply_runtime(args: argparse.Namespace) -> str:
     """Apply ``--threads``, keep freed memory for reuse (:func:`g2gt.core._compat.keep_freed_memory`) and check
     ``--device``; returns the resolved device name."""
@@ -232,7 +217,12 @@ def apply_runtime(args: argparse.Namespace) -> str:
         from ..core.train import set_threads
 
         set_threads(args.threads)
-    return resolve_device(args.device)
+    from ..core.runtime import DeviceError, resolve_device
+
+    try:
+        return str(resolve_device(args.device))
+    except DeviceError as e:
+        raise UsageError(f"--device {args.device}: {str(e).split(': ', 1)[-1]}") from None
 
 
 # ---------------------------------------------------------------------------- generated options

@@ -294,11 +294,11 @@ def _open_input(args: argparse.Namespace):
             raise UsageError("--text contains no words")
         return args.text
     if args.raw is not None:
-        from ..ud.io import read_text
+        from ..core.files import read_text
 
         return read_text(args.raw)
     if args.lines is not None:
-        from ..ud.io import iter_lines
+        from ..core.files import iter_lines
         from ..ud.tokenize.text import iter_line_sentences
 
         tokenizer = "rule" if args.tokenizer == "model" else args.tokenizer

@@ -7,7 +7,6 @@
   ``FILE:LINE`` and the others go on (exit status 1 at the end, with a summary);
 * ``--ray local|ADDRESS`` with ``--output-dir``: the same through a Ray actor pool (:mod:`g2gt.ud.scale.ray_data`,
   the optional extra ``g2gt[ray]``), on this machine or a cluster;
-* ``g2gt translate --workers N``: :func:`translations_parallel` (jobs are the 2000-line chunks of one process).
 """
 
 from __future__ import annotations
@@ -16,15 +15,10 @@ import argparse
 import os
 import sys
 import time
-from collections import deque
-from dataclasses import dataclass
-from itertools import islice
-from typing import Iterator
 
 from .common import UsageError, progress_enabled
 
-__all__ = ["add_files_options", "uses_files", "normalize_inputs", "run_files", "run_workers", "TranslateRecipe",
-           "translations_parallel"]
+__all__ = ["add_files_options", "uses_files", "normalize_inputs", "run_files", "run_workers"]
 
 FILES_FAILED = 1  # exit status when some input files failed (the others were written)
 
@@ -131,53 +125,3 @@ def run_workers(args: argparse.Namespace, source, output: str, device: str, kw: 
           f"word{'s' * (stats['words'] != 1)} in {dt:.2f}s "
           f"({stats['words'] / max(dt, 1e-9):.0f} words/s, {args.workers} workers)", file=sys.stderr)
     return 0
-
-
-# ---------------------------------------------------------------------------- translate --workers
-@dataclass(frozen=True)
-class TranslateRecipe:
-    """A worker of ``g2gt translate --workers N``: :func:`g2gt.seq2seq.load_seq2seq` ``(model, device)`` once,
-    then ``(sources, options) -> task.translate(model, sources, **options)``."""
-
-    model: str
-    device: str = "cpu"
-
-    def __call__(self):
-        from ..seq2seq import load_seq2seq
-        from ..ud.scale.parallel import worker_setup
-
-        worker_setup()
-        model, task = load_seq2seq(self.model, self.device)
-        return lambda job: task.translate(model, job[0], **job[1])
-
-
-def translations_parallel(model: str, device: str, workers: int, source, graph: bool, kw: dict,
-                          chunk: int) -> Iterator[str]:
-    """``g2gt translate``'s output lines with ``workers`` processes: one job per ``chunk`` of the input, the
-    chunks of one process, so the same lines (an empty input line stays an empty output line)."""
-    from ..core.pool import ProcessPool
-
-    kw = {k: v for k, v in kw.items() if k != "progress"}
-    kept: deque[tuple[int, list[int]] | None] = deque()
-
-    def jobs() -> Iterator[tuple[list, dict]]:
-        it = iter(source)
-        while part := list(islice(it, chunk)):
-            if graph:
-                kept.append(None)
-                yield part, kw
-            else:
-                keep = [i for i, line in enumerate(part) if line.strip()]
-                kept.append((len(part), keep))
-                yield [part[i] for i in keep], kw
-
-    with ProcessPool(TranslateRecipe(str(model), str(device)), workers, preload=("torch",)) as pool:
-        for hyps in pool.map(jobs()):
-            shape = kept.popleft()
-            if shape is None:
-                yield from hyps
-                continue
-            out = [""] * shape[0]
-            for i, h in zip(shape[1], hyps):
-                out[i] = h.replace("\n", " ").replace("\r", " ")
-            yield from out

@@ -139,14 +139,18 @@ def _configure_translate(p: argparse.ArgumentParser) -> None:
         "output line per CoNLL-U sentence). The input is read, translated and written in chunks; a named output "
         "file appears only when everything was translated.")
     p.epilog = ("examples:\n"
+                "  g2gt translate --model en_de_multi30k --text 'A dog runs in the grass.'\n"
                 "  g2gt translate --model en_de_multi30k -i test.en -o test.hyp\n"
                 "  g2gt translate --model runs/mt -i test.en -o test.hyp --beam 1 --workers 2\n"
                 "  echo 'A dog runs.' | g2gt translate --model runs/mt")
     p.add_argument("--model", required=True, metavar="NAME|DIR",
                    help="an installed translation model's name, a model folder, a training folder (best.pt) or a "
                    "checkpoint file")
-    p.add_argument("-i", "--input", default="-", metavar="FILE", help="input file (plain or .gz), '-' = stdin "
-                   "(default)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("-i", "--input", default="-", metavar="FILE", help="input file (plain or .gz), '-' = stdin "
+                     "(default)")
+    src.add_argument("--text", metavar="TEXT", default=None,
+                     help="translate this text (one sentence per line) instead of reading --input")
     p.add_argument("-o", "--output", default="-", metavar="FILE", help="output file, '-' = stdout (default)")
     p.add_argument("--in-place", action="store_true", help="allow -o to be the input file (replaced at the end)")
     p.add_argument("--graphs", default=None, metavar="FILE.conllu", help="parsed source for a graph-to-sequence model")
@@ -163,7 +167,10 @@ def _configure_translate(p: argparse.ArgumentParser) -> None:
 
 
 def run_translate(args: argparse.Namespace) -> int:
-    check_input_path(args.input, "-i")
+    if args.text is not None and args.graphs:
+        raise UsageError("--text is plain text; a graph-to-sequence model reads its parsed source with --graphs")
+    if args.text is None:
+        check_input_path(args.input, "-i")
     check_input_path(args.graphs, "--graphs")
     check_output_path(args.output, "-o", inputs=(args.input, args.graphs), in_place=args.in_place)
     device = apply_runtime(args)
@@ -180,6 +187,13 @@ def run_translate(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.model} is a graph-to-sequence model: give the parsed source with --graphs FILE.conllu")
     if not translator.graph and args.graphs:
         raise UsageError(f"{args.model} is a plain sequence model; --graphs is only for graph-to-sequence models")
+    if args.text is not None:
+        from ..core.files import open_output
+
+        with open_output(args.output) as f:
+            for line in translator.pipe(args.text.splitlines() or [""], n_process=max(1, args.workers)):
+                f.write(line + "\n")
+        return 0
     translator.translate_file(args.graphs or args.input, args.output, n_process=max(1, args.workers),
                               progress=progress_enabled(args))
     return 0
@@ -202,7 +216,7 @@ def _configure_evaluate(p: argparse.ArgumentParser) -> None:
 def run_evaluate(args: argparse.Namespace) -> int:
     check_input_path(args.ref, "REF")
     check_input_path(args.hyp, "HYP")
-    from ..ud.io import iter_lines
+    from ..core.files import iter_lines
     from ..seq2seq import check_aligned, mt_scores
 
     refs, hyps = list(iter_lines(args.ref)), list(iter_lines(args.hyp))

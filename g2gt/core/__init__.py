@@ -13,6 +13,38 @@
 * :mod:`~g2gt.core.files` — checked inputs and atomic outputs;
   :mod:`~g2gt.core.plot`; :mod:`~g2gt.core._compat` — the only probes of private torch APIs.
 
-Nothing here imports from the layers above (``nn``, ``seq2seq``, ``ud``, ``cli``, ``serve``), and importing
-this package imports nothing: each module loads when it is used.
+* :mod:`~g2gt.core.registry` — models by name, of every kind; :mod:`~g2gt.core.package` — models as installable
+  packages; :mod:`~g2gt.core.pool` — worker processes; :mod:`~g2gt.core.run_folder` — what a training folder holds.
+
+The graph helpers are importable from here (``from g2gt.core import Graph, chain_graph, collate``). Nothing here
+imports from the layers above (``nn``, ``seq2seq``, ``ud``, ``cli``, ``serve``), and importing this package imports
+nothing: each name loads its module on first use.
 """
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    **dict.fromkeys(("Graph", "EdgeChannel", "ChainChannel", "LabelVocab", "chain_graph", "edges_from_heads",
+                     "num_chain_labels", "relative_position_labels"), "graph"),
+    **dict.fromkeys(("GraphBatch", "collate", "token_budget_batches", "BucketBatchSampler"), "batch"),
+    **dict.fromkeys(("TrainConfig",), "config"),
+    **dict.fromkeys(("Trainer",), "train"),
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .batch import (
+        BucketBatchSampler as BucketBatchSampler, GraphBatch as GraphBatch, collate as collate,
+        token_budget_batches as token_budget_batches,
+    )
+    from .config import TrainConfig as TrainConfig
+    from .graph import (
+        ChainChannel as ChainChannel, EdgeChannel as EdgeChannel, Graph as Graph, LabelVocab as LabelVocab,
+        chain_graph as chain_graph, edges_from_heads as edges_from_heads, num_chain_labels as num_chain_labels,
+        relative_position_labels as relative_position_labels,
+    )
+    from .train import Trainer as Trainer
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -18,15 +18,17 @@ This module keeps it consistent:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import Error
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["CheckpointError", "TrainingFolderLocked", "CHECKPOINT_KINDS", "checkpoint_kind", "expect_kind", "TrainingFolderLock", "save_atomic", "load_checkpoint",
            "resolve_checkpoint", "remove_stale_temporaries", "truncate_log", "LOCK_NAME", "snapshot_path",
@@ -320,8 +322,8 @@ class TrainingFolderLock:
 
     def _stale_message(self, holder: dict) -> None:
         if holder.get("pid") not in (None, os.getpid()):
-            print(f"g2gt: taking over the stale lock of {self.folder} left by {_describe(holder)}, which is no "
-                  "longer running", file=sys.stderr)
+            _log.warning("taking over the stale lock of %s left by %s, which is no longer running", self.folder,
+                         _describe(holder))
 
     def _acquire_flock(self) -> int:
         import fcntl

@@ -28,7 +28,10 @@ from collections import deque
 from multiprocessing.connection import wait
 from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["ProcessPool", "JobError", "WorkerFailure", "WorkerLost", "default_start_method", "worker_setup"]
+from ..errors import Error
+
+__all__ = ["ProcessPool", "JobError", "WorkerFailure", "WorkerLost", "WorkersCannotStart", "check_main_importable",
+           "default_start_method", "worker_setup"]
 
 
 class JobError(ValueError):
@@ -52,6 +55,28 @@ class WorkerFailure(RuntimeError):
 
 class WorkerLost(RuntimeError):
     """A job whose worker died ``max_tries`` times (e.g. killed for memory each time)."""
+
+
+class WorkersCannotStart(Error, RuntimeError):
+    """Worker processes cannot start from this program (see :func:`check_main_importable`)."""
+
+
+def check_main_importable() -> None:
+    """Raise :class:`WorkersCannotStart` when a worker could not import this program's main module again.
+
+    A worker started by ``spawn`` or ``forkserver`` imports the parent's ``__main__`` first: by its module name
+    (``python -m pkg``), or from its file (``python script.py``). A program read from standard input
+    (``python - <<EOF``) names a file, ``<stdin>``, that does not exist, and every worker would die while
+    starting. Programs without a main file (``python -c``, notebooks) and scripts are fine."""
+    main = sys.modules.get("__main__")
+    if main is None or getattr(getattr(main, "__spec__", None), "name", None):
+        return
+    path = getattr(main, "__file__", None)
+    if path is None or os.path.isfile(path):
+        return
+    raise WorkersCannotStart(f"worker processes cannot start from this program: each one imports its main module "
+                             f"again, and {path!r} is not a file; run the code from a script file (python "
+                             "script.py, the worker start under if __name__ == '__main__':) or use n_process=1")
 
 
 def default_start_method() -> str:
@@ -190,7 +215,11 @@ class ProcessPool:
         self.close()
 
     def start(self) -> None:
-        """Start the workers (they build their handlers in parallel; :meth:`map` waits for them)."""
+        """Start the workers (they build their handlers in parallel; :meth:`map` waits for them).
+
+        Raises :class:`WorkersCannotStart` when this program's main module cannot be imported again by a worker
+        (code read from standard input)."""
+        check_main_importable()
         while len(self._slots) < self.workers:
             self._slots.append(self._spawn())
 

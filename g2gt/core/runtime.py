@@ -19,7 +19,7 @@ from ..errors import Error
 from ._compat import cpu_bf16_supported  # the private-torch-API probes live in g2gt.core._compat
 from .config import AMP_MODES
 
-__all__ = ["DeviceError", "resolve_device", "set_threads", "autocast_dtype", "autocast_context", "move_to_device", "rng_state", "set_rng_state",
+__all__ = ["DeviceError", "DTYPE_NAMES", "resolve_device", "resolve_dtype", "set_threads", "autocast_dtype", "autocast_context", "move_to_device", "rng_state", "set_rng_state",
            "all_rng_states", "from_main", "max_over_ranks"]
 
 
@@ -28,25 +28,71 @@ class DeviceError(Error, RuntimeError):
     raises for these)."""
 
 
-def resolve_device(device: str | torch.device = "auto") -> str:
-    """The one reading of a device name, used by every loader and command: ``"auto"`` -> ``"cuda"`` when a GPU
-    is available, else ``"cpu"``; any other name is checked and returned as torch spells it (``"cuda:1"``).
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """The one reading of a device name, used by every loader and command: ``"auto"`` -> CUDA when a GPU is
+    available, else the CPU; any other name (or ``torch.device``) is checked and returned as a ``torch.device``.
 
-    Raises :class:`DeviceError` (a :class:`g2gt.Error`) for a name that is not a device, or for a CUDA device
-    this machine lacks."""
+    Raises :class:`DeviceError` (a :class:`g2gt.Error`) for a name that is not a device, for a CUDA device
+    this machine lacks, or for a device type g2gt does not run on."""
+    if isinstance(device, torch.device) and device.type == "cpu":
+        return device
     if str(device) == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         dev = torch.device(device)
     except (RuntimeError, ValueError, TypeError):
         raise DeviceError(f"device={device!r} is not a device; expected 'auto', 'cpu', 'cuda' or 'cuda:N'") from None
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise DeviceError(f"device={device!r}: unsupported device type {dev.type!r}; expected cpu or cuda")
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise DeviceError(f"device={device!r}: CUDA is not available on this machine; use device='cpu' or 'auto'")
         if dev.index is not None and dev.index >= torch.cuda.device_count():
             raise DeviceError(f"device={device!r}: this machine has {torch.cuda.device_count()} GPU(s) "
-                        f"(cuda:0..cuda:{torch.cuda.device_count() - 1})")
-    return str(dev)
+                              f"(cuda:0..cuda:{torch.cuda.device_count() - 1})")
+    return dev
+
+
+#: dtype names a user may give (``"int8"``: int8 dynamic quantization of the linear layers, CPU only)
+DTYPE_NAMES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int8": torch.qint8}
+
+
+def resolve_dtype(dtype: torch.dtype | str | None, device: str | torch.device = "auto", *,
+                  int8: bool = False) -> torch.dtype:
+    """The one reading of a precision, used by every loader: a floating ``torch.dtype``, or ``torch.qint8``
+    (int8 dynamic quantization of the linear layers, CPU only).
+
+    Args:
+        dtype: ``"auto"``: the fastest precision for ``device`` with the same accuracy -- bfloat16 where bfloat16
+            matrix products are fast (a CUDA GPU that has them, a CPU with AMX tiles), else int8 on a CPU when
+            ``int8`` is True and torch provides it, else float32; ``"float32"``, ``"bfloat16"``, ``"float16"``,
+            ``"int8"`` or a ``torch.dtype`` force one; ``None`` is float32.
+        device: where the model runs (:func:`resolve_device`).
+        int8: whether ``"auto"`` may pick int8 (a model whose int8 accuracy was measured: the parser).
+
+    Raises:
+        ValueError: a name that is no precision, or int8 on a GPU.
+    """
+    if dtype is None:
+        return torch.float32
+    dev = resolve_device(device)
+    if isinstance(dtype, str) and dtype == "auto":
+        from ._compat import amx_tile_supported, int8_linear_quantizer  # private-torch-API probes live there
+
+        if dev.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+        if dev.type != "cpu":
+            return torch.float32
+        if amx_tile_supported():
+            return torch.bfloat16
+        return torch.qint8 if int8 and int8_linear_quantizer() is not None else torch.float32
+    dt = dtype if isinstance(dtype, torch.dtype) else DTYPE_NAMES.get(str(dtype).removeprefix("torch."))
+    if dt is None or not (dt.is_floating_point or dt is torch.qint8):
+        raise ValueError(f"dtype must be auto, {', '.join(DTYPE_NAMES)} or a torch dtype, got {dtype!r}")
+    if dt is torch.qint8 and dev.type != "cpu":
+        raise ValueError(f"dtype='int8' (dynamic int8 quantization) runs on the CPU only, not on {dev}; "
+                         "use bfloat16 on a GPU")
+    return dt
 
 
 def set_threads(n: int | None) -> None:

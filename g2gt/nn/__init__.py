@@ -1,5 +1,6 @@
 """Neural modules: graph attention, encoder/decoder stacks, scorers, PyG layer."""
 
+from .._lazy import lazy_exports
 from .attention import GraphAttention, KVCache, MultiheadGraphAttention
 from .transformer import (
     DecoderLayer,
@@ -25,10 +26,5 @@ __all__ = [
     "G2GConv",
 ]
 
-
-def __getattr__(name):  # G2GConv pulls in torch_geometric: import it lazily
-    if name == "G2GConv":
-        from .conv import G2GConv
-
-        return G2GConv
-    raise AttributeError(name)
+# G2GConv pulls in torch_geometric: it loads on first use
+__getattr__, __dir__ = lazy_exports(__name__, {"G2GConv": "conv"}, globals())

@@ -38,9 +38,9 @@ labels, either choice is a consistent model.
 
 **Relative positions.**  For sequence-like graphs add a channel with the
 clipped relative distance ``clip(j - i, -k, k) + k + 1`` of each edge
-(``num_edge_labels=[L_dep, g2gt.num_chain_labels(k)]``,
+(``num_edge_labels=[L_dep, g2gt.core.num_chain_labels(k)]``,
 ``edge_type = torch.stack([dep_type, rel], 1)``).  For a single sequence take it
-from the dense matrix, ``g2gt.relative_position_labels(n, k)[edge_index[1],
+from the dense matrix, ``g2gt.core.relative_position_labels(n, k)[edge_index[1],
 edge_index[0]]``; for a PyG mini-batch use :func:`edge_relative_positions` with
 each node's position inside its own graph (no ``n x n`` matrix is built).
 
@@ -96,8 +96,8 @@ def node_positions(batch: Tensor | None, num_nodes: int, ptr: Tensor | None = No
 def edge_relative_positions(edge_index: Tensor, position: Tensor, max_distance: int) -> Tensor:
     """Chain labels of edges: ``clip(pos[j] - pos[i], -k, k) + k + 1`` for edge ``j -> i``.
 
-    Same ids as :func:`g2gt.relative_position_labels` (``1 .. 2k+1``; table size
-    :func:`g2gt.num_chain_labels`), read at ``[target, source]``.
+    Same ids as :func:`g2gt.core.relative_position_labels` (``1 .. 2k+1``; table size
+    :func:`g2gt.core.num_chain_labels`), read at ``[target, source]``.
 
     Args:
         edge_index: ``[2, E]`` (source, target).

@@ -25,9 +25,9 @@ A process that is about to compile (or to wait for another's compile) says so in
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
@@ -41,6 +41,8 @@ try:
     import fcntl
 except ImportError:  # not POSIX
     fcntl = None  # type: ignore[assignment]
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["BuildTimeout", "build_root", "build_timeout", "load_op_library", "load_built", "BuildLock"]
 
@@ -147,7 +149,7 @@ def _write_marker(directory: Path, library: str) -> None:
 
 def _say(message: str | None) -> None:
     if message:
-        print(message, file=sys.stderr, flush=True)
+        _log.info(message.removeprefix("g2gt: "))
 
 
 def load_op_library(name: str, sources: Sequence[str], extra_cflags: Sequence[str] = (),

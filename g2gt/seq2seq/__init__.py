@@ -10,40 +10,36 @@
 * :mod:`.metrics`: ``mt_scores``, corpus BLEU / chrF through sacreBLEU's metric objects;
 * :mod:`.recipe`: ``train_seq2seq``, ``final_evaluation``.
 
-Greedy and beam search live beside the model (:meth:`g2gt.nn.G2GTransformer.generate`, :mod:`g2gt.nn.search`);
-:mod:`.search` re-exports them. Importing this package does not import torch: the names of :mod:`.task`,
+Greedy and beam search live beside the model (:meth:`g2gt.nn.G2GTransformer.generate`, :mod:`g2gt.nn.search`).
+Importing this package does not import torch: the names of :mod:`.task`,
 :mod:`.recipe` and :mod:`.translator` load on first use.
 """
 
 from .._lazy import lazy_exports
 from typing import TYPE_CHECKING
 
-from .config import DEFAULT_BEAM, Seq2SeqSettings, Seq2SeqTrainConfig, TranslateConfig
+from .config import Seq2SeqSettings, Seq2SeqTrainConfig, TranslateConfig
 from .data import MisalignedError, check_aligned, read_lines, read_parallel, read_training_data
 from .metrics import mt_scores
 from .package import build_translation_package, find_translator, training_card
 
 _LAZY = {
-    "SUBWORD_LABEL": "task", "ParallelData": "task", "Seq2SeqBatch": "task", "Seq2SeqTask": "task",
-    "load_seq2seq": "task", "subword_dependency_channel": "task",
+    "Seq2SeqTask": "task", "load_seq2seq": "task",
     "Seq2SeqRun": "recipe", "final_evaluation": "recipe", "train_seq2seq": "recipe", "Translator": "translator",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from .recipe import Seq2SeqRun, final_evaluation, train_seq2seq
     from .translator import Translator
-    from .task import (
-        SUBWORD_LABEL, ParallelData, Seq2SeqBatch, Seq2SeqTask, load_seq2seq, subword_dependency_channel,
-    )
+    from .task import Seq2SeqTask, load_seq2seq
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [
-    "DEFAULT_BEAM", "SUBWORD_LABEL", "MisalignedError", "ParallelData", "Seq2SeqBatch", "Seq2SeqRun",
-    "Seq2SeqSettings", "Seq2SeqTask", "Seq2SeqTrainConfig", "TranslateConfig", "Translator",
+    "MisalignedError", "Seq2SeqRun", "Seq2SeqSettings", "Seq2SeqTask", "Seq2SeqTrainConfig", "TranslateConfig", "Translator",
     "build_translation_package", "check_aligned", "final_evaluation", "find_translator",
-    "load_seq2seq", "mt_scores", "read_lines", "read_parallel", "read_training_data",
-    "subword_dependency_channel", "train_seq2seq", "training_card",
+    "load_seq2seq", "mt_scores", "read_lines", "read_parallel", "read_training_data", "train_seq2seq",
+    "training_card",
 ]

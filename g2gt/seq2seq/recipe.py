@@ -198,7 +198,7 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
                 if (out / "averaged.pt").exists() and cfg.average_last:
                     final_evaluation(out, src_dev, tgt_dev, cfg.final_beam, cfg.length_penalty, trainer.device,
                                      progress=cfg.progress, checkpoint="averaged.pt")
-            model, task = load_seq2seq(out, trainer.device)  # the best checkpoint
+            model, task = load_seq2seq(out, trainer.device, "float32")  # the best checkpoint
     return Seq2SeqRun(model, task, history, final, trainer.step)
 
 
@@ -219,7 +219,7 @@ def final_evaluation(out_dir: str | os.PathLike, src_dev: Sequence, tgt_dev: Seq
     ``dev.averaged.hyp`` and ``final.averaged.json``.
     """
     out = Path(out_dir)
-    model, task = load_seq2seq(out / checkpoint, device)
+    model, task = load_seq2seq(out / checkpoint, device, "float32")
     stem = "" if checkpoint == "best.pt" else "." + Path(checkpoint).stem
     what = "the best checkpoint" if checkpoint == "best.pt" else checkpoint
     _say(f"decoding the dev set ({len(src_dev):,} sentences) with beam {beam} and {what} ...")

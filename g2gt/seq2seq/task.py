@@ -369,14 +369,19 @@ def _check_positive_int(name: str, value, meaning: str) -> None:
         raise ValueError(f"{name} must be an integer >= 1 ({meaning}), got {value!r}")
 
 
-def load_seq2seq(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[G2GTransformer, Seq2SeqTask]:
+def load_seq2seq(path: str | os.PathLike, device: str | torch.device = "auto",
+                 dtype: str | torch.dtype | None = "auto") -> tuple[G2GTransformer, Seq2SeqTask]:
     """Load a trained model: ``path`` is a checkpoint file or a training folder
-    (``best.pt``, else ``last.pt``). Uses ``weights_only=True`` and ``strict=True``."""
+    (``best.pt``, else ``last.pt``). Uses ``weights_only=True`` and ``strict=True``; ``device`` and ``dtype`` as
+    every loader (:func:`g2gt.core.runtime.resolve_dtype`)."""
     from ..core.checkpoint import load_checkpoint, resolve_checkpoint
+    from ..core.runtime import resolve_device, resolve_dtype
 
+    device = resolve_device(device)
+    dt = resolve_dtype(dtype, device)
     state = load_checkpoint(resolve_checkpoint(path), device)
     task = Seq2SeqTask.from_checkpoint_extra(state.get("task", {}))
     model = G2GTransformer(G2GTConfig.from_dict(state["model_config"]))
     model.load_state_dict(state["model"], strict=True)
-    model.to(device).eval()
+    model.to(device=device, dtype=dt).eval()
     return model, task

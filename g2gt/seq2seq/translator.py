@@ -37,38 +37,12 @@ from .config import TranslateConfig
 from .package import CARD_FILE, find_translator
 from .task import Seq2SeqTask
 
-__all__ = ["Translator", "CHUNK_LINES", "resolve_device", "resolve_dtype"]
+__all__ = ["Translator", "CHUNK_LINES"]
 
 #: lines read, translated and written at a time by :meth:`Translator.pipe` (one job of a worker process)
 CHUNK_LINES = 2000
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _SENTENCE_END = re.compile(r"[.!?;:][\"'»”)\]]*$")
-
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    """:func:`g2gt.core.runtime.resolve_device` as a ``torch.device``: ``"auto"`` -> CUDA when available, else the
-    CPU; other names are checked (:class:`g2gt.Error` for a name that is not a device or a CUDA device on a
-    machine without CUDA)."""
-    from ..core.runtime import resolve_device as resolve
-
-    return torch.device(resolve(device))
-
-
-def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
-    """The weights' dtype: ``"auto"`` is bfloat16 on a GPU that supports it and float32 elsewhere; ``None`` is
-    float32; ``"float32"``, ``"bfloat16"``, ``"float16"`` or a ``torch.dtype`` force one."""
-    if dtype is None:
-        return torch.float32
-    if isinstance(dtype, torch.dtype):
-        if dtype not in _DTYPES.values():
-            raise Error(f"dtype must be float32, bfloat16, float16 or auto, got {dtype}")
-        return dtype
-    if dtype == "auto":
-        cuda_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
-        return torch.bfloat16 if cuda_bf16 else torch.float32
-    if dtype not in _DTYPES:
-        raise Error(f"dtype must be float32, bfloat16, float16 or auto, got {dtype!r}")
-    return _DTYPES[dtype]
 
 
 def _wrong_kind(path: Path, state: dict) -> CheckpointError:
@@ -102,8 +76,9 @@ class Translator:
         """Load a translator: an installed model package's name, a model folder (``translator.pt``), a training
         folder of ``g2gt train seq2seq`` (``best.pt``, else ``last.pt``) or a checkpoint file.
 
-        ``device``: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda:1"`` ...; ``dtype``: ``"auto"``
-        (bfloat16 on a GPU that has it, else float32), ``"float32"``, ``"bfloat16"``, ``"float16"``;
+        ``device``: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda:1"`` ...; ``dtype``: ``"auto"`` (as every
+        loader, :func:`g2gt.core.runtime.resolve_dtype`: bfloat16 where it is fast, a GPU that has it or a CPU
+        with AMX, else float32), ``"float32"``, ``"bfloat16"``, ``"float16"``;
         ``threads``: CPU threads of torch (``None`` leaves them); ``options``: fields of
         :class:`TranslateConfig` (``beam=1`` ...), over the defaults stored with the model.
         Loads with ``weights_only=True`` and ``strict=True``; a checkpoint of another kind of model is a
@@ -112,8 +87,12 @@ class Translator:
             from ..core.runtime import set_threads
 
             set_threads(threads)
+        from ..core.runtime import resolve_device, resolve_dtype
+
         dev = resolve_device(device)
         dt = resolve_dtype(dtype, dev)
+        if dt not in _DTYPES.values():
+            raise Error(f"dtype={dtype!r}: a translator runs in {', '.join(_DTYPES)} (or auto)")
         path = find_translator(name_or_path)
         state = load_checkpoint(path, "cpu")
         if checkpoint_kind(state) != "seq2seq":

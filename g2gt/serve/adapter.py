@@ -62,7 +62,7 @@ class LoadedModel:
     card: dict = field(default_factory=dict)
 
     @classmethod
-    def load(cls, spec: str, device: str = "cpu", dtype: str | None = "auto") -> "LoadedModel":
+    def load(cls, spec: str, device: str = "auto", dtype: str | None = "auto") -> "LoadedModel":
         """Load ``spec`` (a shipped or installed name, a model folder, or ``NAME=DIR``) and its enhanced-UD and
         coreference stages, so the first request that asks for them does not pay the loading time."""
         from ..ud.pipeline import Pipeline
@@ -163,7 +163,7 @@ def _starts_document(sentence: Sentence) -> bool:
     return "newdoc" in md or "newdoc id" in md
 
 
-def load_models(specs: Sequence[str], device: str = "cpu", dtype: str | None = "auto") -> dict[str, LoadedModel]:
+def load_models(specs: Sequence[str], device: str = "auto", dtype: str | None = "auto") -> dict[str, LoadedModel]:
     """Load every model of ``specs`` (see :meth:`LoadedModel.load`); the first is the default.
 
     Raises ``ValueError`` when two specs give the same name."""

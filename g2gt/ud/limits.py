@@ -162,3 +162,21 @@ def drop_control_characters(text: str, name: str = "the input text") -> str:
                   "allow them in FORM or LEMMA", RuntimeWarning, stacklevel=2)
     return text
 
+
+_TOKEN_BREAKS = re.compile("[\t\n\r\u2028\u2029]")
+
+
+def clean_words(words: list[str], name: str = "a tokenized sentence") -> list[str]:
+    """The words of a pre-tokenized sentence through the control-character filter of raw text
+    (:func:`drop_control_characters`), with tabs and line or paragraph breaks inside a word made spaces (a
+    CoNLL-U FORM is one line with no tab), so that every FORM reads back the same.
+
+    Raises ``ValueError`` naming the word when one is empty or only whitespace (or becomes so)."""
+    out = []
+    for k, word in enumerate(words, start=1):
+        clean = _TOKEN_BREAKS.sub(" ", drop_control_characters(word, name)) if word else word
+        if not clean or not clean.strip():
+            raise ValueError(f"{name}: word {k} ({word!r}) is empty or only whitespace; give each word as a "
+                             "non-empty string")
+        out.append(clean)
+    return out

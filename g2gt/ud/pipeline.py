@@ -115,7 +115,7 @@ class Pipeline(StageList):
 
         Args:
             device: ``"auto"`` (a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
-            dtype: every stage's precision (:func:`g2gt.ud.stage.inference_dtype`; ``"auto"``: the fastest one
+            dtype: every stage's precision (:func:`g2gt.core.runtime.resolve_dtype`; ``"auto"``: the fastest one
                 with the same accuracy for ``device``).
             threads: torch's CPU threads (``None``: leave torch's setting).
             exclude: stages not to load: ``"enhance"``, ``"parse"``, a registered stage; ``"tokenize"`` uses
@@ -128,7 +128,7 @@ class Pipeline(StageList):
         """
         from ..core.registry import find_model, is_model_folder, model_card
         from .stage import PART_FILES
-        from .stage import resolve_device
+        from ..core.runtime import resolve_device
 
         if tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")

@@ -12,7 +12,7 @@ enhance     :class:`g2gt.ud.enhance.Enhancer`      ``enhancer.pt``   enhanced gr
 
 Each class has the same protocol:
 
-* ``Cls.load(name_or_path, device="cpu", dtype="auto")``: a shipped model's name, a model folder (its stage
+* ``Cls.load(name_or_path, device="auto", dtype="auto")``: a shipped model's name, a model folder (its stage
   file), a training folder (``best.pt``, else ``last.pt``) or a checkpoint file; ``weights_only=True``,
   ``strict=True``;
 * ``stage.save(path, storage_dtype="float16")``: one checkpoint file that ``load`` reads back (weights, the
@@ -38,8 +38,9 @@ folder in ``context.folder`` and returns None when the file is not there; ``lazy
 The module must be imported before :func:`g2gt.load` (worker processes of ``nlp.pipe(n_process=N)`` import
 it again from its name, so it cannot be a script's ``__main__``).
 
-``dtype`` (:func:`inference_dtype`): ``"auto"`` picks the fastest precision for the device that keeps the
-stage's accuracy (:func:`fast_inference_dtype`; int8 only for stages measured with it), ``"float32"`` /
+``device`` and ``dtype`` are read by :func:`g2gt.core.runtime.resolve_device` and
+:func:`g2gt.core.runtime.resolve_dtype`, the one reading of both: ``"auto"`` picks the fastest precision for the
+device that keeps the stage's accuracy (int8 only for stages measured with it: the parser), ``"float32"`` /
 ``"bfloat16"`` / ``"int8"`` or a ``torch.dtype`` force one, ``None`` keeps the stored weights' dtype cast to
 float32.
 """
@@ -55,10 +56,9 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from ..core.runtime import resolve_device  # the one reading of a device name (re-exported here)
 
 __all__ = ["StageContext", "StageSpec", "LazyStage", "StageList", "register_stage", "registered_stages",
-           "unregister_stage", "resolve_device", "fast_inference_dtype", "inference_dtype", "prepare_for_inference",
+           "unregister_stage", "prepare_for_inference",
            "PART_FILES", "stage_checkpoint", "save_stage", "checkpoint_record", "RECORD_KEYS"]
 
 #: stage -> its file in a model folder
@@ -66,50 +66,11 @@ PART_FILES = {"parser": "parser.pt", "segmenter": "segmenter.pt", "enhancer": "e
 STORAGE_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
-def fast_inference_dtype(device: str | torch.device = "cpu", int8: bool = True) -> torch.dtype:
-    """The fastest inference precision for ``device`` with the same accuracy in our measurements:
-    ``torch.bfloat16`` where bfloat16 matrix products are fast (CUDA with bf16 support, CPUs with AMX
-    tiles), ``torch.qint8`` (int8 dynamic quantization of the linear layers) on other CPUs where torch
-    provides it and ``int8`` is True, else ``torch.float32``."""
-    from ..core._compat import amx_tile_supported, int8_linear_quantizer  # private-torch-API probes live there
-
-    dev = torch.device(resolve_device(device))
-    if dev.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    if dev.type != "cpu":
-        return torch.float32
-    if amx_tile_supported():
-        return torch.bfloat16
-    return torch.qint8 if int8 and int8_linear_quantizer() is not None else torch.float32
-
-
-def inference_dtype(dtype: torch.dtype | str | None, device: str | torch.device = "cpu",
-                    int8_auto: bool = True) -> torch.dtype:
-    """``None`` / a ``torch.dtype`` / a name (``"float32"``, ``"bfloat16"``, ``"int8"``, ``"auto"``) -> a
-    floating ``torch.dtype`` or ``torch.qint8`` (int8 dynamic quantization, CPU only). ``None`` is float32.
-    ``int8_auto``: whether ``"auto"`` may pick int8 (stages whose int8 accuracy was measured)."""
-    device = resolve_device(device)
-    if dtype is None:
-        return torch.float32
-    if dtype == "auto":
-        return fast_inference_dtype(device, int8=int8_auto)
-    name = "qint8" if dtype == "int8" else str(dtype).removeprefix("torch.")
-    dt = dtype if isinstance(dtype, torch.dtype) else getattr(torch, name, None)
-    if dt is torch.qint8:
-        if torch.device(device).type != "cpu":
-            raise ValueError(f"dtype='int8' (dynamic int8 quantization) runs on the CPU only, not on {device}; "
-                             "use bfloat16 on a GPU")
-        return dt
-    if not isinstance(dt, torch.dtype) or not dt.is_floating_point:
-        raise ValueError(f"dtype must be float32, bfloat16, int8 or auto, got {dtype!r}")
-    return dt
-
-
 def prepare_for_inference(model: nn.Module, dtype: torch.dtype, device: str | torch.device) -> nn.Module:
     """``model`` on ``device`` in eval mode with weights in ``dtype`` (a float dtype, or ``torch.qint8``:
     int8 dynamic quantization of the linear layers through :func:`g2gt.core._compat.int8_linear_quantizer`);
-    ``device`` may be ``"auto"`` (:func:`resolve_device`)."""
-    device = resolve_device(device)
+    ``device`` is a resolved one (:func:`g2gt.core.runtime.resolve_device`)."""
+    device = torch.device(device)
     if dtype is not torch.qint8:
         return model.to(device=device, dtype=dtype).eval()
     from ..core._compat import int8_linear_quantizer

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 import torch
 
-from g2gt import BucketBatchSampler, EdgeChannel, Graph, GraphBatch, chain_graph, collate
+from g2gt.core import BucketBatchSampler, EdgeChannel, Graph, GraphBatch, chain_graph, collate
 from g2gt.core.batch import compact_dtype, pad_sequences
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import g2gt
 
-FACADES = ["g2gt", "g2gt.ud.parse"]  # the facades whose table is called _EXPORTS
+FACADES = ["g2gt", "g2gt.core", "g2gt.ud.parse"]  # the facades whose table is called _EXPORTS
 
 
 def _type_checking_imports(package: str) -> dict[str, str]:

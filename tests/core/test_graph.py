@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 import torch
 
-from g2gt import ChainChannel, EdgeChannel, Graph, LabelVocab, chain_graph, edges_from_heads, relative_position_labels
+from g2gt.core import ChainChannel, EdgeChannel, Graph, LabelVocab, chain_graph, edges_from_heads, relative_position_labels
 from g2gt.core.graph import DOWN, UP, merge_label_sizes, num_chain_labels
 
 

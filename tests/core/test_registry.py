@@ -12,7 +12,7 @@ import g2gt.core.registry as registry
 from g2gt.cli.main import main
 from g2gt.serve.udpipe import resolve_model
 from g2gt.core.registry import (
-    DEFAULT_MODEL, PACKAGED_DIR, UNKNOWN_LICENSE, available_models, find_model, license_name, model_card,
+    DEFAULT_MODEL, UNKNOWN_LICENSE, available_models, find_model, license_name, model_card,
     resolve_name,
 )
 

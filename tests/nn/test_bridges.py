@@ -165,7 +165,7 @@ def test_stanza_parse_as_g2gconv_input(doc) -> None:
     pytest.importorskip("torch_geometric")
     from torch_geometric.loader import DataLoader
 
-    from g2gt import num_chain_labels
+    from g2gt.core import num_chain_labels
     from g2gt.nn import G2GConv
     from g2gt.nn.conv import edge_relative_positions, node_positions
 

@@ -13,7 +13,7 @@ from torch_geometric.loader import DataLoader  # noqa: E402
 from torch_geometric.nn import TransformerConv  # noqa: E402
 from torch_geometric.utils import scatter  # noqa: E402
 
-from g2gt import num_chain_labels, relative_position_labels  # noqa: E402
+from g2gt.core import num_chain_labels, relative_position_labels  # noqa: E402
 from g2gt.nn import G2GConv, GraphAttention  # noqa: E402
 from g2gt.nn.conv import edge_relative_positions, node_positions  # noqa: E402
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from g2gt import EdgeChannel, chain_graph, collate, num_chain_labels
+from g2gt.core import EdgeChannel, chain_graph, collate, num_chain_labels
 from g2gt.nn import G2GTConfig, G2GTransformer
 from g2gt.nn.transformer import sinusoidal_positions
 

@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from g2gt import chain_graph, collate, num_chain_labels
+from g2gt.core import chain_graph, collate, num_chain_labels
 from g2gt.nn.search import beam_search, greedy_search
 from g2gt.nn import G2GTConfig, G2GTransformer
 
@@ -179,14 +179,6 @@ def test_generate_rejects_bad_arguments_and_encoder_only_models():
                                     num_labels=[num_chain_labels(2)]))
     with pytest.raises(RuntimeError, match="encoder-only"):
         enc.generate(b.tokens, b.labels, b.padding_mask, max_new_tokens=4)
-
-
-def test_search_lives_in_nn_and_seq2seq_reexports_it():
-    import g2gt.nn.search as nn_search
-    import g2gt.seq2seq.search as s2s_search
-
-    assert s2s_search.greedy_search is nn_search.greedy_search
-    assert s2s_search.beam_search is nn_search.beam_search
 
 
 def test_the_ud_package_decodes_through_nn_not_seq2seq():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from g2gt.cli.main import main as cli_main
-from g2gt.seq2seq.search import beam_search, greedy_search
+from g2gt.nn.search import beam_search, greedy_search
 from g2gt.nn.transformer import G2GTConfig, G2GTransformer
 from g2gt.seq2seq import (
     SUBWORD_LABEL, MisalignedError, Seq2SeqSettings, Seq2SeqTask, load_seq2seq, read_lines,

@@ -167,6 +167,10 @@ def test_translate_file_and_cli_write_the_translator_lines(translator, folder, p
     assert cli_main(["translate", "--model", str(folder), "-i", str(inp), "-o", str(out), "--beam", "2",
                      "--dtype", "float32", "--device", "cpu", "--no-progress"]) == 0
     assert out.read_text(encoding="utf-8") == expected
+    text = tmp_path / "text.txt"
+    assert cli_main(["translate", "--model", str(folder), "--text", "\n".join(lines), "-o", str(text), "--beam",
+                     "2", "--dtype", "float32", "--device", "cpu"]) == 0
+    assert text.read_text(encoding="utf-8") == expected  # --text: the same lines as a file holding that text
 
 
 def test_a_package_installs_offline_and_is_found_by_name(translator, tmp_path, monkeypatch, pairs):

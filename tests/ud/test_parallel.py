@@ -13,7 +13,6 @@ from g2gt.data import EWT_SAMPLE_DEV
 from g2gt.core.registry import DEFAULT_MODEL
 from g2gt.ud.scale.corpus import output_name, plan_files
 from g2gt.core.pool import JobError, ProcessPool, WorkerLost
-from fixture_paths import FIXTURES_MT
 
 
 # ---------------------------------------------------------------------------- the pool, without a model
@@ -248,39 +247,6 @@ def test_cli_output_dir_reports_a_bad_file_and_exits_1(sample, tmp_path, capsys)
     assert [p.name for p in out.iterdir()] == ["good.conllu"]
     assert main(["parse", str(good), str(bad), "--no-progress"]) == 2  # several inputs need --output-dir
     assert "--output-dir" in capsys.readouterr().err
-
-
-def test_translate_workers_give_the_lines_of_one_process(tmp_path):
-    """translations_parallel: one job per chunk, empty lines kept, the lines of task.translate in one process."""
-
-    import torch
-
-    from g2gt.cli.scale import translations_parallel
-    from g2gt.core.train import TrainConfig, Trainer
-    from g2gt.seq2seq import Seq2SeqSettings, Seq2SeqTask, load_seq2seq, read_parallel
-    from g2gt.seq2seq.subword import SubwordTokenizer
-
-    fix = FIXTURES_MT
-    src, tgt = read_parallel(fix / "train.en", fix / "train.de")
-    torch.manual_seed(0)
-    tok = SubwordTokenizer.train(src + tgt, vocab_size=300)
-    settings = Seq2SeqSettings(max_distance=8, max_tokens=2000, label_smoothing=0.0, max_tgt_len=6)  # short outputs
-    task = Seq2SeqTask(tok, tok, settings)
-    task.train = task.dev = task.encode_pairs(src, tgt)
-    model = task.build_model(d_model=32, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, ffn_dim=64,
-                             dropout=0.0)
-    Trainer(model, task, TrainConfig(lr=5e-3, max_steps=5, eval_every=10_000, metric="bleu", metric_mode="max",
-                                     progress=False, device="cpu", amp="none"), tmp_path).fit()
-    lines = src[:7] + ["", "  "] + src[7:12]
-    model, task = load_seq2seq(tmp_path, "cpu")
-    kw = dict(beam=2, length_penalty=None, max_tokens=40)
-    one = []
-    for k in range(0, len(lines), 4):
-        part = lines[k:k + 4]
-        hyps = iter(task.translate(model, [x for x in part if x.strip()], **kw))
-        one += [next(hyps).replace("\n", " ") if x.strip() else "" for x in part]
-    many = list(translations_parallel(str(tmp_path), "cpu", 2, iter(lines), False, kw, chunk=4))
-    assert many == one and len(many) == len(lines) and many[7] == many[8] == ""
 
 
 def _head_agreement(a, b) -> float:

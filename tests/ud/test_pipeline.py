@@ -145,11 +145,11 @@ def test_every_stage_loads_and_saves_the_same_way(folder, tmp_path, stage):
 
 
 def test_dtype_auto_reaches_every_stage(folder):
-    from g2gt.ud.stage import fast_inference_dtype
+    from g2gt.core.runtime import resolve_dtype
 
     nlp = Pipeline.load(folder, dtype="auto")
-    assert nlp.parser.dtype == fast_inference_dtype("cpu")
-    assert nlp.tokenize.dtype == fast_inference_dtype("cpu", int8=False) == nlp.enhancer.dtype
+    assert nlp.parser.dtype == resolve_dtype("auto", "cpu", int8=True)
+    assert nlp.tokenize.dtype == resolve_dtype("auto", "cpu") == nlp.enhancer.dtype
     with pytest.raises(ValueError, match="dtype must be"):
         Pipeline.load(folder, dtype="float8")
 

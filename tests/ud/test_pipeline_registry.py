@@ -13,7 +13,7 @@ from g2gt.ud.document import Document
 from g2gt.ud.io import sentence_from_words
 from g2gt.core.registry import DEFAULT_MODEL, available_models
 from g2gt.ud.pipeline import Pipeline
-from g2gt.ud.stage import LazyStage, register_stage, registered_stages, resolve_device, unregister_stage
+from g2gt.ud.stage import LazyStage, register_stage, registered_stages, unregister_stage
 
 needs_model = pytest.mark.skipif(DEFAULT_MODEL not in available_models(), reason="the shipped model is not here")
 
@@ -90,12 +90,10 @@ def test_pipe_n_process_needs_a_loaded_pipeline():
         list(nlp.pipe(["a b"], n_process=2))
 
 
-def test_old_keyword_names_warn_and_still_work():
+def test_unknown_keywords_are_refused():
     nlp = Pipeline(tokenize=words, parse=CopyParser())
-    with pytest.warns(DeprecationWarning, match="batch_tokens"):
-        assert nlp("a b", max_tokens=100)[0].forms == ["a", "b"]
-    with pytest.warns(DeprecationWarning, match="chunk_sentences"):
-        assert len(list(nlp.stream(words("a\nb\nc"), chunk=2))) == 3
+    with pytest.raises(TypeError, match="max_tokens"):
+        nlp("a b", max_tokens=100)
     with pytest.raises(TypeError, match="colour"):
         nlp("a", colour="red")
 
@@ -103,13 +101,6 @@ def test_old_keyword_names_warn_and_still_work():
 def test_register_stage_refuses_a_built_in_name():
     with pytest.raises(ValueError, match="tokenize, parse, enhance"):
         register_stage("parse")
-
-
-def test_resolve_device():
-    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
-    assert resolve_device("cpu") == "cpu"
-    with pytest.raises(ValueError, match="not a device"):
-        resolve_device("gpu0")
 
 
 # ---------------------------------------------------------------------------- the shipped model
@@ -174,10 +165,22 @@ def test_load_exclude_config_device_threads():
 
 
 @needs_model
-def test_old_load_keyword_warns():
-    with pytest.warns(DeprecationWarning, match="name_or_path"):
-        nlp = g2gt.load(model=DEFAULT_MODEL, exclude=("enhance",))
-    assert nlp.name == DEFAULT_MODEL
+def test_inputs_that_are_not_text_or_words_get_errors_that_say_what_to_do():
+    nlp = g2gt.load(device="cpu")
+    with pytest.raises(TypeError, match="got bytes: decode them first"):
+        nlp(b"The cat sat.")
+    with pytest.raises(TypeError, match="got NoneType"):
+        nlp(None)
+    with pytest.raises(TypeError, match="for several texts use nlp.pipe"):
+        nlp(["The cat sat.", "Dogs bark."])  # two texts, not the words of one sentence
+    assert len(nlp(["học sinh", "đi", "học"])[0]) == 3  # a word may hold a space
     with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        g2gt.load(DEFAULT_MODEL, exclude=("enhance",))
+        warnings.simplefilter("ignore")
+        doc = nlp([["a\rb", "c\x00d", "e\u2028f", "g\x85h"]])
+    forms = doc[0].forms
+    assert forms == ["a b", "cd", "e f", "g h"]  # the control-character filter of raw text
+    from g2gt.ud.io import parse_conllu_string
+
+    assert parse_conllu_string(doc.conllu())[0].forms == forms  # and they read back the same
+    with pytest.raises(ValueError, match="word 2"):
+        nlp([["a", "\x00"]])

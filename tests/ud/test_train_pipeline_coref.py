@@ -101,8 +101,15 @@ def test_coref_stage_detected_trained_and_in_the_model_folder(run):
         assert set(row) >= {"MUC", "B3", "CEAF-e", "CoNLL", "mention F1 (head)", "entity type accuracy"}
         assert all(0 <= v <= 100 for v in row.values())
     nlp = g2gt.load(out / "model", device="cpu")
-    doc = nlp("Mary met John. She gave him her book.", coref=True)
-    assert len(doc) >= 1
+    text = "Mary met John. She gave him her book."
+    doc = nlp(text, coref=True)
+    assert nlp.stages["coref"].loaded  # the trained stage ran (it loads on first use)
+    plain = nlp(text)
+    assert [s.forms for s in doc] == [s.forms for s in plain]  # coreference only annotates
+    entity = [m.split("=", 1)[1] for line in doc.conllu().splitlines() if line and not line.startswith("#")
+              for m in line.split("\t")[9].split("|") if m.startswith("Entity=")]
+    assert sum(v.count("(") for v in entity) == sum(v.count(")") for v in entity)  # every mention opened is closed
+    assert "Entity=" not in plain.conllu()
     assert (out / "eval" / "dev_raw_coref.conllu").is_file()
 
 

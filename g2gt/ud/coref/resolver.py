@@ -19,7 +19,7 @@ from typing import Sequence
 
 import torch
 
-from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, save_stage
+from ..stage import checkpoint_record, prepare_for_inference, save_stage
 from .data import CorefVocab, DocExample, make_batch, make_doc, window_graph, windows
 from .decode import decode_window
 from .io import DEFAULT_LAYOUT, Mention, documents, write_mentions
@@ -69,11 +69,16 @@ class Coreferencer:
 
     @classmethod
     def load(cls, name_or_path: str | Path, device: str | torch.device = "auto",
-             dtype: torch.dtype | str | None = "float32") -> "Coreferencer":
+             dtype: torch.dtype | str | None = "auto") -> "Coreferencer":
         """Load ``coref.pt`` of a model folder, ``best.pt`` (else ``last.pt``) of a folder written by
-        ``g2gt train coref``, or a checkpoint file (``weights_only=True``, ``strict=True``)."""
+        ``g2gt train coref``, or a checkpoint file (``weights_only=True``, ``strict=True``); ``device`` and
+        ``dtype`` as every loader (:func:`g2gt.core.runtime.resolve_dtype`; ``"auto"`` never picks int8)."""
         path = name_or_path
         from ...core.checkpoint import CHECKPOINT_KINDS, CheckpointError, checkpoint_kind, load_checkpoint
+        from ...core.runtime import resolve_device, resolve_dtype
+
+        device = resolve_device(device)
+        dt = resolve_dtype(dtype, device)
 
         file = coref_checkpoint(path)
         ck = load_checkpoint(file, device)
@@ -84,7 +89,6 @@ class Coreferencer:
             raise CheckpointError(f"{file}: not a coreference checkpoint{held} (train one with 'g2gt train coref')")
         model = CorefModel(CorefConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
-        dt = inference_dtype(dtype, device, int8_auto=False)
         out = cls(prepare_for_inference(model, dt, device), CorefVocab.from_dict(extra["vocab"]),
                   extra.get("layout") or DEFAULT_LAYOUT, threshold=float(extra.get("threshold", 0.0)))
         out.record, out.file, out.dtype = checkpoint_record(ck), file, dt

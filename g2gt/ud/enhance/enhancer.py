@@ -20,7 +20,7 @@ import torch
 
 from ...core.batch import token_budget_batches
 from ..io.conllu import CoNLLUError
-from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, save_stage, stage_checkpoint
+from ..stage import checkpoint_record, prepare_for_inference, save_stage, stage_checkpoint
 from .data import EnhancerVocab, check_input_tree, deps_sort_key, make_batch, make_example, sentence_edges
 from .decode import choose_labels, decode_edges
 from .labels import MARKED_RELATIONS, PLACEHOLDER, TreeView, fill_template, sentence_markers
@@ -108,18 +108,20 @@ class Enhancer:
              dtype: torch.dtype | str | None = "auto") -> "Enhancer":
         """Load the enhance stage of a shipped model by name (``"en_combined"``), a model folder's ``enhancer.pt``, or
         ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhancer`` (or that file),
-        with ``weights_only=True`` and ``strict=True``. ``dtype``: see :func:`g2gt.ud.stage.inference_dtype`
+        with ``weights_only=True`` and ``strict=True``. ``device`` and ``dtype``: see :func:`g2gt.core.runtime.resolve_dtype`
         (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""
         path = name_or_path
         from ...core.checkpoint import expect_kind, load_checkpoint
+        from ...core.runtime import resolve_device, resolve_dtype
 
+        device = resolve_device(device)
+        dt = resolve_dtype(dtype, device)
         file = stage_checkpoint(path, "enhancer")
         ck = load_checkpoint(file, device)
         expect_kind(ck, file, cls.kind)
         extra = ck.get("task", {})
         model = EnhancerModel(EnhancerConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
-        dt = inference_dtype(dtype, device, int8_auto=False)
         out = cls(prepare_for_inference(model, dt, device), EnhancerVocab.from_dict(extra["vocab"]),
                   float(extra.get("threshold", 0.0)))
         out.record, out.file, out.dtype = checkpoint_record(ck), file, dt

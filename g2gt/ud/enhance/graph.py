@@ -2,7 +2,7 @@
 
 * :func:`enhanced_channel`: the word-to-word enhanced edges as an :class:`g2gt.core.graph.EdgeChannel` with
   several heads per node. Edges go **dependent -> head** (the direction of ``rel↑`` in the basic ``deps``
-  channel), labelled with the ids of a plain :class:`g2gt.LabelVocab` of relation names; edges from
+  channel), labelled with the ids of a plain :class:`g2gt.core.LabelVocab` of relation names; edges from
   ROOT are left out, as :func:`g2gt.core.graph.edges_from_heads` leaves out the basic root (the node feature
   ``enhanced_root`` marks them). One direction only, because enhanced graphs have 2-cycles
   (``acl:relcl`` one way, ``nsubj`` back).

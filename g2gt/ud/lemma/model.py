@@ -234,17 +234,22 @@ class CharLemmatizer:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike, device: torch.device | str = "auto") -> CharLemmatizer:
+    def load(cls, name_or_path: str | os.PathLike, device: torch.device | str = "auto",
+             dtype: torch.dtype | str | None = "auto") -> CharLemmatizer:
         """A lemmatizer from a model folder (its ``lemmatizer.pt``), a training folder (``best.pt``, else
-        ``last.pt``) or a file, read with ``weights_only=True`` (``device``: as every loader, ``"auto"`` too)."""
+        ``last.pt``) or a file, read with ``weights_only=True``; ``device`` and ``dtype`` as every loader
+        (:func:`g2gt.core.runtime.resolve_dtype`; ``"auto"`` never picks int8)."""
         from ...core.checkpoint import load_checkpoint, resolve_checkpoint
-        from ...core.runtime import resolve_device
+        from ...core.runtime import resolve_device, resolve_dtype
+        from ..stage import prepare_for_inference
 
         device = resolve_device(device)
-
-        p = Path(path)
+        dt = resolve_dtype(dtype, device)
+        p = Path(name_or_path)
         file = p / LEMMATIZER_FILE if (p / LEMMATIZER_FILE).is_file() else resolve_checkpoint(p)
-        return cls.from_dict(load_checkpoint(file, device), device, str(file))
+        out = cls.from_dict(load_checkpoint(file, device), device, str(file))
+        out.model = prepare_for_inference(out.model, dt, device)
+        return out
 
     def __repr__(self) -> str:
         return (f"CharLemmatizer({self.num_parameters():,} parameters, {len(self.vocab.chars)} characters, "

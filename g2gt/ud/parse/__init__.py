@@ -33,8 +33,7 @@ _EXPORTS = {
     "ParserModel": "model", "DecodedBatch": "model",
     "ParseResult": "decode", "SentenceParse": "decode", "Tree": "decode", "decode_sentences": "decode",
     "ParsingTask": "task", "attachment_scores": "task", "tag_accuracies": "task",
-    "Parser": "parser", "fast_inference_dtype": "parser", "inference_dtype": "parser",
-    "rule_segmenter": "parser",
+    "Parser": "parser", "rule_segmenter": "parser",
     "train_parser": "train",
 }
 
@@ -45,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .config import ParserConfig, parser_train_config
     from .decode import ParseResult, SentenceParse, Tree, decode_sentences
     from .model import DecodedBatch, ParserModel
-    from .parser import Parser, fast_inference_dtype, inference_dtype, rule_segmenter
+    from .parser import Parser, rule_segmenter
     from .task import ParsingTask, attachment_scores, tag_accuracies
     from .train import train_parser
     from .vocab import ParserVocab, sentence_feats
@@ -54,7 +53,7 @@ __all__ = [
     "ParserConfig", "parser_train_config", "ParserVocab", "sentence_feats", "ParseBatch", "make_batch", "make_example",
     "dependency_labels", "corrupt_graph", "length_batches", "ParserModel", "DecodedBatch", "ParseResult",
     "SentenceParse", "Tree", "decode_sentences", "ParsingTask", "attachment_scores", "tag_accuracies",
-    "Parser", "fast_inference_dtype", "inference_dtype", "rule_segmenter", "train_parser",
+    "Parser", "rule_segmenter", "train_parser",
 ]
 
 

@@ -62,7 +62,7 @@ def make_example(sent, vocab: ParserVocab, treebank: int = 0, targets: bool = Tr
 class ParseBatch:
     """A padded batch of sentences (node 0 = ROOT).
 
-    ``graph``: :class:`g2gt.GraphBatch` from :func:`g2gt.collate` — ``tokens [B, n]``
+    ``graph``: :class:`g2gt.core.GraphBatch` from :func:`g2gt.core.collate` — ``tokens [B, n]``
     word ids, ``labels [B, 1, n, n]`` the position channel, ``padding_mask [B, n]``,
     ``node_features`` ``upos`` / ``head`` / ``rel`` / ``has_head`` and the tag heads' golds (``[B, n]``).
     ``char_ids [U, m]`` / ``word_types [B, n]``: characters of the batch's unique word types and
@@ -108,7 +108,7 @@ class ParseBatch:
 
 def make_batch(examples: Sequence[Example], index: Sequence[int], vocab: ParserVocab, max_distance: int,
                corrupt_seed: int = 0) -> ParseBatch:
-    """Collate examples with :func:`g2gt.collate` (position channel) plus unique-word characters and, when
+    """Collate examples with :func:`g2gt.core.collate` (position channel) plus unique-word characters and, when
     some example is not of the default treebank, the ``[B]`` treebank indices. Examples made with
     ``targets=False`` (all or none of them) give no node features."""
     graphs = [

@@ -66,7 +66,7 @@ class Teacher:
 
     @classmethod
     def load(cls, name: str, student_vocab: ParserVocab | None = None, refine_steps: int | None = None,
-             device: str | torch.device = "cpu") -> "Teacher":
+             device: str | torch.device = "auto") -> "Teacher":
         """The parser ``name`` (a shipped model name, a model / training folder or a checkpoint) in float32;
         ``refine_steps`` None = the parser's own default. Without ``student_vocab`` the teacher's own."""
         from .parser import Parser

@@ -27,7 +27,7 @@ from torch import Tensor
 
 from ..io import Sentence, parse_conllu_string, sentence_from_words
 from ..stage import (
-    checkpoint_record, fast_inference_dtype, inference_dtype, prepare_for_inference, save_stage, stage_checkpoint,
+    checkpoint_record, prepare_for_inference, save_stage, stage_checkpoint,
 )
 from .columns import KEEPABLE_COLUMNS, check_keep
 from .batching import dependency_labels, make_batch, make_example
@@ -37,7 +37,7 @@ from .model import ParserModel
 from .vocab import ParserVocab
 from ...core.registry import DEFAULT_MODEL
 
-__all__ = ["Parser", "rule_segmenter", "fast_inference_dtype", "inference_dtype", "KEEPABLE_COLUMNS"]
+__all__ = ["Parser", "rule_segmenter", "KEEPABLE_COLUMNS"]
 
 
 def rule_segmenter(text: str) -> list[Sentence]:
@@ -118,7 +118,7 @@ class Parser:
         a model folder (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint
         file, with ``weights_only=True`` and ``strict=True``.
 
-        ``dtype`` (:func:`g2gt.ud.stage.inference_dtype`): ``"auto"`` (default) picks the fast precision for the
+        ``device`` and ``dtype`` as every loader (:func:`g2gt.core.runtime.resolve_dtype`): ``"auto"`` (default) picks the fast precision for the
         device with the same accuracy: bfloat16 on GPUs and AMX CPUs, int8 dynamic quantization of the linear
         layers on other CPUs (its scores and speed: the README's precision table); ``"float32"`` (or None),
         ``"bfloat16"``, ``"int8"`` force one. Arc scores are decoded in float32 either way. ``treebank``: see
@@ -127,15 +127,17 @@ class Parser:
         """
         path = name_or_path
         from ...core.checkpoint import expect_kind, load_checkpoint
+        from ...core.runtime import resolve_device, resolve_dtype
 
+        device = resolve_device(device)
+        dt = resolve_dtype(dtype, device, int8=True)
         file = stage_checkpoint(path, "parser")
         ck = load_checkpoint(file, device)
-        expect_kind(ck, file, cls.kind)  # parsers of earlier versions have no kind: recognised
+        expect_kind(ck, file, cls.kind)
         extra = ck.get("task", {})
         cfg = ParserConfig.from_dict(ck["model_config"])
         model = ParserModel(cfg)
         model.load_state_dict(ck["model"], strict=True)  # float16 weights of a shipped model are cast here
-        dt = inference_dtype(dtype, device)
         model = prepare_for_inference(model, dt, device)
         parser = cls(model, ParserVocab.from_dict(extra["vocab"]), int(extra.get("max_distance", cfg.max_distance)),
                      int(extra.get("refine_steps", 2)), treebank)
@@ -143,7 +145,7 @@ class Parser:
         from ..lemma.model import LEMMATIZER_FILE, CharLemmatizer
 
         if file.name == "parser.pt" and (file.parent / LEMMATIZER_FILE).is_file():
-            parser.lemmatizer = CharLemmatizer.load(file.parent / LEMMATIZER_FILE, device)
+            parser.lemmatizer = CharLemmatizer.load(file.parent / LEMMATIZER_FILE, device, "float32")
         return parser
 
     def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
@@ -241,19 +243,33 @@ class Parser:
 
 def as_sentences(x: Iterable) -> list[Sentence]:
     """Sentences from one tokenized sentence (a list of str), several (a list of lists of str) or
-    :class:`Sentence` objects; a :class:`TypeError` saying what is accepted otherwise."""
+    :class:`Sentence` objects; a :class:`TypeError` saying what is accepted otherwise. Words go through the
+    control-character filter of raw text (:func:`g2gt.ud.limits.clean_words`)."""
+    from ..limits import clean_words
+
+    expected = ("parse() expects raw text (a str), one tokenized sentence (a list of str), several (a list of "
+                "lists of str) or g2gt.ud.io.Sentence objects")
     if isinstance(x, Sentence):
         return [x]
-    items = list(x)
+    if isinstance(x, (bytes, bytearray)):
+        raise TypeError(f"{expected}; got bytes: decode them first, e.g. data.decode('utf-8')")
+    try:
+        items = list(x)
+    except TypeError:
+        raise TypeError(f"{expected}; got {type(x).__name__}") from None
     if all(isinstance(i, Sentence) for i in items):
         return items
     if all(isinstance(i, str) for i in items):
-        return [sentence_from_words(items, sent_id="1")]
+        spaced = next((i for i in items if len(i.split()) > 1 and i.rstrip()[-1:] in ".!?"), None)
+        if spaced is not None:  # a word may hold a space (Vietnamese), a whole sentence ends as one
+            raise TypeError(f"a list of str is one tokenized sentence, one word per item, but {spaced[:40]!r} holds "
+                            "several words: for several texts use nlp.pipe(texts), for one text pass one str")
+        return [sentence_from_words(clean_words(items), sent_id="1")]
     if all(isinstance(i, (list, tuple)) and all(isinstance(w, str) for w in i) for i in items):
-        return [sentence_from_words(list(words), sent_id=str(k)) for k, words in enumerate(items, start=1)]
+        return [sentence_from_words(clean_words(list(words), f"tokenized sentence {k}"), sent_id=str(k))
+                for k, words in enumerate(items, start=1)]
     kinds = sorted({type(i).__name__ for i in items})
-    raise TypeError(f"parse() expects raw text (a str), one tokenized sentence (a list of str), several "
-                    f"(a list of lists of str) or g2gt.ud.io.Sentence objects; got a list of {', '.join(kinds)}")
+    raise TypeError(f"{expected}; got a list of {', '.join(kinds)}")
 
 
 # --------------------------------------------------------------------------- output columns

@@ -11,11 +11,13 @@ Names: ``NAME=FILE`` names a file's treebank; otherwise a UD file name ``xx_name
 
 from __future__ import annotations
 
+import logging
 import os
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["treebank_name", "named_file", "read_named_files", "as_named_sets", "treebank_list", "treebank_index"]
 
@@ -61,7 +63,7 @@ def read_named_files(values: Sequence[str], flag: str = "--train", quiet: bool =
     for name, path in named:
         sents = read_conllu(path, require_heads=True)
         if not quiet:
-            print(f"{flag.lstrip('-')}: {name}: {path} ({len(sents)} sentences)", file=sys.stderr)
+            _log.info("%s: %s: %s (%d sentences)", flag.lstrip("-"), name, path, len(sents))
         sets.setdefault(name, []).extend(sents)
     return sets
 

@@ -23,7 +23,7 @@ class ParserVocab(FormIds):
 
     Ids 0 / 1 / 2 of ``words`` and ``chars`` are ``<pad>`` / ``<unk>`` / ``<root>``.
     ``rels[r]`` has the dependency-channel labels ``1 + 2r`` (``rel↑``) and ``2 + 2r``
-    (``rel↓``), exactly the ids of ``g2gt.LabelVocab.for_dependencies(rels)``.
+    (``rel↓``), exactly the ids of ``g2gt.core.LabelVocab.for_dependencies(rels)``.
     ``xpos`` / ``feats`` / ``lemma_rules`` are empty when the model has no such head;
     ``feats`` holds whole FEATS strings (``"_"`` included), ``lemma_rules`` edit scripts
     (:mod:`g2gt.ud.parse.lemma_rules`) with ``lemma_rules[0] = "<unk>"`` (a rare rule).

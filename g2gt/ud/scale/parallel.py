@@ -375,7 +375,8 @@ def read_input(source, kind: str, name: str | None = None,
     """The unparsed sentences of an input, as the ``g2gt parse`` modes read it: ``conllu`` (streamed and
     checked, ``FILE:LINE`` errors), ``lines`` (one sentence per line, rule tokenizer) or ``raw`` (the whole
     text, segmented by ``text_sentences``)."""
-    from ..io import iter_conllu, iter_lines, read_text
+    from ..io import iter_conllu
+    from ...core.files import iter_lines, read_text
 
     if kind == "conllu":
         return iter_conllu(source, name=name)

@@ -129,7 +129,7 @@ def _file_rows(src: str, dst: str, kind: str, chunk: int, check_trees: bool) -> 
     file with a row that carries it (``fail``), so the writer drops what it has of that file."""
     def parts() -> Iterator[dict]:
         if kind == "raw":
-            from ..io import read_text
+            from ...core.files import read_text
 
             yield {"text": read_text(src), "conllu": None}
             return

@@ -174,12 +174,18 @@ def train_expander(train_pairs: Sequence[Pair], dev_pairs: Sequence[Pair], out_d
     model = build_expander_model(cfg)
     task = ExpanderTask(train_pairs, dev_pairs, vocab, cfg, tc.seed, copy_forms)
     Trainer(model, task, tc, out_dir, model_config=cfg.to_dict()).fit(resume=resume)
-    return load_expander(out_dir)
+    return load_expander(out_dir, "cpu", "float32")
 
 
-def load_expander(path: str | os.PathLike, device: torch.device | str = "cpu") -> MWTExpander:
-    """The :class:`MWTExpander` of an expander training folder (``best.pt``, else ``last.pt``) or checkpoint."""
+def load_expander(path: str | os.PathLike, device: torch.device | str = "auto",
+                  dtype: torch.dtype | str | None = "auto") -> MWTExpander:
+    """The :class:`MWTExpander` of an expander training folder (``best.pt``, else ``last.pt``) or checkpoint;
+    ``device`` and ``dtype`` as every loader (:func:`g2gt.core.runtime.resolve_dtype`)."""
     from ...core.checkpoint import load_checkpoint, resolve_checkpoint
+    from ...core.runtime import resolve_device, resolve_dtype
+
+    device = resolve_device(device)
+    dt = resolve_dtype(dtype, device)
 
     file = resolve_checkpoint(path)
     ck = load_checkpoint(file, device)
@@ -188,4 +194,4 @@ def load_expander(path: str | os.PathLike, device: torch.device | str = "cpu") -
     cfg = ExpanderConfig.from_dict(ck["model_config"])
     model = build_expander_model(cfg)
     model.load_state_dict(ck["model"], strict=True)
-    return MWTExpander(model.to(device), ExpanderVocab(ck["task"]["chars"], ck["task"].get("specials", 7)), cfg)
+    return MWTExpander(model.to(device=device, dtype=dt), ExpanderVocab(ck["task"]["chars"], ck["task"].get("specials", 7)), cfg)

@@ -73,19 +73,21 @@ class Segmenter:
              dtype: torch.dtype | str | None = "auto", **kwargs) -> Segmenter:
         """Load the tokenize stage of a shipped model by name (``"en_combined"``), a model folder's
         ``segmenter.pt``, a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file
-        (``weights_only=True``, ``strict=True``). ``dtype``: see :func:`g2gt.ud.stage.inference_dtype`
+        (``weights_only=True``, ``strict=True``). ``device`` and ``dtype``: see :func:`g2gt.core.runtime.resolve_dtype`
         (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""
         path = name_or_path
         from ...core.checkpoint import expect_kind, load_checkpoint
-        from ..stage import checkpoint_record, inference_dtype, prepare_for_inference, stage_checkpoint
+        from ...core.runtime import resolve_device, resolve_dtype
+        from ..stage import checkpoint_record, prepare_for_inference, stage_checkpoint
 
+        device = resolve_device(device)
+        dt = resolve_dtype(dtype, device)
         file = stage_checkpoint(path, "segmenter")
         ck = load_checkpoint(file, device)
         expect_kind(ck, file, CHECKPOINT_KIND)
         extra = ck.get("task") or {}
         model = SegmenterModel(SegmenterConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
-        dt = inference_dtype(dtype, device, int8_auto=False)
         model = prepare_for_inference(model, dt, device)
         lexicon = MWTLexicon.from_checkpoint(extra)  # table, always-split set, rules, learned expander
         out = cls(model, CharVocab.from_list(extra["vocab"]), lexicon, **kwargs)

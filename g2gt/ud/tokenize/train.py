@@ -180,7 +180,7 @@ def _train_expander(train_docs, dev_docs, folder: Path, config: ExpanderConfig |
 
     if resume and (folder / "last.pt").exists():
         if run_finished(folder):
-            return load_expander(folder)
+            return load_expander(folder, "cpu", "float32")
         tc = stored_train_config(folder, device=tc.device, progress=tc.progress)  # the same budget
     print(f"g2gt: training the multiword-token expander in {folder}", file=sys.stderr)
     return train_expander(mwt_pairs(train_docs), mwt_pairs(dev_docs), folder, config, tc, resume,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from g2gt.core import _compat
 
 from g2gt.core.graph import LabelVocab, edges_from_heads
 from g2gt.ud.io.conllu import check_tree, read_conllu, to_conllu_string
@@ -116,25 +115,6 @@ def _uas(sents, out) -> float:
     return sum(h == g for s, o in zip(sents, out) for h, g in zip(o.heads, s.heads)) / sum(map(len, sents))
 
 
-def test_dtype_names():
-    from g2gt.ud.parse import fast_inference_dtype, inference_dtype
-
-    assert inference_dtype("bfloat16") is torch.bfloat16 and inference_dtype(None) is torch.float32
-    assert inference_dtype(torch.float32) is torch.float32
-    assert inference_dtype("auto") in (torch.float32, torch.bfloat16, torch.qint8)
-    assert fast_inference_dtype("cpu") == inference_dtype("auto")
-    assert inference_dtype("int8") is torch.qint8 and inference_dtype(torch.qint8) is torch.qint8
-    if _compat.int8_linear_quantizer() is None and not _compat.amx_tile_supported():
-        assert fast_inference_dtype("cpu") is torch.float32
-    with pytest.raises(ValueError, match="CPU only"):
-        inference_dtype("int8", "meta")
-    assert fast_inference_dtype("meta") is torch.float32
-    for bad in ("int64", "nonsense", torch.int32):
-        with pytest.raises(ValueError, match="float32, bfloat16, int8 or auto"):
-            inference_dtype(bad)
-
-
-@pytest.mark.slow
 def test_tiny_parser_overfits_20_sentences(train_sents):
     sents = [s for s in train_sents if len(s) <= 20][:20]
     p = _fit(sents, steps=250, d_model=64, num_layers=2, ffn_dim=128)

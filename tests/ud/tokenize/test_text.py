@@ -101,7 +101,7 @@ def test_read_text_and_iter_lines(tmp_path, monkeypatch) -> None:
     import gzip
     import io
 
-    from g2gt.ud.io import InputError, iter_lines, read_text
+    from g2gt.core.files import InputError, iter_lines, read_text
 
     p = tmp_path / "a.txt"
     p.write_bytes(b"\xef\xbb\xbfOne.\r\nTwo.\n\nThree")
