@@ -128,11 +128,22 @@ def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict:
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CheckpointError(f"{path}: not a readable g2gt checkpoint ({reason})") from e
+        raise CheckpointError(f"{path}: not a readable g2gt checkpoint ({_load_failure(path, e)}); give a model's "
+                              "name, a model or training folder, or a .pt file that g2gt wrote") from e
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: not a g2gt checkpoint (holds a {type(state).__name__}, expected a dict)")
     return state
+
+
+def _load_failure(path: Path, e: Exception) -> str:
+    """Why ``torch.load`` failed, in words that never suggest loading a file unsafely."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        return "not a torch checkpoint: not the zip archive torch.save writes"
+    if "weights_only" in str(e) or "Unsupported global" in str(e):
+        return "it holds objects other than tensors and plain values, which g2gt never loads"
+    return "truncated or damaged" if isinstance(e, (EOFError, RuntimeError)) else type(e).__name__
 
 
 def resolve_checkpoint(path: str | os.PathLike, names: tuple[str, ...] = ("best.pt", "last.pt")) -> Path:

@@ -193,10 +193,26 @@ def test_load_checkpoint_unreadable_is_one_clear_error(tmp_path, content):
         bad.write_bytes(bad.read_bytes()[:500])
     else:
         bad.write_bytes(content)
-    with pytest.raises(CheckpointError, match=r"bad.pt: not a readable g2gt checkpoint \(.+\)$"):
+    with pytest.raises(CheckpointError, match=r"bad.pt: not a readable g2gt checkpoint \(.+\); give a model") as err:
         load_checkpoint(bad)
+    assert "weights_only" not in str(err.value)  # never torch's advice to load the file unsafely
     with pytest.raises(CheckpointError, match="is a folder"):
         load_checkpoint(tmp_path)
+
+
+class _Payload:
+    def __reduce__(self):
+        import os
+
+        return (os.getcwd, ())  # harmless, but not a tensor or a plain value
+
+
+def test_a_checkpoint_holding_code_is_refused_without_unsafe_advice(tmp_path):
+    bad = tmp_path / "code.pt"
+    torch.save({"model": _Payload()}, bad)
+    with pytest.raises(CheckpointError, match="holds objects other than tensors and plain values") as err:
+        load_checkpoint(bad)
+    assert "weights_only" not in str(err.value) and "arbitrary code" not in str(err.value)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
