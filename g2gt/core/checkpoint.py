@@ -124,7 +124,8 @@ def load_checkpoint(path: str | os.PathLike, map_location: Any = "cpu") -> dict:
     if path.is_dir():
         raise CheckpointError(f"{path}: is a folder, expected a checkpoint file (or use resolve_checkpoint)")
     if path.stat().st_size == 0:
-        raise CheckpointError(f"{path}: not a readable g2gt checkpoint (the file is empty)")
+        raise CheckpointError(f"{path}: not a readable g2gt checkpoint (the file is empty); give a model's name, a "
+                              "model or training folder, or a .pt file that g2gt wrote")
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:
