@@ -8,6 +8,7 @@ arguments; the few CLI defaults that differ from those are declared once below (
 from __future__ import annotations
 
 import argparse
+import re
 import inspect
 import sys
 import time
@@ -286,6 +287,20 @@ def _check_keep_args(args: argparse.Namespace) -> None:
         raise UsageError("--enhanced predicts DEPS; it cannot be combined with --keep deps")
 
 
+_CONLLU_WORD = re.compile(r"^\d+(?:-\d+|\.\d+)?\t[^\t]*(?:\t[^\t]*){8}$")
+
+
+def _refuse_conllu_as_text(text: str, name: str, option: str) -> None:
+    """A :class:`UsageError` when ``text`` starts like CoNLL-U (its first non-comment line a word line of 10
+    tab-separated columns): parsed as prose, its columns would become words."""
+    for line in text[:65536].splitlines():
+        if line.strip() and not line.startswith("#"):
+            if _CONLLU_WORD.match(line):
+                raise UsageError(f"{option} {name}: this file is CoNLL-U (10 tab-separated columns), not raw text; give "
+                                 "it as the INPUT argument (g2gt parse FILE.conllu) to parse its sentences")
+            return
+
+
 def _open_input(args: argparse.Namespace):
     """Open and check the input before the model is loaded: an iterator of sentences for CoNLL-U and
     --lines (streamed), the text for --text / --raw (segmented once the model is there)."""
@@ -296,7 +311,9 @@ def _open_input(args: argparse.Namespace):
     if args.raw is not None:
         from ..core.files import read_text
 
-        return read_text(args.raw)
+        text = read_text(args.raw)
+        _refuse_conllu_as_text(text, args.raw, "--raw")
+        return text
     if args.lines is not None:
         from ..core.files import iter_lines
         from ..ud.tokenize.text import iter_line_sentences

@@ -310,3 +310,13 @@ def test_one_sentence_is_counted_in_the_singular(model_dir, tmp_path):  # noqa: 
     r = _g2gt("parse", "--model", str(model_dir), "--lines", str(src), "-o", str(tmp_path / "one.conllu"))
     assert r.returncode == 0, r.stderr
     assert "parsed 1 sentence, 3 words in " in r.stderr.decode()
+
+
+def test_conllu_given_as_raw_text_is_refused_naming_the_fix(tmp_path, capsys):
+    out = tmp_path / "out.conllu"
+    assert main(["parse", "--raw", str(EWT_SAMPLE_DEV), "-o", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "this file is CoNLL-U" in err and "give it as the INPUT argument" in err and not out.exists()
+    prose = tmp_path / "prose.txt"
+    prose.write_text("# not a comment in prose\n1\tword is fine in a sentence.\n", encoding="utf-8")
+    parsing_cmd._refuse_conllu_as_text(prose.read_text(encoding="utf-8"), str(prose), "--raw")  # not 10 columns
