@@ -218,7 +218,7 @@ def _token_chars(sents: Sequence[Sentence]) -> tuple[list[str], list[tuple[int, 
     for si, s in enumerate(sents):
         skip_until = 0
         word = 0
-        for k, t in enumerate(s.tokens):
+        for k, t in enumerate(s.rows):
             tid = t["id"]
             if isinstance(tid, tuple):
                 if tid[1] != "-":

@@ -52,7 +52,7 @@ def measure(seg, docs, style: str = "para", repeats: int = 3) -> dict:
     pred_tokens, pred_sents, pos = [], [], 0
     for s in sents:
         first, covered = None, 0
-        for tok in s.tokens:
+        for tok in s.rows:
             tid = tok["id"]
             if isinstance(tid, tuple) and tid[1] == ".":
                 continue
