@@ -98,6 +98,11 @@ class Entity:
     mentions: list[Span]
     document: int = 0
 
+    @property
+    def text(self) -> str:
+        """The text of its first mention (what names it: Stanza's and spaCy's ``ent.text``)."""
+        return self.mentions[0].text if self.mentions else ""
+
     def to_dict(self) -> dict:
         """The JSON object of :meth:`Document.to_dict` for this entity, without the sentence indices (which
         :meth:`Document.to_dict` adds)."""
