@@ -13,14 +13,13 @@ their rows. The word and token objects a sentence hands out are in :mod:`g2gt.ud
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from conllu.models import Metadata, Token, TokenList
-from conllu.parser import DEFAULT_FIELDS, parse_comment_line, serialize_field
 
 from ...core.graph import ChainChannel, Graph, LabelVocab, edges_from_heads
+from .columns import FIELDS, comment_line, comment_pairs, parse_columns, serialize_token
 from .surface import sentence_spans, surface_tokens
 from .surface import space_after as _space_after
 from .views import Layout
@@ -30,113 +29,6 @@ if TYPE_CHECKING:
     from .views import SurfaceToken, Word
 
 __all__ = ["Sentence", "check_tree", "FIELDS", "parse_columns"]
-
-FIELDS: tuple[str, ...] = tuple(DEFAULT_FIELDS)
-_INT_RE = re.compile(r"[1-9][0-9]*\Z")
-_RANGE_RE = re.compile(r"([1-9][0-9]*)-([1-9][0-9]*)\Z")
-_EMPTY_RE = re.compile(r"(0|[1-9][0-9]*)\.([1-9][0-9]*)\Z")
-_ANY_HEAD_RE = re.compile(r"(?:0|-?[1-9][0-9]*)\Z")
-_DEP = r"(?:0|[1-9][0-9]*|[1-9][0-9]*-[1-9][0-9]*|[0-9]+\.[1-9][0-9]*)(?::[^\d:_\-|][^:|]*)+"
-_DEPS_RE = re.compile(rf"{_DEP}(?:\|{_DEP})*\Z")  # HEAD:DEPREL pairs, as the conllu library reads them
-
-
-# --------------------------------------------------------------------------- columns
-def _parse_id(value: str) -> int | tuple[int, str, int]:
-    if _INT_RE.match(value):
-        return int(value)
-    m = _RANGE_RE.match(value) or _EMPTY_RE.match(value)
-    if not m:
-        raise ValueError(f"ID {value!r} is not an integer, a range N-M or an empty node N.M")
-    return (int(m.group(1)), "-" if "-" in value else ".", int(m.group(2)))
-
-
-def _parse_dict(value: str) -> dict[str, str | None] | None:
-    """FEATS / MISC: ``_`` -> None; ``A=1|B|C=x=y`` -> ``{"A": "1", "B": "", "C": "x=y"}``."""
-    if value == "_":
-        return None
-    out: dict[str, str | None] = {}
-    for part in value.split("|"):
-        key, eq, val = part.partition("=")
-        if key in ("", "_"):
-            continue
-        out[key] = (None if val in ("", "_") else val) if eq else ""
-    return out
-
-
-def _parse_deps(value: str) -> list[tuple[str, int | tuple[int, str, int]]] | str | None:
-    """DEPS: ``_`` -> None; ``4:nsubj|6:nmod:poss`` -> ``[("nsubj", 4), ("nmod:poss", 6)]`` (the ``conllu``
-    library's form); anything else stays a string."""
-    if value == "_":
-        return None
-    if not _DEPS_RE.match(value):
-        return value
-    out: list[tuple[str, int | tuple[int, str, int]]] = []
-    for part in value.split("|"):
-        head, rel = part.split(":", 1)
-        if "-" in head:
-            a, b = head.split("-")
-            if int(b) < int(a):
-                raise ValueError(f"DEPS {value!r}: range {head} ends before it starts")
-            out.append((rel, (int(a), "-", int(b))))
-        elif "." in head:
-            a, b = head.split(".")
-            out.append((rel, (int(a), ".", int(b))))
-        else:
-            out.append((rel, int(head)))
-    return out
-
-
-def parse_columns(cols: Sequence[str]) -> Token:
-    """The 10 validated columns of a token line -> :class:`conllu.models.Token` (the ``conllu``
-    library's value types: ``_`` is None except in FORM, LEMMA, UPOS and DEPREL).
-
-    Raises:
-        ValueError: naming the column whose value cannot be parsed.
-    """
-    idv, form, lemma, upos, xpos, feats, head, deprel, deps, misc = cols
-    if head == "_":
-        h = None
-    elif _ANY_HEAD_RE.match(head):
-        h = int(head)
-    else:
-        raise ValueError(f"HEAD {head!r} is not an integer (expected 0..n or '_')")
-    return Token(id=_parse_id(idv), form=form, lemma=lemma, upos=upos, xpos=None if xpos == "_" else xpos,
-                 feats=_parse_dict(feats), head=h, deprel=deprel, deps=_parse_deps(deps), misc=_parse_dict(misc))
-
-
-def _column(tok: Token, name: str) -> str:
-    """One regenerated column: ``_`` for an empty value; a value a reader would split or reject
-    (tab, newline, whitespace at either end) is an error, not a broken file."""
-    text = serialize_field(tok.get(name))
-    if text == "":
-        return "_"
-    if text != text.strip() or "\t" in text or "\n" in text:
-        raise ValueError(f"cannot write {name.upper()} {text!r} of token {serialize_field(tok.get('id'))}: a CoNLL-U "
-                         "column cannot hold a tab, a newline or whitespace at either end")
-    return text
-
-
-def _serialize_token(tok: Token, raw: str | None) -> str:
-    """One token line; columns whose parsed value still equals the original are copied verbatim."""
-    if raw is None:
-        return "\t".join(_column(tok, name) for name in FIELDS)
-    cr = raw.endswith("\r")
-    raw_cols = (raw[:-1] if cr else raw).split("\t")
-    orig = parse_columns(raw_cols)
-    if all(orig[name] == tok.get(name) for name in FIELDS):
-        return raw
-    out = [rc if orig[name] == tok.get(name) else _column(tok, name) for name, rc in zip(FIELDS, raw_cols, strict=True)]
-    return "\t".join(out) + ("\r" if cr else "")
-
-
-def _comment(key: str, value: Any) -> str:
-    return f"# {key} = {value}" if value else f"# {key}"
-
-
-def comment_pairs(raw: str) -> list[tuple[str, Any]]:
-    """The ``(key, value)`` pairs a comment line defines (none for a free comment)."""
-    return parse_comment_line(raw.rstrip("\r"))
-
 
 # --------------------------------------------------------------------------- Sentence
 @dataclass
@@ -307,6 +199,14 @@ class Sentence:
             return self._token_lines[k]
         return self.line
 
+    def __getstate__(self) -> dict:
+        """Pickled without the document text its offsets point into (a :class:`~g2gt.ud.document.Document`
+        pickles that once and points its sentences into it again)."""
+        state = dict(self.__dict__)
+        state.pop("_text", None)
+        state.pop("_text_start", None)
+        return state
+
     def __repr__(self) -> str:
         return f"Sentence(sent_id={self.sent_id!r}, words={len(self)}, path={self.path!r}, line={self.line})"
 
@@ -393,7 +293,7 @@ class Sentence:
         lines = self._comment_lines()
         raw = self._raw_tokens
         for k, tok in enumerate(self.rows):
-            lines.append(_serialize_token(tok, raw[k] if raw is not None and k < len(raw) else None))
+            lines.append(serialize_token(tok, raw[k] if raw is not None and k < len(raw) else None))
         trailer = self._trailer if self._trailer else [""]
         return "\n".join(lines) + "\n" + "\n".join(trailer) + "\n"
 
@@ -403,7 +303,7 @@ class Sentence:
         its earlier duplicates); keys that were added come last."""
         meta = self.rows.metadata
         if self._raw_comments is None:
-            return [_comment(k, v) for k, v in meta.items()]
+            return [comment_line(k, v) for k, v in meta.items()]
         parsed = [comment_pairs(r) for r in self._raw_comments]
         last = {key: i for i, pairs in enumerate(parsed) for key, _ in pairs}
         out: list[str] = []
@@ -415,14 +315,14 @@ class Sentence:
                     same = False  # deleted key: drop its lines
                 elif last[key] == i and meta[key] != value:
                     same = False
-                    new.append(_comment(key, meta[key]))
+                    new.append(comment_line(key, meta[key]))
                 else:
-                    new.append(_comment(key, value))
+                    new.append(comment_line(key, value))
             if same:
                 out.append(raw)
             else:
                 out.extend(line + ("\r" if raw.endswith("\r") else "") for line in new)
-        out.extend(_comment(k, v) for k, v in meta.items() if k not in last)
+        out.extend(comment_line(k, v) for k, v in meta.items() if k not in last)
         return out
 
 

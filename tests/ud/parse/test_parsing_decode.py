@@ -206,7 +206,7 @@ def test_examples_without_targets_read_only_the_forms():
     vocab = ParserVocab.build(read_conllu(EWT_SAMPLE_TRAIN)[:50], min_freq=1)
     s = sentence_from_words(["Dogs", "bark", "."])
     full, bare = make_example(s, vocab), make_example(s, vocab, targets=False)
-    assert bare.forms == full.forms and bare.word_rows == full.word_rows
+    assert bare.forms == full.forms and bare.words == full.words
     assert bare.heads is None and bare.tags == {}
     a, b = make_batch([full], [0], vocab, 8), make_batch([bare], [0], vocab, 8)
     assert torch.equal(a.graph.tokens, b.graph.tokens) and torch.equal(a.graph.labels, b.graph.labels)
