@@ -1,4 +1,5 @@
-"""Input/output: CoNLL-U files (:mod:`g2gt.ud.io.conllu`, sentences in :mod:`g2gt.ud.io.sentence`), raw text
+"""Input/output: CoNLL-U files (:mod:`g2gt.ud.io.conllu`, sentences in :mod:`g2gt.ud.io.sentence`, their words and
+surface tokens in :mod:`g2gt.ud.io.views`, the one walk over surface tokens in :mod:`g2gt.ud.io.surface`), raw text
 (:mod:`g2gt.ud.tokenize.text`) and the file plumbing both share (:mod:`g2gt.core.files`: plain / ``.gz`` / stdin inputs
 checked for UTF-8 up front, atomic outputs)."""
 
