@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run_g2gt(nlp):
         out = list(nlp.pipe(docs))
-        return sum(sum(len(s.tokens) for s in doc) for doc in out), out
+        return sum(sum(len(s.rows) for s in doc) for doc in out), out
 
     best = {}
     preds = {}

@@ -153,7 +153,7 @@ class LoadedModel:
                 doc[0].metadata.pop("newdoc", None)
             if tag and not parse:  # the input's HEAD / DEPREL back
                 for src, dst in zip(prepared[i], doc):
-                    for a, b in zip(src.words, dst.words):
+                    for a, b in zip(src.word_rows, dst.word_rows):
                         b["head"], b["deprel"] = a["head"], a["deprel"]
         return docs
 

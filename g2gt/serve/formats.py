@@ -20,6 +20,8 @@ from typing import Callable, Sequence
 from ..ud.io import (
     CoNLLUError, Sentence, parse_conllu_string, sentence_from_tokens, sentence_from_words, to_conllu_string,
 )
+from ..ud.io.surface import space_after as _space_after
+from ..ud.io.surface import surface_tokens as _walk
 from ..ud.limits import SentenceTooLong, limit_sentence_words, max_sentence_words
 
 __all__ = ["RequestError", "decode_utf8", "READERS", "WRITERS", "read_conllu_text", "read_horizontal",
@@ -133,28 +135,12 @@ WRITERS: dict[str, Callable[..., str]] = {
 
 
 # --------------------------------------------------------------------------- sentence surgery
-def _space_after(tok) -> bool:
-    misc = tok["misc"] if isinstance(tok["misc"], dict) else {}
-    return misc.get("SpaceAfter") != "No"
-
-
 def surface_tokens(sentence: Sentence) -> list[tuple[dict, list[int]]]:
     """The surface tokens of ``sentence`` in order, each with the 0-based indices of its words: a
-    multiword-token line with the words it spans, or a word outside any (empty nodes skipped)."""
-    out: list[tuple[dict, list[int]]] = []
-    covered = 0
-    word = 0
-    for tok in sentence.tokens:
-        tid = tok["id"]
-        if isinstance(tid, tuple):
-            if tid[1] == "-":
-                out.append((tok, list(range(tid[0] - 1, tid[2]))))
-                covered = max(covered, tid[2])
-            continue
-        word += 1
-        if tid > covered:
-            out.append((tok, [word - 1]))
-    return out
+    multiword-token line with the words it spans, or a word outside any (empty nodes skipped);
+    :func:`g2gt.ud.io.surface.surface_tokens`."""
+    rows = sentence.rows
+    return [(rows[t.row], t.words) for t in _walk(sentence)]
 
 
 def rebuild(pieces: Sequence[tuple[Sentence, Sequence[int]]], sent_id: str | None) -> Sentence:

@@ -196,7 +196,7 @@ def finish_process(plan: ProcessPlan, sentences: list) -> dict:
 
         for s, spans in zip(sentences, token_spans(sentences, plan.data)):
             surface = {id(tok) for tok, _ in surface_tokens(s)}
-            for tok, span in zip(s.tokens, spans):
+            for tok, span in zip(s.rows, spans):
                 if span is not None and id(tok) in surface:
                     misc = tok["misc"] if isinstance(tok["misc"], dict) else {}
                     tok["misc"] = {**misc, "TokenRange": f"{span[0]}:{span[1]}"}

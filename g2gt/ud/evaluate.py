@@ -35,6 +35,7 @@ from typing import Any, Sequence
 
 from ..errors import Error
 from .io.conllu import Sentence, read_conllu, to_conllu_string
+from .io.surface import surface_tokens
 
 __all__ = [
     "Score",
@@ -216,23 +217,11 @@ def _token_chars(sents: Sequence[Sentence]) -> tuple[list[str], list[tuple[int, 
     chars: list[str] = []
     where: list[tuple[int, int, int]] = []
     for si, s in enumerate(sents):
-        skip_until = 0
-        word = 0
-        for k, t in enumerate(s.tokens):
-            tid = t["id"]
-            if isinstance(tid, tuple):
-                if tid[1] != "-":
-                    continue  # empty node
-                skip_until = tid[2]
-            elif tid <= skip_until:
-                word += 1
-                continue
-            else:
-                word += 1
-            form = "".join(str(t["form"]).split())
+        for t in surface_tokens(s):
+            form = "".join(str(s.rows[t.row]["form"]).split())
             for ch in form:
                 chars.append(ch)
-                where.append((si, s.token_line(k), word))
+                where.append((si, s.token_line(t.row), t.words[0] + 1 if t.words else 0))
     return chars, where
 
 

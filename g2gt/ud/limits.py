@@ -26,7 +26,9 @@ import warnings
 from typing import Iterable
 
 from ..errors import Error
-from .io.sentence import Sentence, sentence_from_tokens
+from .io.build import sentence_from_tokens
+from .io.sentence import Sentence
+from .io.surface import space_after, surface_tokens
 
 __all__ = ["DEFAULT_MAX_WORDS", "SentenceTooLong", "max_sentence_words", "limit_sentence_words",
            "split_sentence", "drop_control_characters"]
@@ -63,19 +65,8 @@ def _name(s: Sentence, k: int, where: str) -> str:
 
 def _surface(s: Sentence) -> list[tuple[dict, list[int]]]:
     """Surface tokens in order with their 0-based word indices (a multiword token spans several)."""
-    out: list[tuple[dict, list[int]]] = []
-    covered = word = 0
-    for tok in s.tokens:
-        tid = tok["id"]
-        if isinstance(tid, tuple):
-            if tid[1] == "-":
-                out.append((tok, list(range(tid[0] - 1, tid[2]))))
-                covered = max(covered, tid[2])
-            continue  # empty nodes are dropped from pieces
-        word += 1
-        if tid > covered:
-            out.append((tok, [word - 1]))
-    return out
+    rows = s.rows
+    return [(rows[t.row], t.words) for t in surface_tokens(s)]
 
 
 def split_sentence(s: Sentence, max_words: int, sent_id: str) -> list[Sentence]:
@@ -84,7 +75,7 @@ def split_sentence(s: Sentence, max_words: int, sent_id: str) -> list[Sentence]:
     toks = _surface(s)
     if any(len(ws) > max_words for _, ws in toks):
         raise SentenceTooLong(f"a multiword token of sentence {sent_id} has more than {max_words} words")
-    words = s.words
+    words = s.word_rows
     groups: list[list[tuple[dict, list[int]]]] = [[]]
     n = 0
     for tok, ws in toks:
@@ -97,10 +88,9 @@ def split_sentence(s: Sentence, max_words: int, sent_id: str) -> list[Sentence]:
     for part, group in enumerate(groups, 1):
         items = []
         for tok, ws in group:
-            misc = tok["misc"] if isinstance(tok["misc"], dict) else {}
-            items.append((tok["form"], [words[i]["form"] for i in ws], misc.get("SpaceAfter") != "No"))
+            items.append((tok["form"], [words[i]["form"] for i in ws], space_after(tok)))
         piece = sentence_from_tokens(items, sent_id=f"{sent_id}.{part}")
-        new_words = piece.words
+        new_words = piece.word_rows
         k = 0
         for (tok, ws), (new_tok, _) in zip(group, _surface(piece)):
             if len(ws) > 1:

@@ -77,11 +77,11 @@ def segment_texts(nlp, texts: Sequence[str]) -> list[list[Sentence]]:
     out: list[list[Sentence]] = [[] for _ in texts]
     for (i, j), sents in zip(owner, nlp.tokenize.segment_many(blocks, "s", 1) if blocks else []):
         if j and sents:
-            sents[0].tokens.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
+            sents[0].rows.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
         out[i].extend(sents)
     for sents in out:
         for k, s in enumerate(sents, 1):
-            s.tokens.metadata["sent_id"] = f"s{k}"
+            s.rows.metadata["sent_id"] = f"s{k}"
     return out
 
 

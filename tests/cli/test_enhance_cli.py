@@ -54,7 +54,7 @@ def test_enhance_changes_only_deps_and_writes_a_valid_file(files, tmp_path):
 
 def test_enhance_keeps_the_inputs_empty_nodes(files, tmp_path):
     with_empty = [s for s in read_conllu(EWT_SAMPLE_TRAIN)
-                  if any(isinstance(t["id"], tuple) and t["id"][1] == "." for t in s.tokens)]
+                  if any(isinstance(t["id"], tuple) and t["id"][1] == "." for t in s.rows)]
     assert with_empty
     inp, out = tmp_path / "e.conllu", tmp_path / "e.out.conllu"
     write_conllu(with_empty, inp)

@@ -55,7 +55,7 @@ def _canonical(g: Graph) -> Graph:
 
 def _mwt_ranges(sentence) -> list[tuple[int, int, str]]:
     out = []
-    for tok in sentence.tokens:
+    for tok in sentence.rows:
         if isinstance(tok["id"], tuple) and tok["id"][1] == "-":
             out.append((tok["id"][0], tok["id"][2], tok["form"]))
     return out

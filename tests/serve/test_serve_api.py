@@ -109,7 +109,7 @@ def test_process_tokenizer_options(server):
     _, out = process(server, {"data": text, "tokenizer": "presegmented;ranges"})
     sents = parse_conllu_string(out["result"])
     assert len(sents) == 2  # one sentence per line, however the splitter would cut them
-    ranges = [(tok["form"], tok["misc"]["TokenRange"]) for s in sents for tok in s.tokens
+    ranges = [(tok["form"], tok["misc"]["TokenRange"]) for s in sents for tok in s.rows
               if isinstance(tok["misc"], dict) and "TokenRange" in tok["misc"]]
     assert len(ranges) == 10  # I, don't, know, ., He, left, ., A, second, line
     for form, rng in ranges:

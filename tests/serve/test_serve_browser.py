@@ -136,7 +136,7 @@ def test_page_colours_the_mentions_of_each_entity(server, models, browser, tmp_p
     browser.find_element(By.ID, "parse").click()
     wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#results section.coref"))
 
-    entities = models[DEFAULT_MODEL].nlp(text, coref=True).entities
+    entities = models[DEFAULT_MODEL].nlp(text, coref=True).to_dict()["entities"]
     shared = {e["id"]: e for e in entities if len(e["mentions"]) >= 2}
     assert len(shared) >= 2, "the model should find two entities with two or more mentions here"
     panel = browser.find_element(By.CSS_SELECTOR, "section.coref .coref-text")

@@ -35,9 +35,10 @@ def check_offsets(doc: Document, text: str) -> None:
     assert doc.text == text
     for t in doc.tokens:
         assert t.start_char is not None and text[t.start_char:t.end_char] == t.text
-    tokens = {(t.sentence, w): t for t in doc.tokens for w in t.words}
+    tokens = {w: t for t in doc.tokens for w in t.words}
     for w in doc.words:
-        t = tokens[(w.sentence, w.id)]
+        t = tokens[w]
+        assert t == w.token and w in t.words
         assert (w.start_char, w.end_char) == (t.start_char, t.end_char)
         if len(t.words) == 1:
             assert w.text == t.text

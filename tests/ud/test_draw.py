@@ -203,6 +203,6 @@ def test_cli_draw_coref_file_and_text(coref_file: Path, tmp_path: Path) -> None:
     import g2gt
 
     doc = g2gt.load(DEFAULT_MODEL, device="cpu", exclude=("enhance",))(text, coref=True)
-    shared = {e["id"] for e in doc.entities if len(e["mentions"]) >= 2 and any(m["sentence"] == 1
+    shared = {e["id"] for e in doc.to_dict()["entities"] if len(e["mentions"]) >= 2 and any(m["sentence"] == 1
                                                                                for m in e["mentions"])}
     assert shared and {e for e, *_ in _marks(out.read_text(encoding="utf-8"))} == shared

@@ -194,8 +194,8 @@ def test_cli_enhanced_and_keep(folder, tmp_path, capsys):
     assert main(["parse", "--model", str(folder), str(src), "--keep", "lemma,deps", "-o", str(kept),
                  "--no-progress"]) == 0
     for a, b in zip(read_conllu(src), read_conllu(kept)):
-        assert [t["lemma"] for t in a.tokens] == [t["lemma"] for t in b.tokens]
-        assert [t["deps"] for t in a.tokens] == [t["deps"] for t in b.tokens]
+        assert [t["lemma"] for t in a.rows] == [t["lemma"] for t in b.rows]
+        assert [t["deps"] for t in a.rows] == [t["deps"] for t in b.rows]
     capsys.readouterr()
     assert main(["parse", "--model", str(folder), str(src), "--keep", "head"]) == 2
     assert "--keep" in capsys.readouterr().err

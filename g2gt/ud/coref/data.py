@@ -79,7 +79,7 @@ class CorefVocab(FormIds):
         words, chars, upos, rels, morph, etypes = Counter(), Counter(), Counter(), Counter(), Counter(), Counter()
         for doc in docs:
             for s in doc:
-                for t in s.words:
+                for t in s.word_rows:
                     f = t["form"]
                     words[f.lower() if lowercase else f] += 1
                     chars.update(f)
@@ -144,7 +144,7 @@ def make_doc(doc: Sequence, vocab: CorefVocab, gold: bool = True) -> DocExample:
     for si, s in enumerate(doc):
         off = len(forms)
         bounds.append(off)
-        for t in s.words:
+        for t in s.word_rows:
             forms.append(t["form"])
             lemmas.append((t["lemma"] if t["lemma"] not in (None, "_") else t["form"]).lower())
             upos.append(vocab.upos_index.get(t["upos"] or "_", 1))

@@ -144,7 +144,7 @@ def read_mentions(doc: Sequence, layout: str | None = None) -> list[Mention]:
     done: list[Mention] = []
     k = 0
     for s in doc:
-        for i, tok in enumerate(s.words):
+        for i, tok in enumerate(s.word_rows):
             misc = tok["misc"] or {}
             value = misc.get("Entity")
             if value:
@@ -272,7 +272,7 @@ def write_mentions(doc: Sequence, mentions: Iterable[Mention], layout: str | Non
     values = format_entity(mentions, layout)
     k = 0
     for s in doc:
-        for tok in s.words:
+        for tok in s.word_rows:
             misc = tok["misc"]
             if misc and any(key in misc for key in _RELATION_ITEMS) or k in values:
                 for key in _RELATION_ITEMS[1:]:
@@ -311,7 +311,7 @@ def _document_heads(doc: Sequence) -> list[int | None]:
     out: list[int | None] = []
     for s in doc:
         off = len(out)
-        for w in s.words:
+        for w in s.word_rows:
             h = w.get("head")
             out.append(None if h is None else off + int(h) - 1)
     return out

@@ -296,7 +296,7 @@ def score_files(key_path: str, sys_path: str, match: str = "head", singletons: b
 
 def has_entities(sentences) -> bool:
     """True when some word of ``sentences`` has an ``Entity`` item in MISC."""
-    return any("Entity" in (t["misc"] or {}) for s in sentences for t in s.words)
+    return any("Entity" in (t["misc"] or {}) for s in sentences for t in s.word_rows)
 
 
 def coref_report(gold, pred) -> dict:

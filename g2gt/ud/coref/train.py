@@ -119,7 +119,7 @@ def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: dic
 
     train_docs, dev_docs = documents(train), documents(dev)
     for name, docs in (("training", train_docs), ("dev", dev_docs)):
-        if not any(s.words and any((t["misc"] or {}).get("Entity") for t in s.words) for d in docs for s in d):
+        if not any(len(s) and any((t["misc"] or {}).get("Entity") for t in s.word_rows) for d in docs for s in d):
             raise ValueError(f"the {name} data has no Entity= annotations in MISC (expected CorefUD coreference, "
                              "e.g. UD_English-GUM)")
     layout = entity_layout(train_docs[0]) or DEFAULT_LAYOUT

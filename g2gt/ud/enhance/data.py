@@ -69,10 +69,10 @@ def sentence_edges(sent, required: bool = True) -> list[tuple[int, Head, str]]:
             ``rel[:subtype...]``.
     """
     n = len(sent)
-    empties = {_head_text(t["id"]) for t in sent.tokens if isinstance(t["id"], tuple) and t["id"][1] == "."}
+    empties = {_head_text(t["id"]) for t in sent.rows if isinstance(t["id"], tuple) and t["id"][1] == "."}
     out: list[tuple[int, Head, str]] = []
     path = getattr(sent, "path", "<input>")
-    for i, tok in enumerate(sent.words, 1):
+    for i, tok in enumerate(sent.word_rows, 1):
         line = sent.word_line(i - 1) if hasattr(sent, "word_line") else getattr(sent, "line", 0)
         deps = tok["deps"]
         if deps is None:

@@ -119,7 +119,7 @@ def deps_problems(sentence) -> list[str]:
     probs: list[str] = []
     nodes: list[tuple[int, int]] = []
     edges: list[tuple[tuple[int, int], tuple[int, int]]] = []
-    for tok in sentence.tokens:
+    for tok in sentence.rows:
         tid = tok["id"]
         if isinstance(tid, tuple) and tid[1] == "-":
             continue

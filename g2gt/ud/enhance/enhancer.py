@@ -33,7 +33,7 @@ Edge = tuple[int, int | str, str]  # (dependent word, head word or empty node "8
 
 
 def _empty_ids(sent) -> list[str]:
-    return ["".join(str(x) for x in t["id"]) for t in sent.tokens if isinstance(t["id"], tuple) and t["id"][1] == "."]
+    return ["".join(str(x) for x in t["id"]) for t in sent.rows if isinstance(t["id"], tuple) and t["id"][1] == "."]
 
 
 def _kept_edges(sent) -> list[Edge]:
@@ -56,7 +56,7 @@ def _conllu_head(h: int | str):
 def _set_deps(sent, edges: Sequence[Edge]):
     """A copy of ``sent`` whose words' DEPS are ``edges`` (sorted by head, then relation)."""
     c = sent.copy()
-    words = c.words
+    words = c.word_rows
     per: list[list[tuple[str, int | str]]] = [[] for _ in words]
     for d, h, lab in edges:
         per[d - 1].append((lab, h))
@@ -207,7 +207,7 @@ class Enhancer:
             index = {e: n + 1 + k for k, e in enumerate(empties)}
             for d, h, _ in _kept_edges(sent):
                 extra.append((d, index[h]))
-            for t in sent.tokens:
+            for t in sent.rows:
                 tid = t["id"]
                 if isinstance(tid, tuple) and tid[1] == "." and isinstance(t["deps"], list):
                     me = index["".join(str(x) for x in tid)]

@@ -73,9 +73,9 @@ def enhanced_networkx(sentence, edges: Sequence[tuple[int, Head, str]] | None = 
     edges = list(sentence_edges(sentence) if edges is None else edges)
     G = nx.MultiDiGraph(sent_id=sentence.sent_id, text=sentence.text)
     G.add_node(0, form="<root>", upos=None, empty=False)
-    for i, tok in enumerate(sentence.words, 1):
+    for i, tok in enumerate(sentence.word_rows, 1):
         G.add_node(i, form=tok["form"], lemma=tok["lemma"], upos=tok["upos"], empty=False)
-    for tok in sentence.tokens:
+    for tok in sentence.rows:
         tid = tok["id"]
         if isinstance(tid, tuple) and tid[1] == ".":
             G.add_node("".join(str(x) for x in tid), form=tok["form"], lemma=tok["lemma"], upos=tok["upos"],

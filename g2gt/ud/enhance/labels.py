@@ -65,7 +65,7 @@ class TreeView:
     @classmethod
     def of(cls, sentence, heads: Sequence[int] | None = None, deprels: Sequence[str] | None = None) -> "TreeView":
         """From a :class:`g2gt.ud.io.Sentence` (its HEAD / DEPREL unless ``heads`` / ``deprels`` are given)."""
-        words = sentence.words
+        words = sentence.word_rows
         return cls([int(h or 0) for h in (sentence.heads if heads is None else heads)],
                    [r or "_" for r in (sentence.deprels if deprels is None else deprels)],
                    [t["form"] for t in words], [t["lemma"] for t in words],

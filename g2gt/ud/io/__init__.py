@@ -1,5 +1,6 @@
-"""CoNLL-U files (:mod:`g2gt.ud.io.conllu`) and sentences (:mod:`g2gt.ud.io.sentence`). Raw text is read by
-:mod:`g2gt.ud.tokenize.text`; the file plumbing both share (plain / ``.gz`` / stdin inputs checked for UTF-8 up
+"""CoNLL-U files (:mod:`g2gt.ud.io.conllu`), sentences (:mod:`g2gt.ud.io.sentence`), their words and surface
+tokens (:mod:`g2gt.ud.io.views`) and the one walk over surface tokens (:mod:`g2gt.ud.io.surface`). Raw text is read
+by :mod:`g2gt.ud.tokenize.text`; the file plumbing both share (plain / ``.gz`` / stdin inputs checked for UTF-8 up
 front, atomic outputs) is :mod:`g2gt.core.files`."""
 
 from .conllu import (

@@ -30,8 +30,8 @@ from typing import IO, Iterable, Iterator
 from conllu.models import Metadata, TokenList
 
 from ...core.files import InputError, Source, open_input, open_output
-from .sentence import FIELDS, Sentence, check_tree, comment_pairs, parse_columns, sentence_from_tokens, \
-    sentence_from_words
+from .build import sentence_from_tokens, sentence_from_words
+from .sentence import FIELDS, Sentence, check_tree, comment_pairs, parse_columns
 
 __all__ = [
     "CoNLLUError",

@@ -7,147 +7,54 @@ line only when its key's value was changed (``sentence.metadata[key] = ...``).  
 keep their order, and a key that occurs twice (``# sent_id = a``, ``# sent_id = b``) keeps
 both lines (``metadata`` holds the last value, as the ``conllu`` library does).
 
-Sentences built from words (:func:`sentence_from_words`, :func:`sentence_from_tokens`) have
-no original lines and are serialised from their tokens.
+Sentences built from words (:mod:`g2gt.ud.io.build`) have no original lines and are serialised from
+their rows. The word and token objects a sentence hands out are in :mod:`g2gt.ud.io.views`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from conllu.models import Metadata, Token, TokenList
-from conllu.parser import DEFAULT_FIELDS, parse_comment_line, serialize_field
 
 from ...core.graph import ChainChannel, Graph, LabelVocab, edges_from_heads
+from .columns import FIELDS, comment_line, comment_pairs, parse_columns, serialize_token
+from .surface import sentence_spans, surface_tokens
+from .surface import space_after as _space_after
+from .views import Layout
+from .whitespace import text_from_sentences
 
-__all__ = ["Sentence", "sentence_from_words", "sentence_from_tokens", "check_tree", "FIELDS", "parse_columns"]
+if TYPE_CHECKING:
+    from .views import SurfaceToken, Word
 
-FIELDS: tuple[str, ...] = tuple(DEFAULT_FIELDS)
-_INT_RE = re.compile(r"[1-9][0-9]*\Z")
-_RANGE_RE = re.compile(r"([1-9][0-9]*)-([1-9][0-9]*)\Z")
-_EMPTY_RE = re.compile(r"(0|[1-9][0-9]*)\.([1-9][0-9]*)\Z")
-_ANY_HEAD_RE = re.compile(r"(?:0|-?[1-9][0-9]*)\Z")
-_DEP = r"(?:0|[1-9][0-9]*|[1-9][0-9]*-[1-9][0-9]*|[0-9]+\.[1-9][0-9]*)(?::[^\d:_\-|][^:|]*)+"
-_DEPS_RE = re.compile(rf"{_DEP}(?:\|{_DEP})*\Z")  # HEAD:DEPREL pairs, as the conllu library reads them
-
-
-# --------------------------------------------------------------------------- columns
-def _parse_id(value: str) -> int | tuple[int, str, int]:
-    if _INT_RE.match(value):
-        return int(value)
-    m = _RANGE_RE.match(value) or _EMPTY_RE.match(value)
-    if not m:
-        raise ValueError(f"ID {value!r} is not an integer, a range N-M or an empty node N.M")
-    return (int(m.group(1)), "-" if "-" in value else ".", int(m.group(2)))
-
-
-def _parse_dict(value: str) -> dict[str, str | None] | None:
-    """FEATS / MISC: ``_`` -> None; ``A=1|B|C=x=y`` -> ``{"A": "1", "B": "", "C": "x=y"}``."""
-    if value == "_":
-        return None
-    out: dict[str, str | None] = {}
-    for part in value.split("|"):
-        key, eq, val = part.partition("=")
-        if key in ("", "_"):
-            continue
-        out[key] = (None if val in ("", "_") else val) if eq else ""
-    return out
-
-
-def _parse_deps(value: str) -> list[tuple[str, int | tuple[int, str, int]]] | str | None:
-    """DEPS: ``_`` -> None; ``4:nsubj|6:nmod:poss`` -> ``[("nsubj", 4), ("nmod:poss", 6)]`` (the ``conllu``
-    library's form); anything else stays a string."""
-    if value == "_":
-        return None
-    if not _DEPS_RE.match(value):
-        return value
-    out: list[tuple[str, int | tuple[int, str, int]]] = []
-    for part in value.split("|"):
-        head, rel = part.split(":", 1)
-        if "-" in head:
-            a, b = head.split("-")
-            if int(b) < int(a):
-                raise ValueError(f"DEPS {value!r}: range {head} ends before it starts")
-            out.append((rel, (int(a), "-", int(b))))
-        elif "." in head:
-            a, b = head.split(".")
-            out.append((rel, (int(a), ".", int(b))))
-        else:
-            out.append((rel, int(head)))
-    return out
-
-
-def parse_columns(cols: Sequence[str]) -> Token:
-    """The 10 validated columns of a token line -> :class:`conllu.models.Token` (the ``conllu``
-    library's value types: ``_`` is None except in FORM, LEMMA, UPOS and DEPREL).
-
-    Raises:
-        ValueError: naming the column whose value cannot be parsed.
-    """
-    idv, form, lemma, upos, xpos, feats, head, deprel, deps, misc = cols
-    if head == "_":
-        h = None
-    elif _ANY_HEAD_RE.match(head):
-        h = int(head)
-    else:
-        raise ValueError(f"HEAD {head!r} is not an integer (expected 0..n or '_')")
-    return Token(id=_parse_id(idv), form=form, lemma=lemma, upos=upos, xpos=None if xpos == "_" else xpos,
-                 feats=_parse_dict(feats), head=h, deprel=deprel, deps=_parse_deps(deps), misc=_parse_dict(misc))
-
-
-def _column(tok: Token, name: str) -> str:
-    """One regenerated column: ``_`` for an empty value; a value a reader would split or reject
-    (tab, newline, whitespace at either end) is an error, not a broken file."""
-    text = serialize_field(tok.get(name))
-    if text == "":
-        return "_"
-    if text != text.strip() or "\t" in text or "\n" in text:
-        raise ValueError(f"cannot write {name.upper()} {text!r} of token {serialize_field(tok.get('id'))}: a CoNLL-U "
-                         "column cannot hold a tab, a newline or whitespace at either end")
-    return text
-
-
-def _serialize_token(tok: Token, raw: str | None) -> str:
-    """One token line; columns whose parsed value still equals the original are copied verbatim."""
-    if raw is None:
-        return "\t".join(_column(tok, name) for name in FIELDS)
-    cr = raw.endswith("\r")
-    raw_cols = (raw[:-1] if cr else raw).split("\t")
-    orig = parse_columns(raw_cols)
-    if all(orig[name] == tok.get(name) for name in FIELDS):
-        return raw
-    out = [rc if orig[name] == tok.get(name) else _column(tok, name) for name, rc in zip(FIELDS, raw_cols, strict=True)]
-    return "\t".join(out) + ("\r" if cr else "")
-
-
-def _comment(key: str, value: Any) -> str:
-    return f"# {key} = {value}" if value else f"# {key}"
-
-
-def comment_pairs(raw: str) -> list[tuple[str, Any]]:
-    """The ``(key, value)`` pairs a comment line defines (none for a free comment)."""
-    return parse_comment_line(raw.rstrip("\r"))
-
+__all__ = ["Sentence", "check_tree", "FIELDS", "parse_columns"]
 
 # --------------------------------------------------------------------------- Sentence
 @dataclass
 class Sentence:
-    """One CoNLL-U sentence: every line as read, plus views over the syntactic words.
+    """One CoNLL-U sentence: every line as read, plus views over its words and surface tokens.
+
+    A sentence is a sequence of its syntactic words: ``len(sentence)``, ``sentence[i]`` (a
+    :class:`~g2gt.ud.io.views.Word`, 0-based) and ``for word in sentence`` work as on a list;
+    :attr:`words` and :attr:`tokens` are Stanza's spellings (words; surface tokens with their multiword
+    tokens' words), :attr:`forms`, :attr:`heads`, :attr:`deprels` ... the columns as lists.
 
     Args:
-        tokens: the :class:`conllu.TokenList` (MWT ranges, empty nodes, all columns;
-            comments in ``tokens.metadata``, the last value of each key).
+        rows: the :class:`conllu.TokenList` of its token lines (multiword-token ranges, words, empty nodes;
+            every column, as the ``conllu`` library parses it), comments in ``rows.metadata`` (the last value
+            of each key).
         path: source file name, used in error messages.
         line: 1-based line number of the sentence's first line in ``path``.
 
     The private fields keep the original line text so that :func:`write_conllu`
     reproduces the input byte for byte; a :class:`Sentence` built by hand leaves
-    them empty and is serialised from ``tokens``.
+    them empty and is serialised from ``rows``. ``_text`` / ``_text_start`` say which text the
+    character offsets of the views point into (set by :class:`g2gt.ud.document.Document` to the
+    document's text and where this sentence's search starts; by default the sentence's own text).
     """
 
-    tokens: TokenList
+    rows: TokenList
     path: str = "<string>"
     line: int = 0
     _raw_tokens: list[str] | None = field(default=None, repr=False, compare=False)
@@ -155,72 +62,118 @@ class Sentence:
     _token_lines: list[int] | None = field(default=None, repr=False, compare=False)
     _trailer: list[str] | None = field(default=None, repr=False, compare=False)
     _word_idx: list[int] | None = field(default=None, repr=False, compare=False)
+    _text: str | None = field(default=None, repr=False, compare=False)
+    _text_start: int = field(default=0, repr=False, compare=False)
 
     # ------------------------------------------------------------------ views
     @property
     def word_indices(self) -> list[int]:
-        """Positions in ``tokens`` of the syntactic words (integer ids), in order."""
-        if self._word_idx is None or len(self._word_idx) > len(self.tokens):
-            self._word_idx = [k for k, t in enumerate(self.tokens) if isinstance(t["id"], int)]
+        """Positions in :attr:`rows` of the syntactic words (integer ids), in order."""
+        if self._word_idx is None or len(self._word_idx) > len(self.rows):
+            self._word_idx = [k for k, t in enumerate(self.rows) if isinstance(t["id"], int)]
         return self._word_idx
 
     @property
-    def words(self) -> list[Token]:
-        """The syntactic-word tokens (integer ids), in order."""
-        toks = self.tokens
-        return [toks[k] for k in self.word_indices]
+    def word_rows(self) -> list[Token]:
+        """The token lines of the syntactic words (``conllu`` dicts, integer ids), in order; writing into one
+        edits the sentence."""
+        rows = self.rows
+        return [rows[k] for k in self.word_indices]
+
+    @property
+    def words(self) -> list[Word]:
+        """The syntactic words as :class:`~g2gt.ud.io.views.Word` objects (``text``, ``lemma``, ``upos``,
+        ``head_word``, ``children``, ``start_char`` ...), in order; views that read this sentence's columns."""
+        return Layout(self).words
+
+    @property
+    def tokens(self) -> list[SurfaceToken]:
+        """The surface tokens as :class:`~g2gt.ud.io.views.SurfaceToken` objects (``text``, ``start_char``,
+        ``end_char``, ``space_after``, ``words``: several for a multiword token), in order."""
+        return Layout(self).tokens
+
+    def __iter__(self) -> Iterator[Word]:
+        """The words (:attr:`words`)."""
+        return iter(self.words)
+
+    def __getitem__(self, i: int | slice) -> Word | list[Word]:
+        """Word ``i`` (0-based; a slice gives a list)."""
+        return self.words[i]
+
+    @property
+    def root(self) -> Word | None:
+        """The first word whose head is 0 (``None`` before parsing)."""
+        return next((w for w in self.words if w.head == 0), None)
+
+    def char_spans(self) -> list[tuple[int, int] | None]:
+        """``(start_char, end_char)`` of each line of :attr:`rows` in the text the offsets point into (the
+        document's text inside a :class:`~g2gt.ud.document.Document`, else :attr:`text`, else the forms joined
+        as MISC says); ``None`` for empty nodes (see :func:`g2gt.ud.io.surface.sentence_spans`)."""
+        return sentence_spans(self, *self._offset_text())[0]
+
+    def _offset_text(self) -> tuple[str, int]:
+        if self._text is not None:
+            return self._text, self._text_start
+        if self.text is not None:
+            return self.text, 0
+        return text_from_sentences([self]), 0
 
     @property
     def forms(self) -> list[str]:
-        return [t["form"] for t in self.words]
+        return [t["form"] for t in self.word_rows]
 
     @property
     def lemmas(self) -> list[str]:
-        return [t["lemma"] for t in self.words]
+        return [t["lemma"] for t in self.word_rows]
 
     @property
     def upos(self) -> list[str]:
         """UPOS of each word, ``"_"`` where missing."""
-        return [t["upos"] if t["upos"] else "_" for t in self.words]
+        return [t["upos"] if t["upos"] else "_" for t in self.word_rows]
 
     @property
     def xpos(self) -> list[str | None]:
-        return [t["xpos"] for t in self.words]
+        return [t["xpos"] for t in self.word_rows]
 
     @property
     def heads(self) -> list[int | None]:
         """1-based head of each word (0 = root), ``None`` where the HEAD column is ``_``."""
-        return [t["head"] for t in self.words]
+        return [t["head"] for t in self.word_rows]
 
     @property
     def deprels(self) -> list[str | None]:
         """DEPREL of each word, ``None`` where the column is ``_``."""
-        return [None if t["deprel"] in (None, "_") else t["deprel"] for t in self.words]
+        return [None if t["deprel"] in (None, "_") else t["deprel"] for t in self.word_rows]
 
     @property
     def space_after(self) -> list[bool]:
-        """Whether each word is followed by a space (``SpaceAfter=No`` in MISC, on the word or
-        on the multiword token that ends at it)."""
-        mwt_end: dict[int, bool] = {}
-        for t in self.tokens:
-            tid = t["id"]
-            if isinstance(tid, tuple) and tid[1] == "-":
-                mwt_end[tid[2]] = _space_after(t)
-        return [mwt_end.get(t["id"], True) and _space_after(t) for t in self.words]
+        """Whether whitespace follows each word in the text: only after the last word of a surface token, as
+        its line's MISC says (``SpaceAfter=No``: none); the words inside a multiword token have none."""
+        out = [False] * len(self)
+        rows = self.rows
+        for tok in surface_tokens(self):
+            out[tok.words[-1]] = _space_after(rows[tok.row])
+        return out
+
+    def _repr_html_(self) -> str:
+        """The dependency tree as an SVG (:func:`g2gt.ud.draw.draw_svg`) in a notebook."""
+        from .svg import render_svg
+
+        return render_svg(self)
 
     @property
     def metadata(self) -> dict[str, Any]:
-        return self.tokens.metadata
+        return self.rows.metadata
 
     @property
     def text(self) -> str | None:
         """The ``# text = ...`` comment, if any."""
-        return self.tokens.metadata.get("text")
+        return self.rows.metadata.get("text")
 
     @property
     def sent_id(self) -> str | None:
         """The ``# sent_id = ...`` comment, if any."""
-        return self.tokens.metadata.get("sent_id")
+        return self.rows.metadata.get("sent_id")
 
     @property
     def comments(self) -> list[str]:
@@ -246,13 +199,21 @@ class Sentence:
             return self._token_lines[k]
         return self.line
 
+    def __getstate__(self) -> dict:
+        """Pickled without the document text its offsets point into (a :class:`~g2gt.ud.document.Document`
+        pickles that once and points its sentences into it again)."""
+        state = dict(self.__dict__)
+        state.pop("_text", None)
+        state.pop("_text_start", None)
+        return state
+
     def __repr__(self) -> str:
         return f"Sentence(sent_id={self.sent_id!r}, words={len(self)}, path={self.path!r}, line={self.line})"
 
     # ------------------------------------------------------------------ edits
     def copy(self) -> "Sentence":
         """A deep copy (tokens, metadata and the original line text)."""
-        toks = TokenList([_copy_token(t) for t in self.tokens], Metadata(_copy_value(dict(self.tokens.metadata))),
+        toks = TokenList([_copy_token(t) for t in self.rows], Metadata(_copy_value(dict(self.rows.metadata))),
                          default_fields=FIELDS)
 
         def dup(x: list | None) -> list | None:
@@ -283,7 +244,7 @@ class Sentence:
         return self._write_parse(heads, deprels, upos)
 
     def _write_parse(self, heads: Sequence[int], deprels: Sequence[str], upos: Sequence[str] | None) -> "Sentence":
-        tokens = self.tokens
+        tokens = self.rows
         for i, k in enumerate(self.word_indices):
             tok = tokens[k]
             tok["head"] = int(heads[i])
@@ -331,8 +292,8 @@ class Sentence:
         that followed it in the input (one blank line if none did)."""
         lines = self._comment_lines()
         raw = self._raw_tokens
-        for k, tok in enumerate(self.tokens):
-            lines.append(_serialize_token(tok, raw[k] if raw is not None and k < len(raw) else None))
+        for k, tok in enumerate(self.rows):
+            lines.append(serialize_token(tok, raw[k] if raw is not None and k < len(raw) else None))
         trailer = self._trailer if self._trailer else [""]
         return "\n".join(lines) + "\n" + "\n".join(trailer) + "\n"
 
@@ -340,9 +301,9 @@ class Sentence:
         """Comment lines in order: verbatim, except the line that gave a key its current value
         when that value was changed (regenerated) or the key was deleted (dropped, with all
         its earlier duplicates); keys that were added come last."""
-        meta = self.tokens.metadata
+        meta = self.rows.metadata
         if self._raw_comments is None:
-            return [_comment(k, v) for k, v in meta.items()]
+            return [comment_line(k, v) for k, v in meta.items()]
         parsed = [comment_pairs(r) for r in self._raw_comments]
         last = {key: i for i, pairs in enumerate(parsed) for key, _ in pairs}
         out: list[str] = []
@@ -354,20 +315,15 @@ class Sentence:
                     same = False  # deleted key: drop its lines
                 elif last[key] == i and meta[key] != value:
                     same = False
-                    new.append(_comment(key, meta[key]))
+                    new.append(comment_line(key, meta[key]))
                 else:
-                    new.append(_comment(key, value))
+                    new.append(comment_line(key, value))
             if same:
                 out.append(raw)
             else:
                 out.extend(line + ("\r" if raw.endswith("\r") else "") for line in new)
-        out.extend(_comment(k, v) for k, v in meta.items() if k not in last)
+        out.extend(comment_line(k, v) for k, v in meta.items() if k not in last)
         return out
-
-
-def _space_after(tok: Token) -> bool:
-    misc = tok.get("misc")
-    return not (isinstance(misc, dict) and misc.get("SpaceAfter") == "No")
 
 
 def _copy_value(v: Any) -> Any:
@@ -380,75 +336,6 @@ def _copy_value(v: Any) -> Any:
 
 def _copy_token(tok: Token) -> Token:
     return Token((k, _copy_value(v)) for k, v in tok.items())
-
-
-# --------------------------------------------------------------------------- building
-def _check_word(w: str, what: str) -> None:
-    if not w or w != w.strip() or "\t" in w or "\n" in w:
-        raise ValueError(f"{what} {w!r} is empty, has a tab/newline or leading/trailing whitespace "
-                         "(a CoNLL-U column cannot hold it)")
-
-
-def _word_token(k: int, form: str, space: bool) -> Token:
-    return Token(id=k, form=form, lemma="_", upos="_", xpos=None, feats=None, head=None, deprel="_", deps=None,
-                 misc=None if space else {"SpaceAfter": "No"})
-
-
-def _meta(sent_id: str | None, text: str) -> Metadata:
-    meta = Metadata()
-    if sent_id is not None:
-        meta["sent_id"] = sent_id
-    meta["text"] = text
-    return meta
-
-
-def sentence_from_words(words: Sequence[str], text: str | None = None, sent_id: str | None = None,
-                        space_after: Sequence[bool] | None = None) -> Sentence:
-    """A sentence with forms only (no parse) for raw text to be parsed.
-
-    Every column but ID, FORM and MISC is ``_``; MISC gets ``SpaceAfter=No`` where
-    ``space_after[i]`` is False.  ``# sent_id`` / ``# text`` comments are added when given
-    (``text`` defaults to the words joined according to ``space_after``).
-    """
-    if space_after is not None and len(space_after) != len(words):
-        raise ValueError(f"space_after has {len(space_after)} entries for {len(words)} words")
-    if not words:
-        raise ValueError("a sentence needs at least one word")
-    sa = list(space_after) if space_after is not None else [True] * len(words)
-    for i, w in enumerate(words):
-        _check_word(w, f"word {i + 1}")
-    toks = [_word_token(i + 1, w, s) for i, (w, s) in enumerate(zip(words, sa, strict=True))]
-    if text is None:
-        text = "".join(w + (" " if s else "") for w, s in zip(words, sa, strict=True)).rstrip(" ")
-    return Sentence(TokenList(toks, _meta(sent_id, text), default_fields=FIELDS), "<text>", 0)
-
-
-def sentence_from_tokens(tokens: Sequence[tuple[str, Sequence[str], bool]], text: str | None = None,
-                         sent_id: str | None = None) -> Sentence:
-    """Like :func:`sentence_from_words` for surface tokens that may hold several
-    syntactic words: each item is ``(surface, words, space_after)``; a token with more
-    than one word becomes a multiword-token line ``a-b`` (carrying ``SpaceAfter=No``)
-    followed by its word lines, as UD English EWT writes ``don't`` -> ``do n't``."""
-    if not tokens:
-        raise ValueError("a sentence needs at least one token")
-    toks: list[Token] = []
-    k = 0
-    for surface, words, space in tokens:
-        words = list(words) or [surface]
-        for w in [surface, *words]:
-            _check_word(w, f"token {surface!r}: word")
-        if len(words) > 1:
-            toks.append(Token(id=(k + 1, "-", k + len(words)), form=surface, lemma="_", upos="_", xpos=None,
-                              feats=None, head=None, deprel="_", deps=None,
-                              misc=None if space else {"SpaceAfter": "No"}))
-            toks.extend(_word_token(k + 1 + j, w, True) for j, w in enumerate(words))
-            k += len(words)
-        else:
-            k += 1
-            toks.append(_word_token(k, words[0], space))
-    if text is None:
-        text = "".join(s + (" " if sp else "") for s, _, sp in tokens).rstrip(" ")
-    return Sentence(TokenList(toks, _meta(sent_id, text), default_fields=FIELDS), "<text>", 0)
 
 
 def check_tree(heads: Sequence[int]) -> str | None:

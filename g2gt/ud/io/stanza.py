@@ -67,7 +67,7 @@ def sentences_from_document(doc, name: str = "<stanza>") -> list[Sentence]:
     for s, ds in zip(sents, doc.sentences):
         for k, w in zip(s.word_indices, ds.words):
             if w.head is None:
-                s.tokens[k]["head"] = None
+                s.rows[k]["head"] = None
     return sents
 
 
@@ -146,7 +146,7 @@ def document_from_graphs(graphs: Sequence[Graph], rel_vocab: LabelVocab, channel
             s = s.with_parse(heads, rels, upos)
         elif upos is not None:
             for k, tag in zip(s.word_indices, upos):
-                s.tokens[k]["upos"] = tag
+                s.rows[k]["upos"] = tag
         sents.append(s)
     return document_from_sentences(sents)
 

@@ -40,7 +40,7 @@ def lemma_examples(sentences) -> list[Example]:
     :class:`g2gt.ud.io.Sentence`), first occurrence first; words without a lemma (``_``) are left out."""
     seen: dict[Example, None] = {}
     for s in sentences:
-        column = [_feats_string(t.get("feats")) for t in s.words]
+        column = [_feats_string(t.get("feats")) for t in s.word_rows]
         for form, upos, feats, lemma in zip(s.forms, s.upos, column, s.lemmas):
             if lemma in (None, "", "_") or not form:
                 continue

@@ -66,7 +66,7 @@ def final_punctuation(sentences: Sequence) -> Token | None:
     counts: Counter = Counter()
     first: dict[str, Token] = {}
     for s in sentences:
-        words = s.words
+        words = s.word_rows
         if words and words[-1]["upos"] == "PUNCT":
             form = words[-1]["form"]
             counts[form] += 1
@@ -101,7 +101,7 @@ def cut_clause(sent: Sentence, predicate: int, keep_p: float, rng: random.Random
         return None
     order = sorted(keep)
     new_id = {old: k + 1 for k, old in enumerate(order)}
-    words = sent.words
+    words = sent.word_rows
     toks = []
     for old in order:
         t = Token((k, v) for k, v in words[old].items())

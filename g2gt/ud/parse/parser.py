@@ -282,7 +282,7 @@ def _apply(sent: Sentence, p, kept: set[str], copy: bool = True) -> Sentence:
     feats = None if "feats" in kept else p.feats
     lemmas = None if "lemma" in kept else p.lemmas
     clear_deps = "deps" not in kept
-    for k, tok in enumerate(out.words):
+    for k, tok in enumerate(out.word_rows):
         if xpos is not None:
             tok["xpos"] = xpos[k]
         if feats is not None:
@@ -297,7 +297,7 @@ def _apply(sent: Sentence, p, kept: set[str], copy: bool = True) -> Sentence:
 
 def _without_empty_nodes(sent: Sentence) -> Sentence:
     """``sent`` without its empty-node lines (ids ``N.M``); every other line stays as it is written."""
-    if not any(isinstance(t["id"], tuple) and t["id"][1] == "." for t in sent.tokens):
+    if not any(isinstance(t["id"], tuple) and t["id"][1] == "." for t in sent.rows):
         return sent
     lines = [line for line in sent.serialize().split("\n")
              if not (line and not line.startswith("#") and "." in line.split("\t", 1)[0])]

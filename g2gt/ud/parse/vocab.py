@@ -155,7 +155,7 @@ def unambiguous_lemmas(sentences: Sequence) -> dict[str, str]:
 def sentence_feats(sent) -> list[str]:
     """The FEATS column of each word of ``sent`` as a string (``"_"`` where empty)."""
     out = []
-    for t in sent.words:
+    for t in sent.word_rows:
         f = t.get("feats")
         if isinstance(f, dict):
             out.append("|".join(f"{k}={v}" for k, v in f.items()) or "_")

@@ -131,7 +131,7 @@ def coref_summary(report: dict) -> dict:
 def treebank_facts(files, train, dev) -> dict:
     """What the model was trained on: files, sizes, the columns the treebank fills, its licence line."""
     def share(sents, col):
-        words = [w for s in sents for w in s.words]
+        words = [w for s in sents for w in s.word_rows]
         filled = sum(1 for w in words if w[col] not in (None, "_", []) and w[col] != {})
         return round(filled / max(len(words), 1), 3)
 

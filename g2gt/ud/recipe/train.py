@@ -142,12 +142,12 @@ def _say(msg: str) -> None:
 
 
 def _has_deps(sentences) -> bool:
-    return any(w["deps"] not in (None, "_", []) for s in sentences for w in s.words)
+    return any(w["deps"] not in (None, "_", []) for s in sentences for w in s.word_rows)
 
 
 def _has_entities(sentences) -> bool:
     """Whether some word carries a CorefUD ``Entity`` item in MISC."""
-    return any("Entity" in (w["misc"] or {}) for s in sentences for w in s.words)
+    return any("Entity" in (w["misc"] or {}) for s in sentences for w in s.word_rows)
 
 
 def _mwt_types(sentences) -> int:

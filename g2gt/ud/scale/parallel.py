@@ -324,10 +324,10 @@ class ParallelPipeline:
         k = 0
         for i, sents in enumerate(self.pool.map(("segment", b, {}) for b in paragraph_blocks(text))):
             if i and sents:
-                sents[0].tokens.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
+                sents[0].rows.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
             for s in sents:
                 k += 1
-                s.tokens.metadata["sent_id"] = f"s{k}"
+                s.rows.metadata["sent_id"] = f"s{k}"
                 yield s
 
     def parse_text(self, text: str, stats: dict | None = None, **options: Any) -> Iterator[str]:

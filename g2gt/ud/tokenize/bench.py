@@ -26,6 +26,7 @@ def measure(seg, docs, style: str = "para", repeats: int = 3) -> dict:
     """Words/s and F1 of ``seg`` on documents rendered in ``style`` and joined into one text."""
     from .data import render_document
     from .metrics import SpanScorer
+    from ..io.surface import sentence_spans, surface_tokens
     from .output import text_from_sentences
 
     rendered = [render_document(d, style, random.Random(i)) for i, d in enumerate(docs)]
@@ -51,20 +52,12 @@ def measure(seg, docs, style: str = "para", repeats: int = 3) -> dict:
         raise AssertionError("the segmentation does not give the text back")
     pred_tokens, pred_sents, pos = [], [], 0
     for s in sents:
-        first, covered = None, 0
-        for tok in s.tokens:
-            tid = tok["id"]
-            if isinstance(tid, tuple) and tid[1] == ".":
-                continue
-            if isinstance(tid, int) and tid <= covered:
-                pred_tokens[-1][2].append(tok["form"])
-                continue
-            start = text.index(tok["form"], pos)
-            pos = start + len(tok["form"])
-            covered = tid[2] if isinstance(tid, tuple) else tid
-            pred_tokens.append((start, pos, [] if isinstance(tid, tuple) else [tok["form"]]))
-            first = start if first is None else first
-        pred_sents.append((first, pos))
+        spans, pos = sentence_spans(s, text, pos)
+        toks = surface_tokens(s)
+        for t in toks:
+            start, end = spans[t.row]
+            pred_tokens.append((start, end, [s.rows[k]["form"] for k in t.word_rows]))
+        pred_sents.append((spans[toks[0].row][0], pos))
     scorer = SpanScorer()
     scorer.add(gold_tokens, gold_sents, pred_tokens, pred_sents)
     out = {"style": style, "chars": len(text), "words": words, "sentences_out": len(sents),

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..io.surface import space_after
+from ..io.surface import surface_tokens as _walk
 from .config import SegmentDataConfig
 
 __all__ = ["GoldToken", "Document", "Rendered", "surface_tokens", "documents_from_sentences", "render_document",
@@ -76,38 +78,15 @@ class Rendered:
     sentences: list[tuple[int, int]]
 
 
-def _space_after(tok) -> bool:
-    misc = tok.get("misc")
-    return not (isinstance(misc, dict) and misc.get("SpaceAfter") == "No")
-
-
 def surface_tokens(sentence) -> list[GoldToken]:
-    """The surface tokens of a :class:`g2gt.ud.io.Sentence`: multiword-token ranges with their words, and
-    the words outside ranges; empty nodes are skipped."""
+    """The surface tokens of a :class:`g2gt.ud.io.Sentence` (:func:`g2gt.ud.io.surface.surface_tokens`):
+    multiword-token ranges with their words, and the words outside ranges; empty nodes are skipped."""
+    rows = sentence.rows
     out: list[GoldToken] = []
-    toks = list(sentence.tokens)
-    k = 0
-    while k < len(toks):
-        t = toks[k]
-        tid = t["id"]
-        if isinstance(tid, tuple):
-            if tid[1] == "-":
-                a, b = tid[0], tid[2]
-                words = []
-                k += 1
-                while k < len(toks):
-                    wid = toks[k]["id"]
-                    if isinstance(wid, tuple) and wid[1] == "-" or isinstance(wid, int) and wid > b:
-                        break
-                    if isinstance(wid, int) and wid >= a:
-                        words.append(toks[k]["form"])
-                    k += 1
-                out.append(GoldToken(t["form"], tuple(words) or (t["form"],), _space_after(t)))
-                continue
-            k += 1  # empty node
-            continue
-        out.append(GoldToken(t["form"], (t["form"],), _space_after(t)))
-        k += 1
+    for t in _walk(sentence):
+        tok = rows[t.row]
+        out.append(GoldToken(tok["form"], tuple(rows[k]["form"] for k in t.word_rows) or (tok["form"],),
+                             space_after(tok)))
     return out
 
 

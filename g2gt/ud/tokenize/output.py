@@ -21,62 +21,19 @@ a blank line) ``# newpar``, as UDPipe does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from conllu.models import Metadata
 
-from ..io.sentence import Sentence, sentence_from_tokens
+from ..io.build import sentence_from_tokens
+from ..io.sentence import Sentence
+from ..io.surface import surface_tokens
+from ..io.whitespace import escape_spaces, text_from_sentences, unescape_spaces
 from .mwt import MWTLexicon
 from .spans import Spans, line_breaks
 
 __all__ = ["escape_spaces", "unescape_spaces", "build_sentences", "text_from_sentences"]
 
-_ESC = {" ": "\\s", "\t": "\\t", "\r": "\\r", "\n": "\\n", "|": "\\p", "\\": "\\\\"}
-_UNESC = {"s": " ", "t": "\t", "r": "\r", "n": "\n", "p": "|", "\\": "\\"}
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _TO_SPACE = str.maketrans({c: " " for c in _LINE_BREAKS})
-
-
-def escape_spaces(s: str) -> str:
-    """UDPipe's escaping of a whitespace string for ``SpacesAfter`` / ``SpacesBefore`` (see the module)."""
-    out = []
-    for c in s:
-        e = _ESC.get(c)
-        if e is None:
-            cp = ord(c)
-            e = f"\\u{cp:04X}" if cp <= 0xFFFF else f"\\U{cp:08X}"
-        out.append(e)
-    return "".join(out)
-
-
-def unescape_spaces(s: str) -> str:
-    """Inverse of :func:`escape_spaces` (an unknown escape is kept as written)."""
-    if "\\" not in s:
-        return s
-    out, i, n = [], 0, len(s)
-    while i < n:
-        c = s[i]
-        if c != "\\" or i + 1 == n:
-            out.append(c)
-            i += 1
-            continue
-        k = s[i + 1]
-        if k in _UNESC:
-            out.append(_UNESC[k])
-            i += 2
-        elif k in "uU" and i + 2 + (4 if k == "u" else 8) <= n:
-            width = 4 if k == "u" else 8
-            digits = s[i + 2:i + 2 + width]
-            try:
-                out.append(chr(int(digits, 16)))
-                i += 2 + width
-            except ValueError:
-                out.append(c)
-                i += 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def _misc_value(sep: str, final: bool) -> dict[str, str] | None:
@@ -112,7 +69,7 @@ def build_sentences(text: str, spans: Spans, lexicon: MWTLexicon, sent_id_prefix
             miscs.append(_misc_value(sep, k + 1 == n_tok))
         sent_text = text[starts[a]:ends[b - 1]].translate(_TO_SPACE)
         sent = sentence_from_tokens(items, text=sent_text)
-        surface = _surface_tokens(sent)
+        surface = [sent.rows[t.row] for t in surface_tokens(sent)]
         for tok, misc in zip(surface, miscs):
             tok["misc"] = dict(misc) if misc else None
         if s == 0 and starts[0] > 0:
@@ -125,48 +82,6 @@ def build_sentences(text: str, spans: Spans, lexicon: MWTLexicon, sent_id_prefix
             meta["newpar"] = None
         meta["sent_id"] = f"{sent_id_prefix}{first_id + s}"
         meta["text"] = sent_text
-        sent.tokens.metadata = meta
+        sent.rows.metadata = meta
         out.append(sent)
     return out
-
-
-def _surface_tokens(sentence: Sentence) -> list:
-    """Multiword-token lines and the words outside them, in order (empty nodes skipped)."""
-    out, covered = [], 0
-    for t in sentence.tokens:
-        tid = t["id"]
-        if isinstance(tid, tuple):
-            if tid[1] == "-":
-                out.append(t)
-                covered = max(covered, tid[2])
-            continue
-        if tid > covered:
-            out.append(t)
-    return out
-
-
-def text_from_sentences(sentences: Iterable[Sentence]) -> str:
-    """The text the sentences were segmented from: FORMs joined by the whitespace their MISC records
-    (``SpaceAfter=No``, ``SpacesAfter``, ``SpacesBefore``; one space by default, nothing after the very
-    last token). ``text_from_sentences(seg.segment(t)) == t`` for every text with a token."""
-    parts: list[str] = []
-    pending: str | None = None  # default separator owed to the previous token
-    for sent in sentences:
-        for tok in _surface_tokens(sent):
-            misc = tok["misc"] if isinstance(tok["misc"], dict) else {}
-            if pending is not None:
-                parts.append(pending)
-            before = misc.get("SpacesBefore")
-            if before:
-                parts.append(unescape_spaces(before))
-            parts.append(tok["form"])
-            after = misc.get("SpacesAfter")
-            if after is not None:
-                parts.append(unescape_spaces(after))
-                pending = ""
-            elif misc.get("SpaceAfter") == "No":
-                pending = ""
-            else:
-                pending = " "
-    return "".join(parts)
-

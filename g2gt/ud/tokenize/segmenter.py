@@ -136,7 +136,7 @@ class Segmenter:
         for i, block in enumerate(paragraph_blocks(text)):
             sents = self.segment(block, sent_id_prefix="s", first_id=len(out) + 1)
             if i and sents:
-                sents[0].tokens.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
+                sents[0].rows.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
             out += sents
         return out
 

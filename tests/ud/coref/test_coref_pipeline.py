@@ -44,7 +44,9 @@ def test_coref_stage_runs_on_request(folder_with_coref):
     assert [s.forms for s in doc] == [s.forms for s in plain]
     assert documents(list(doc))[0][0].metadata.get("global.Entity")
     read_mentions(list(doc))  # well-formed brackets (a tiny model may find few mentions)
-    for e in doc.entities:  # the Document's view of them
+    for e in doc.entities:  # the Document's view of them: mentions as spans of the text
+        assert e.mentions and all(m.words and doc.text[m.start_char:m.end_char] == m.text for m in e.mentions)
+    for e in doc.to_dict().get("entities", []):
         assert e["mentions"] and all(1 <= m["start"] <= m["end"] for m in e["mentions"])
 
 

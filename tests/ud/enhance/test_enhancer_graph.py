@@ -45,7 +45,7 @@ def test_graph_round_trips_through_networkx_and_pyg(multi_head):
 
 def test_multidigraph_has_the_deps_edges_and_empty_nodes():
     sents = [s for s in read_conllu(EWT_SAMPLE_TRAIN)
-             if any(isinstance(t["id"], tuple) and t["id"][1] == "." for t in s.tokens)]
+             if any(isinstance(t["id"], tuple) and t["id"][1] == "." for t in s.rows)]
     for s in sents:
         G = enhanced_networkx(s, basic=True)
         assert edges_from_networkx(G) == sentence_edges(s)

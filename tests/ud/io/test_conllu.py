@@ -50,13 +50,13 @@ def test_round_trip_full_ewt(name: str) -> None:
 
 def test_views_mwt_and_empty_nodes() -> None:
     s1, s2 = read_conllu(FIX / "mwt_empty.conllu")
-    assert len(s1) == 5 and len(s1.tokens) == 6  # the 2-3 range line is a token, not a word
+    assert len(s1) == 5 and len(s1.rows) == 6 and len(s1.tokens) == 4  # the 2-3 range line is a token, not a word
     assert s1.forms == ["I", "do", "n't", "know", "."]
     assert s1.heads == [4, 4, 4, 0, 4]
     assert s1.deprels == ["nsubj", "aux", "advmod", "root", "punct"]
     assert s1.upos[0] == "PRON"
     assert s1.text == "I don't know." and s1.sent_id == "mwt-1"
-    assert s1.space_after == [True, True, True, False, True]
+    assert s1.space_after == [True, False, True, False, True]  # none inside "don't"
     assert s1.line == 1 and s1.word_line(0) == 4 and s1.word_line(1) == 6
     assert len(s2) == 5 and s2.forms[-1] == "too"  # the empty node 5.1 is not a word
     assert s2.line == 11
@@ -201,9 +201,9 @@ def test_check_tree() -> None:
 def test_sentence_is_deep_copied() -> None:
     s = read_conllu(FIX / "mwt_empty.conllu")[0]
     c = s.copy()
-    c.tokens[0]["feats"]["Case"] = "Acc"
-    c.tokens.metadata["text"] = "changed"
-    assert s.tokens[0]["feats"]["Case"] == "Nom" and s.text == "I don't know."
+    c.rows[0]["feats"]["Case"] = "Acc"
+    c.rows.metadata["text"] = "changed"
+    assert s.rows[0]["feats"]["Case"] == "Nom" and s.text == "I don't know."
     # a changed comment is regenerated, the others stay verbatim
     lines = c.serialize().split("\n")
     assert "# text = changed" in lines and "# a free comment without equals" in lines
@@ -422,9 +422,9 @@ def test_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_writer_never_writes_broken_columns() -> None:
     s = parse_conllu_string(WORD + "\n")[0]
-    s.tokens[0]["lemma"] = ""  # e.g. a lemma rule that stripped the whole form
+    s.rows[0]["lemma"] = ""  # e.g. a lemma rule that stripped the whole form
     assert to_conllu_string([s]) == WORD.replace("\thi\t", "\t_\t") + "\n"
-    s.tokens[0]["deprel"] = "a\tb"
+    s.rows[0]["deprel"] = "a\tb"
     with pytest.raises(ValueError, match=r"cannot write DEPREL 'a\\tb' of token 1"):
         to_conllu_string([s])
     with pytest.raises(ValueError, match="whitespace"):

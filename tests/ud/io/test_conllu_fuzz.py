@@ -71,7 +71,7 @@ def test_with_parse_changes_head_and_deprel_only(case, rnd) -> None:
     back = parse_conllu_string(to_conllu_string(p for p, _, _ in new))
     for (_, heads, rels), b, s in zip(new, back, sents, strict=True):
         assert b.heads == heads and b.deprels == rels and b.forms == s.forms and b.comments == s.comments
-        for k, (t_old, t_new) in enumerate(zip(s.tokens, b.tokens, strict=True)):
+        for k, (t_old, t_new) in enumerate(zip(s.rows, b.rows, strict=True)):
             same = {name: t_old[name] == t_new[name] for name in t_old}
             if isinstance(t_old["id"], int):
                 assert all(v for name, v in same.items() if name not in ("head", "deprel")), (k, same)

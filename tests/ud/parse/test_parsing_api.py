@@ -160,7 +160,7 @@ def test_keep_lemma_keeps_the_input_lemmas(parser, dev):
 
 
 def test_keep_deps_keeps_the_enhanced_graph_and_empty_nodes(parser, dev):
-    sents = [s for s in dev if any(isinstance(t["id"], tuple) and t["id"][1] == "." for t in s.tokens)]
+    sents = [s for s in dev if any(isinstance(t["id"], tuple) and t["id"][1] == "." for t in s.rows)]
     assert sents, "the dev sample has a sentence with an empty node"
     for keep in ("deps", ["DEPS"]):
         out = parser.parse(sents, keep=keep)

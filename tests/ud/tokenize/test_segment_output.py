@@ -39,7 +39,7 @@ def whitespace_tokens(text: str):
 
 
 def misc(sentences):
-    return [(t["form"], t["misc"]) for s in sentences for t in s.tokens]
+    return [(t["form"], t["misc"]) for s in sentences for t in s.rows]
 
 
 @given(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=40) | TEXTS)
@@ -131,7 +131,7 @@ def test_round_trip_with_any_decisions(text, rnd):
     n = len(text)
     flips = [[rnd.random() < 0.4 for _ in range(n)] for _ in range(3)]
     spans, sents = segment_with(text, *flips, max_tokens=rnd.choice([0, 3]))
-    forms = [t["form"] for s in sents for t in s.tokens]
+    forms = [t["form"] for s in sents for t in s.rows]
     if not sents:
         rest = "".join(c for c in text if not c.isspace())
         assert all(VOCAB.lookup(c)[3][0] for c in rest)  # only zero-width / combining characters

@@ -141,7 +141,7 @@ def _invisible(ch: str) -> bool:
 def _surface(sent) -> str:
     """The sentence text rebuilt from FORM and SpaceAfter (multiword tokens by their surface form)."""
     out, covered = [], 0
-    for t in sent.tokens:
+    for t in sent.rows:
         tid = t["id"]
         if isinstance(tid, tuple) and tid[1] == "-":
             covered = tid[2]

@@ -1,0 +1,22 @@
+"""g2gt in spaCy (``pip install "g2gt[spacy]"``): ``nlp = g2gt.spacy.load_pipeline("en_combined")`` is a spaCy
+``Language`` whose tokenizer runs the g2gt pipeline; ``g2gt_doc.to_spacy()`` converts one result. See
+:mod:`g2gt.ud.spacy`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers (spaCy is imported on first use)
+    from .ud.spacy.convert import to_spacy as to_spacy
+    from .ud.spacy.language import G2GTTokenizer as G2GTTokenizer, from_pipeline as from_pipeline
+    from .ud.spacy.language import load_pipeline as load_pipeline
+
+__all__ = ["to_spacy", "load_pipeline", "from_pipeline", "G2GTTokenizer"]
+
+
+def __getattr__(name: str) -> Any:
+    from .ud import spacy as _impl
+
+    if name in __all__:
+        return getattr(_impl, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
