@@ -62,7 +62,8 @@ def _long_child(n: int, refine_steps: int) -> None:
     import torch
 
     from g2gt.data import EWT_SAMPLE_TRAIN
-    from g2gt.ud.io.conllu import read_conllu, sentence_from_words
+    from g2gt.ud.io.conllu import read_conllu
+    from g2gt.ud.io import sentence_from_words
     from g2gt.ud.parse import Parser, ParserModel, ParserVocab
 
     torch.set_num_threads(1)

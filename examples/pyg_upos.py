@@ -44,7 +44,8 @@ from tqdm import tqdm
 
 from g2gt.core import LabelVocab, num_chain_labels
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.ud.io.conllu import Sentence, read_conllu
+from g2gt.ud.io.conllu import read_conllu
+from g2gt.ud.io import Sentence
 from g2gt.nn import G2GConv
 from g2gt.nn.conv import edge_relative_positions
 

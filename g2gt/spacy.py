@@ -4,19 +4,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
+
+_EXPORTS = {"to_spacy": "ud.spacy.convert", "load_pipeline": "ud.spacy.language",
+            "from_pipeline": "ud.spacy.language", "G2GTTokenizer": "ud.spacy.language"}
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers (spaCy is imported on first use)
     from .ud.spacy.convert import to_spacy as to_spacy
     from .ud.spacy.language import G2GTTokenizer as G2GTTokenizer, from_pipeline as from_pipeline
     from .ud.spacy.language import load_pipeline as load_pipeline
 
-__all__ = ["to_spacy", "load_pipeline", "from_pipeline", "G2GTTokenizer"]
-
-
-def __getattr__(name: str) -> Any:
-    from .ud import spacy as _impl
-
-    if name in __all__:
-        return getattr(_impl, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports("g2gt", _EXPORTS, globals())

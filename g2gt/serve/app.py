@@ -228,7 +228,8 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
         except ValueError as e:  # CoNLL-U input whose Entity= brackets do not read
             raise RequestError(str(e)) from None
         if req.svg:
-            from ..ud.draw import coref_marks, render_svg
+            from ..ud.draw import coref_marks
+            from ..ud.io.svg import render_svg
 
             marks = coref_marks(doc) if "entities" in out else [()] * len(doc)
             for s, d, m in zip(doc, out["sentences"], marks):

@@ -222,7 +222,8 @@ class Document(list):
 
     def _repr_html_(self) -> str:
         """Every sentence's tree as SVG (:mod:`g2gt.ud.draw`), coreference mentions marked, for notebooks."""
-        from .draw import coref_marks, render_svg
+        from .draw import coref_marks
+        from .io.svg import render_svg
 
         marks = coref_marks(self) if any("Entity" in (w["misc"] or {}) for s in self for w in s.word_rows) \
             else [()] * len(self)

@@ -19,11 +19,11 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from .io.conllu import Sentence, read_conllu
-from .io.svg import PALETTE, Mark, entity_color, render_svg, tree_svg
+from .io.conllu import read_conllu
+from .io import Sentence
+from .io.svg import Mark, entity_color, render_svg
 
-__all__ = ["render_svg", "tree_svg", "draw_conllu", "draw_sentences", "Mark", "coref_marks", "entity_color",
-           "PALETTE"]
+__all__ = ["draw_conllu", "draw_sentences", "coref_marks"]
 
 
 def coref_marks(sentences: Sequence[Sentence]) -> list[list[Mark]]:

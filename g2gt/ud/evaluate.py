@@ -34,7 +34,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from ..errors import Error
-from .io.conllu import Sentence, read_conllu, to_conllu_string
+from .io.conllu import read_conllu, to_conllu_string
+from .io import Sentence
 from .io.surface import surface_tokens
 
 __all__ = [

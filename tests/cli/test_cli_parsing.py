@@ -12,7 +12,8 @@ from g2gt.cli.main import main
 from g2gt.cli.parsing import tree_text
 from g2gt.data import EWT_SAMPLE_DEV as SAMPLE_DEV
 from g2gt.data import EWT_SAMPLE_TRAIN as SAMPLE_TRAIN
-from g2gt.ud.io.conllu import check_tree, read_conllu, write_conllu
+from g2gt.ud.io.conllu import read_conllu, write_conllu
+from g2gt.ud.io import check_tree
 
 TINY_ARGS = ["--d-model", "32", "--layers", "1", "--heads", "2", "--ffn-dim", "64", "--max-steps", "3",
              "--eval-every", "0", "--batch-tokens", "1500", "--no-progress", "--threads", "1"]

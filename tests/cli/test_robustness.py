@@ -26,7 +26,8 @@ from conllu_strategies import fuzz_settings, conllu_file
 import g2gt.cli.parsing as parsing_cmd
 from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.ud.io.conllu import check_tree, read_conllu, sentence_from_words
+from g2gt.ud.io.conllu import read_conllu
+from g2gt.ud.io import check_tree, sentence_from_words
 from g2gt.nn import GraphAttention
 from g2gt.ud.parse import Parser, length_batches
 

@@ -241,7 +241,8 @@ def test_subword_dependency_channel_lifts_word_labels():
 def _fake_parses(sentences: list[str]) -> str:
     """CoNLL-U with *heuristic* trees (not linguistic parses): each word's head is the
     next word, punctuation attaches to the previous word, the last content word is the root."""
-    from g2gt.ud.io.conllu import sentence_from_words, to_conllu_string
+    from g2gt.ud.io.conllu import to_conllu_string
+    from g2gt.ud.io import sentence_from_words
 
     out = []
     for k, s in enumerate(sentences):

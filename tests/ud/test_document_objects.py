@@ -11,7 +11,7 @@ from g2gt.ud.document import Document, Entity, Span
 from g2gt.ud.io import parse_conllu_string, read_conllu, sentence_from_tokens
 from g2gt.ud.io.surface import surface_tokens
 from g2gt.ud.io.views import SurfaceToken, Word
-from g2gt.ud.models import DEFAULT_MODEL, available_models
+from g2gt.core.registry import DEFAULT_MODEL, available_models
 from fixture_paths import FIXTURES
 
 CONLLU = FIXTURES / "mwt_empty.conllu"

@@ -9,7 +9,8 @@ import pytest
 
 from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV
-from g2gt.ud.draw import PALETTE, coref_marks, draw_conllu, entity_color, render_svg, tree_svg
+from g2gt.ud.draw import coref_marks, draw_conllu
+from g2gt.ud.io.svg import PALETTE, entity_color, render_svg, tree_svg
 from g2gt.ud.io import read_conllu, sentence_from_words
 from fixture_paths import FIXTURES
 

@@ -19,7 +19,8 @@ from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.enhance import train_enhancer
 from g2gt.ud.recipe.export import export_model
 from g2gt.ud.evaluate import validate_file
-from g2gt.ud.io.conllu import check_tree, parse_conllu_string, read_conllu, write_conllu
+from g2gt.ud.io.conllu import parse_conllu_string, read_conllu, write_conllu
+from g2gt.ud.io import check_tree
 from g2gt.ud.tokenize.text import paragraph_blocks
 from g2gt.core.registry import DEFAULT_MODEL, PACKAGED_DIR, available_models, find_model
 from g2gt.ud.enhance import Enhancer

@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from g2gt.ud.models import DEFAULT_MODEL, available_models
+from g2gt.core.registry import DEFAULT_MODEL, available_models
 
 pytestmark = pytest.mark.skipif(DEFAULT_MODEL not in available_models(), reason="the shipped model is not here")
 

@@ -6,7 +6,7 @@ import pytest
 
 from g2gt.ud.document import Document
 from g2gt.ud.io import parse_conllu_string, read_conllu
-from g2gt.ud.models import DEFAULT_MODEL, available_models
+from g2gt.core.registry import DEFAULT_MODEL, available_models
 from fixture_paths import FIXTURES
 from test_document_objects import COREF
 

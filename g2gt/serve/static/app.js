@@ -7,7 +7,7 @@
 const $ = (id) => document.getElementById(id);
 const SVG_NS = "http://www.w3.org/2000/svg";
 const COLUMNS = ["ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC"];
-// entity colours, the same list as the server's drawings (g2gt.ud.draw.PALETTE), then hues 137.5 degrees apart
+// entity colours, the same list as the server's drawings (g2gt.ud.io.svg.PALETTE), then hues 137.5 degrees apart
 const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
                  "#bcbd22", "#393b79", "#637939", "#843c39"];
 let downloadUrl = null;

@@ -23,7 +23,8 @@ import torch
 from torch import Tensor
 
 from ...core.batch import pad_sequences
-from ..io.conllu import CoNLLUError, check_tree
+from ..io.conllu import CoNLLUError
+from ..io import check_tree
 from ..vocab import PAD, ROOT, UNK, FormIds, count_words, index_of
 from .labels import MARKED_RELATIONS, TreeView, is_template, sentence_markers, template_label
 

@@ -3,18 +3,9 @@ tokens (:mod:`g2gt.ud.io.views`) and the one walk over surface tokens (:mod:`g2g
 by :mod:`g2gt.ud.tokenize.text`; the file plumbing both share (plain / ``.gz`` / stdin inputs checked for UTF-8 up
 front, atomic outputs) is :mod:`g2gt.core.files`."""
 
-from .conllu import (
-    CoNLLUError,
-    Sentence,
-    check_tree,
-    iter_conllu,
-    parse_conllu_string,
-    read_conllu,
-    sentence_from_tokens,
-    sentence_from_words,
-    to_conllu_string,
-    write_conllu,
-)
+from .build import sentence_from_tokens, sentence_from_words
+from .conllu import CoNLLUError, iter_conllu, parse_conllu_string, read_conllu, to_conllu_string, write_conllu
+from .sentence import Sentence, check_tree
 
 __all__ = [
     "CoNLLUError",

@@ -30,20 +30,15 @@ from typing import IO, Iterable, Iterator
 from conllu.models import Metadata, TokenList
 
 from ...core.files import InputError, Source, open_input, open_output
-from .build import sentence_from_tokens, sentence_from_words
-from .sentence import FIELDS, Sentence, check_tree, comment_pairs, parse_columns
+from .sentence import FIELDS, Sentence, comment_pairs, parse_columns
 
 __all__ = [
     "CoNLLUError",
-    "Sentence",
     "iter_conllu",
     "read_conllu",
     "parse_conllu_string",
     "write_conllu",
     "to_conllu_string",
-    "sentence_from_words",
-    "sentence_from_tokens",
-    "check_tree",
 ]
 
 _INT_RE = re.compile(r"[1-9][0-9]*\Z")

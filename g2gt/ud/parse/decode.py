@@ -208,7 +208,7 @@ def _char_lemmas(out: list[SentenceParse], asks: list[tuple[int, int]], forms: l
 def check_input_trees(sentences: Sequence) -> None:
     """Every sentence's HEAD column must be a single-rooted tree (for ``use_input_graph``);
     ``ValueError("FILE:LINE: ...")`` otherwise."""
-    from ..io.conllu import check_tree
+    from ..io import check_tree
 
     for s in sentences:
         heads = s.heads

@@ -12,23 +12,17 @@ spaCy is imported only when one of these is called.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+_EXPORTS = {"to_spacy": "convert", "load_pipeline": "language", "from_pipeline": "language",
+            "G2GTTokenizer": "language"}
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers (spaCy is imported on first use)
     from .convert import to_spacy as to_spacy
     from .language import G2GTTokenizer as G2GTTokenizer, from_pipeline as from_pipeline
     from .language import load_pipeline as load_pipeline
 
-__all__ = ["to_spacy", "load_pipeline", "from_pipeline", "G2GTTokenizer"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "to_spacy":
-        from .convert import to_spacy
-
-        return to_spacy
-    if name in ("load_pipeline", "from_pipeline", "G2GTTokenizer"):
-        from . import language
-
-        return getattr(language, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

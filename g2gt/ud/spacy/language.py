@@ -102,7 +102,7 @@ def _options(coref: bool, enhanced: bool, treebank: str | None) -> dict:
 
 
 def _language(name_or_path: str) -> str:
-    from ..models import model_card
+    from ...core.registry import model_card
 
     lang = model_card(name_or_path).get("language")
     if not lang:

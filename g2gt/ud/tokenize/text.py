@@ -27,7 +27,7 @@ import re
 from typing import Any, Iterable, Iterator, Sequence
 
 from ...errors import Error
-from ..io.conllu import Sentence, sentence_from_tokens
+from ..io import Sentence, sentence_from_tokens
 from ...core.files import InputError, Source, iter_lines, open_input, read_text  # noqa: F401 (re-exported)
 from ..limits import drop_control_characters
 from .rules import TextToken, detokenize, sentence_spans, split_sentences, tokenize, tokenize_sentence

@@ -11,7 +11,8 @@ from g2gt.data import EWT_SAMPLE_TRAIN
 from g2gt.ud.enhance.data import (
     EnhancerVocab, check_input_tree, corrupt_tree, make_batch, make_example, sentence_edges,
 )
-from g2gt.ud.io.conllu import CoNLLUError, check_tree, parse_conllu_string, read_conllu
+from g2gt.ud.io.conllu import CoNLLUError, parse_conllu_string, read_conllu
+from g2gt.ud.io import check_tree
 
 GOOD = [("The", "2:det"), ("dog", "3:nsubj"), ("barks", "0:root")]
 

@@ -11,7 +11,8 @@ import torch
 
 from g2gt.core.config import TrainConfig
 from g2gt.data import EWT_SAMPLE_DEV as SAMPLE_DEV, EWT_SAMPLE_TRAIN as SAMPLE_TRAIN
-from g2gt.ud.io.conllu import check_tree, read_conllu
+from g2gt.ud.io.conllu import read_conllu
+from g2gt.ud.io import check_tree
 from g2gt.ud.parse import Parser, ParserModel, ParsingTask, make_batch, make_example, train_parser
 from g2gt.ud.parse.distill import read_text, train_distill
 from g2gt.ud.parse.distill_task import (

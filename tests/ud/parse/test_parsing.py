@@ -8,7 +8,8 @@ import torch
 
 
 from g2gt.core.graph import LabelVocab, edges_from_heads
-from g2gt.ud.io.conllu import check_tree, read_conllu, to_conllu_string
+from g2gt.ud.io.conllu import read_conllu, to_conllu_string
+from g2gt.ud.io import check_tree
 from g2gt.ud.parse import (
     Parser, ParserConfig, ParserModel, ParserVocab, ParsingTask, corrupt_graph, dependency_labels, make_batch,
     make_example,
@@ -83,7 +84,7 @@ def test_every_parse_is_single_rooted_tree_even_untrained_and_long(train_sents, 
     # a sentence longer than any training sentence
     longest = max(len(s) for s in train_sents)
     words = " ".join(f"w{i}" for i in range(longest + 20))
-    from g2gt.ud.io.conllu import sentence_from_words
+    from g2gt.ud.io import sentence_from_words
 
     sents = list(dev_sents[:40]) + [sentence_from_words(words.split())]
     for alg in ("mst", "eisner"):
