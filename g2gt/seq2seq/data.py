@@ -55,7 +55,7 @@ def read_training_data(
 
     Sequence to sequence: ``src_train`` / ``src_dev`` are text files and the sources come back as strings.
     Graph to sequence: ``src_graphs`` / ``src_dev_graphs`` are CoNLL-U files with one parsed sentence per
-    target line, and the sources come back as :class:`g2gt.ud.io.conllu.Sentence` objects; text files given
+    target line, and the sources come back as :class:`g2gt.ud.io.sentence.Sentence` objects; text files given
     too are only checked for their line counts. Every count is checked before anything is returned.
     """
     tgt_tr, tgt_dv = read_lines(tgt_train), read_lines(tgt_dev)

@@ -117,7 +117,7 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
     """Train a translation model through the one training runner (:func:`g2gt.core.run.run_training`);
     return the best one.
 
-    ``src_*``: source sentences as strings, or :class:`g2gt.ud.io.conllu.Sentence` objects (one parse per
+    ``src_*``: source sentences as strings, or :class:`g2gt.ud.io.sentence.Sentence` objects (one parse per
     target line) for graph to sequence (see :func:`read_training_data`); ``tgt_*``: target sentences.
     ``out_dir`` receives ``best.pt`` (selected by ``config.select``), ``last.pt`` (resumable), ``log.jsonl``,
     ``config.json`` (``model_config``, ``train_config``, ``task``: the recipe and the data settings,

@@ -198,7 +198,7 @@ class Seq2SeqTask:
         return ids
 
     def encode_graph_sources(self, parsed: Sequence, what: str = "source") -> tuple[list[list[int]], list[EdgeChannel]]:
-        """CoNLL-U sentences (:class:`g2gt.ud.io.conllu.Sentence`) -> subword ids + dependency channels."""
+        """CoNLL-U sentences (:class:`g2gt.ud.io.sentence.Sentence`) -> subword ids + dependency channels."""
         rv = self.rel_vocab
         sub_label = rv.get(SUBWORD_LABEL)
         words = [list(s.forms) for s in parsed]

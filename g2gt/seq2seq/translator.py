@@ -14,7 +14,7 @@ any input (a batch holds at most ``batch_tokens`` padded source subwords, or one
 
 :meth:`Translator.pipe` streams an iterable of any length in chunks of :data:`CHUNK_LINES` lines, on
 ``n_process`` worker processes when asked (:mod:`.parallel`); the output is the same as in one process.
-Graph-to-sequence models take CoNLL-U sentences (:class:`g2gt.ud.io.conllu.Sentence`) instead of lines.
+Graph-to-sequence models take CoNLL-U sentences (:class:`g2gt.ud.io.sentence.Sentence`) instead of lines.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bridges between stanza ``Document`` objects and g2gt's :class:`~g2gt.ud.io.conllu.Sentence` / :class:`~g2gt.Graph`.
+"""Bridges between stanza ``Document`` objects and g2gt's :class:`~g2gt.ud.io.sentence.Sentence` / :class:`~g2gt.Graph`.
 
 No stanza model is needed: the conversion goes through CoNLL-U text with
 ``stanza.utils.conll.CoNLL.conll2doc`` (``ignore_gapping=False``, so empty nodes
@@ -14,7 +14,7 @@ Typical uses::
     graphs = graphs_from_document(doc)                      # ... as g2gt input graphs
     apply_parse(doc, [[2, 0, 2]], [["nsubj", "root", "punct"]])  # our parse back into stanza Words
 
-Graphs follow :meth:`g2gt.ud.io.conllu.Sentence.to_graph`: tokens = word forms,
+Graphs follow :meth:`g2gt.ud.io.sentence.Sentence.to_graph`: tokens = word forms,
 ``node_features["upos"]``, a ``"position"`` chain channel and a ``"deps"`` edge
 channel (word -> head ``rel↑``, head -> word ``rel↓``).  The root word has no
 edge, so :func:`document_from_graphs` gives it the relation ``"root"``.

@@ -1,5 +1,5 @@
 """Raw English text: reading it (:func:`read_text`, :func:`iter_lines`) and turning it into
-unparsed :class:`~g2gt.ud.io.conllu.Sentence` objects.
+unparsed :class:`~g2gt.ud.io.sentence.Sentence` objects.
 
 Reading goes through :mod:`g2gt.core.files`: a path (``.gz`` decompressed), ``"-"`` (stdin) or a
 stream; UTF-8 is checked for the whole input first (``FILE:LINE: not valid UTF-8 ...``), a
