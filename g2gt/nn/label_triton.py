@@ -64,16 +64,17 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").strip() not in ("", "0")
 
 
-def unsupported(q: Tensor, num_labels: int, head_dim: int) -> str | None:
-    """Why the Triton kernel cannot take this call (a sentence saying what to change), or None when it can."""
+def unsupported(device_type: str, dtype: torch.dtype, num_labels: int, head_dim: int) -> str | None:
+    """Why the Triton kernel cannot take a call on ``device_type`` tensors of ``dtype`` with ``num_labels`` table rows
+    (all channels) and heads of ``head_dim`` (a sentence saying what to change), or None when it can."""
     why = _triton_import_error()
     if why is not None:
         return why
-    if q.device.type != "cuda" and not (q.device.type == "cpu" and interpreting()):
+    if device_type != "cuda" and not (device_type == "cpu" and interpreting()):
         return (f"the Triton label kernel runs on CUDA tensors (or CPU ones under TRITON_INTERPRET=1), "
-                f"got {q.device.type}")
-    if q.dtype not in DTYPES:
-        return f"the Triton label kernel takes float32 / bfloat16 / float16, got {q.dtype}"
+                f"got {device_type} tensors")
+    if dtype not in DTYPES:
+        return f"the Triton label kernel takes float32 / bfloat16 / float16, got {dtype}"
     if num_labels > MAX_LABELS:
         return (f"the Triton label kernel holds at most {MAX_LABELS} label-table rows (all channels together), "
                 f"this layer has {num_labels}")
@@ -223,7 +224,7 @@ def triton_label_attention(q: Tensor, k: Tensor, v: Tensor, a_k: Tensor, a_v: Te
                            scale: float | None = None) -> Tensor:
     """Label attention in the Triton kernels (see the module docstring); raises a ``ValueError`` naming the limit
     when the call is outside them (:func:`unsupported`)."""
-    why = unsupported(q, a_k.shape[0], q.shape[-1])
+    why = unsupported(q.device.type, q.dtype, a_k.shape[0], q.shape[-1])
     if why is not None:
         raise ValueError(why)
     scale = q.shape[-1] ** -0.5 if scale is None else scale
