@@ -83,6 +83,11 @@ def unsupported(device_type: str, dtype: torch.dtype, num_labels: int, head_dim:
     return None
 
 
+# Triton's interpreter multiplies bfloat16 matrices wrongly (numpy has no bfloat16: tl.dot sees the raw bits), so
+# on CPU tensors (the interpreter) bfloat16 inputs are widened to float32 before the kernels; CUDA reads them as is.
+_INTERPRETER_BF16 = "widened to float32"
+
+
 def _pow2(n: int, least: int = 16) -> int:
     return max(least, 1 << max(int(n) - 1, 0).bit_length())
 
@@ -195,12 +200,14 @@ class TritonLabelAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, a_k, a_v, labels, kpm, allowed, add, offsets, causal, offset, scale):  # type: ignore[override]
-        if k.dtype != q.dtype or v.dtype != q.dtype:
-            k, v = k.to(q.dtype), v.to(q.dtype)
+        dtype = q.dtype
+        kdt = torch.float32 if dtype == torch.bfloat16 and q.device.type == "cpu" else dtype  # see _INTERPRETER_BF16
+        q, k, v = q.to(kdt), k.to(kdt), v.to(kdt)
         with torch.autocast(q.device.type, enabled=False):
             out, lse, per = forward(q, k, v, a_k, a_v, labels, offsets, kpm, allowed, add, causal, offset, scale)
-        out = out.to(q.dtype)
+        out = out.to(dtype)
         ctx.save_for_backward(q, k, v, a_k, a_v, out, lse, per, labels, kpm, allowed, add)
+        ctx.dtype = dtype
         ctx.args = (tuple(int(o) for o in offsets), bool(causal), int(offset), float(scale))
         return out
 
@@ -212,8 +219,8 @@ class TritonLabelAttention(torch.autograd.Function):
             dq, dk, dv, dak, dav = backward(d_out, q, k, v, out, lse, per, a_k, a_v, labels, offsets, kpm, allowed,
                                             add, causal, offset, scale)
         nf = ctx.needs_input_grad
-        return (dq.to(q.dtype) if nf[0] else None, dk.to(k.dtype) if nf[1] else None,
-                dv.to(v.dtype) if nf[2] else None, dak.to(a_k.dtype) if nf[3] else None,
+        return (dq.to(ctx.dtype) if nf[0] else None, dk.to(ctx.dtype) if nf[1] else None,
+                dv.to(ctx.dtype) if nf[2] else None, dak.to(a_k.dtype) if nf[3] else None,
                 dav.to(a_v.dtype) if a_v is not None and nf[4] else None,
                 None, None, None, None, None, None, None, None)
 
