@@ -35,7 +35,7 @@ def _label_sum(src, lab_ptr, slc, slm, sln, off_ptr, offs_m, offs_n, valid, C: t
     """``sum_c src[i, o_c + l^c_ij]`` -> ``[BM, BN]`` (``src [BM, LP]`` in registers, one gather per channel)."""
     out = tl.zeros(valid.shape, dtype=tl.float32)
     for c in tl.static_range(C):
-        lab = tl.load(lab_ptr + c * slc + offs_m[:, None] * slm + offs_n[None, :] * sln, mask=valid, other=0)
+        lab = tl.load(lab_ptr + c * slc + offs_m[:, None] * slm + offs_n[None, :], mask=valid, other=0)
         out += tl.gather(src, lab.to(tl.int32) + tl.load(off_ptr + c), 1)
     return out
 
@@ -47,7 +47,7 @@ def _scatter(acc, x, lab_ptr, slc, slm, sln, off_ptr, offs_m, offs_n, valid, C: 
     cols = tl.arange(0, LP)[None, :]
     live = valid & (x != 0.0)
     for c in tl.static_range(C):
-        lab = tl.load(lab_ptr + c * slc + offs_m[:, None] * slm + offs_n[None, :] * sln, mask=valid,
+        lab = tl.load(lab_ptr + c * slc + offs_m[:, None] * slm + offs_n[None, :], mask=valid,
                       other=0).to(tl.int32)
         base = tl.load(off_ptr + c)
         lo = tl.min(tl.where(live, lab, 1 << 30))
