@@ -21,8 +21,8 @@ A query with no visible key returns zeros and passes no gradient, as the other l
 Limits (:func:`unsupported` says which one a call hits, so the caller can take another path): ``L`` (all
 channels' tables together) at most :data:`MAX_LABELS`, ``dh`` at most :data:`MAX_HEAD_DIM`, CUDA tensors, or CPU
 tensors when ``TRITON_INTERPRET=1`` was set before Triton was imported (the interpreter; slow, for tests).
-float32 products use IEEE float32 unless ``torch.backends.cuda.matmul.allow_tf32`` is set. Not yet measured on a
-GPU.
+float32 products use 3xTF32 on NVIDIA GPUs (TF32 with ``torch.backends.cuda.matmul.allow_tf32``). The kernels
+compile for sm_90 (checked without a GPU); their speed is not yet measured on a GPU.
 """
 
 from __future__ import annotations
@@ -92,15 +92,33 @@ def _pow2(n: int, least: int = 16) -> int:
     return max(least, 1 << max(int(n) - 1, 0).bit_length())
 
 
-def _blocks(device: torch.device, dh: int) -> tuple[int, int, int]:
-    """``(BM, BN, num_warps)``; ``G2GT_TRITON_BLOCK=m,n`` overrides the tiles (the tests use 16,16)."""
+def _blocks(device: torch.device, dh: int, lp: int, keys_tile: bool) -> tuple[int, int, int]:
+    """``(BM, BN, num_warps)`` of a kernel (``keys_tile``: the ``dk, dv`` one, whose program owns ``BN`` keys).
+    ``G2GT_TRITON_BLOCK=m,n`` sets the tiles (the tests use 16,16). The CUDA choice was made from ptxas's register
+    and spill counts for sm_90 at ``dh = 64`` (the ``[BM, LP]`` label tiles are what spills first), not from
+    timings: no GPU was at hand."""
     env = os.environ.get("G2GT_TRITON_BLOCK", "").strip()
     if env:
         bm, bn = (int(x) for x in env.split(","))
         return bm, bn, 4
     if device.type != "cuda":
         return 16, 16, 1
-    return (64, 64, 4) if dh <= 64 else (64, 32, 4)
+    if dh > 64:
+        return 32, 32, 8
+    if lp <= 32:
+        return (32, 64, 8) if keys_tile else (64, 32, 8)
+    return 32, 64, 8
+
+
+def _precision(q: Tensor) -> str:
+    """``tl.dot``'s input precision: 16-bit inputs as they are; float32 as 3xTF32 on NVIDIA tensor cores (about
+    float32 accuracy; IEEE float32 products spilled registers heavily), TF32 when
+    ``torch.backends.cuda.matmul.allow_tf32`` is set, IEEE on other GPUs and under the interpreter."""
+    if q.dtype != torch.float32:
+        return "tf32"
+    if q.device.type != "cuda" or torch.version.hip is not None:
+        return "ieee"
+    return "tf32" if torch.backends.cuda.matmul.allow_tf32 else "tf32x3"
 
 
 def _mask_args(t: Tensor | None, dims: int, dummy: Tensor) -> tuple[Tensor, list[int]]:
@@ -113,17 +131,18 @@ def _mask_args(t: Tensor | None, dims: int, dummy: Tensor) -> tuple[Tensor, list
 
 
 def _launch(kernel, grid, ins, outs, q, k, v, d_out, labels, offsets, kpm, allowed, add, causal, offset, scale, L,
-            values):
+            values, keys_tile=False):
     B, H, nq, dh = q.shape
     nk = k.shape[2]
     dummy = torch.zeros(1, dtype=torch.uint8, device=q.device)
+    labels = labels if labels.stride(-1) == 1 else labels.contiguous()  # the kernels read label rows with unit stride
     lab, lab_s = _mask_args(labels, 4, dummy)
     kp, kp_s = _mask_args(kpm, 2, dummy)
     al, al_s = _mask_args(allowed, 4, dummy)
     ad, ad_s = _mask_args(add, 4, dummy)
     off = torch.tensor(list(offsets), dtype=torch.int32, device=q.device)
-    bm, bn, warps = _blocks(q.device, dh)
-    prec = "tf32" if q.dtype != torch.float32 or torch.backends.cuda.matmul.allow_tf32 else "ieee"
+    bm, bn, warps = _blocks(q.device, dh, _pow2(L), keys_tile)
+    prec = _precision(q)
     strides = [*q.stride(), *k.stride(), *v.stride()] + ([] if d_out is None else list(d_out.stride()))
     kernel[grid(bm, bn)](
         q, k, v, *([] if d_out is None else [d_out]), *ins, lab, off, kp, al, ad, *outs,
@@ -177,7 +196,7 @@ def backward(d_out: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: T
     dqa = q.new_empty(B, H, nq, _pow2(L), dtype=torch.float32)
     common = (labels, offsets, kpm, allowed, add, causal, offset, scale, L, a_v is not None)
     _launch(kern._bwd_kv, lambda bm, bn: (triton_cdiv(nk, bn), B * H), (qa, doa, lse, delta), (dk, dv),
-            q, k, v, g, *common)
+            q, k, v, g, *common, keys_tile=True)
     _launch(kern._bwd_q, lambda bm, bn: (triton_cdiv(nq, bm), B * H), (qa, doa, lse, delta), (dq, dqa),
             q, k, v, g, *common)
     dqa = dqa[..., :L]

@@ -32,7 +32,8 @@ import triton.language as tl
 
 @triton.jit
 def _label_sum(src, lab_ptr, slc, slm, sln, off_ptr, offs_m, offs_n, valid, C: tl.constexpr):
-    """``sum_c src[i, o_c + l^c_ij]`` -> ``[BM, BN]`` (``src [BM, LP]`` in registers, one gather per channel)."""
+    """``sum_c src[i, o_c + l^c_ij]`` -> ``[BM, BN]`` (``src [BM, LP]`` in registers, one gather per channel). Label
+    rows are read with unit stride (``sln`` is 1: the wrapper makes it so), which lets the loads vectorise."""
     out = tl.zeros(valid.shape, dtype=tl.float32)
     for c in tl.static_range(C):
         lab = tl.load(lab_ptr + c * slc + offs_m[:, None] * slm + offs_n[None, :], mask=valid, other=0)
@@ -92,8 +93,8 @@ def _fwd(Q, K, V, QA, LAB, OFF, KPM, AL, ADD, O, LSE, PER,
     (``per / l``, with ``VALUES``)."""
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
+    b = (bh // H).to(tl.int64)  # 64-bit offsets: B * H * nq * nk passes 2^31 at long n
+    h = (bh % H).to(tl.int64)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_d = tl.arange(0, DP)
     offs_l = tl.arange(0, LP)
@@ -164,8 +165,8 @@ def _bwd_kv(Q, K, V, DO, QA, DOA, LSE, DELTA, LAB, OFF, KPM, AL, ADD, DK, DV,
     """One key tile: ``DK, DV [B*H, nk, DP]`` float32, over all query tiles that can see it."""
     pid_n = tl.program_id(0)
     bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
+    b = (bh // H).to(tl.int64)  # 64-bit offsets: B * H * nq * nk passes 2^31 at long n
+    h = (bh % H).to(tl.int64)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_d = tl.arange(0, DP)
     offs_l = tl.arange(0, LP)
@@ -215,8 +216,8 @@ def _bwd_q(Q, K, V, DO, QA, DOA, LSE, DELTA, LAB, OFF, KPM, AL, ADD, DQ, DQA,
     """One query tile: ``DQ [B*H, nq, DP]`` (``s dS k``) and ``DQA [B*H, nq, LP]`` (``scatter_l dS``), float32."""
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
+    b = (bh // H).to(tl.int64)  # 64-bit offsets: B * H * nq * nk passes 2^31 at long n
+    h = (bh % H).to(tl.int64)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_d = tl.arange(0, DP)
     offs_l = tl.arange(0, LP)

@@ -104,3 +104,26 @@ def test_explicit_triton_backend_says_why_it_cannot_run():
         m(torch.randn(1, 3, 16), torch.zeros(1, 3, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="'sdpa' \\(automatic\\), 'flex' or 'triton'"):
         GraphAttention(16, 2, 5, backend="cuda")
+
+
+@pytest.mark.skipif(not (HAS_TRITON and torch.cuda.is_available()), reason="the default CUDA path needs CUDA and triton")
+def test_cuda_default_path_is_triton_and_matches_the_blocked_kernels():
+    """On CUDA the default GraphAttention takes the Triton kernel (compiled), keys + values, gradients included;
+    the same layer on the blocked kernels (G2GT_CUDA_LABEL_BACKEND=blocked) gives the same values."""
+    torch.manual_seed(0)
+    m = GraphAttention(64, 4, [17, 40], value_labels=True).cuda()
+    x = torch.randn(2, 150, 64, device="cuda", requires_grad=True)
+    labels = torch.stack([torch.randint(0, 17, (2, 150, 150)), torch.randint(0, 40, (2, 150, 150))], 1).cuda()
+    out = m(x, labels, causal=True)
+    assert m.last_label_path == "triton"
+    grads = torch.autograd.grad(out.square().sum(), [x, m.label_key, m.label_value])
+    os.environ["G2GT_CUDA_LABEL_BACKEND"] = "blocked"
+    try:
+        ref = m(x, labels, causal=True)
+        assert m.last_label_path == "blocked"
+        ref_grads = torch.autograd.grad(ref.square().sum(), [x, m.label_key, m.label_value])
+    finally:
+        del os.environ["G2GT_CUDA_LABEL_BACKEND"]
+    torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b, atol=1e-3, rtol=1e-3)
