@@ -127,3 +127,44 @@ def test_cuda_default_path_is_triton_and_matches_the_blocked_kernels():
     torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
     for a, b in zip(grads, ref_grads):
         torch.testing.assert_close(a, b, atol=1e-3, rtol=1e-3)
+
+
+def _compile_sm90(fn, pointers: dict[str, str], const: dict) -> dict:
+    """``fn`` compiled for an sm_90 GPU (TTIR -> PTX -> cubin with the ptxas that ships with triton); no GPU needed."""
+    import inspect
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    names = list(inspect.signature(fn.fn).parameters)
+    def kind(n: str) -> str:  # pointers: the upper-case parameters but H and LT (float32 unless named)
+        if n in const:
+            return "constexpr"
+        if n.isupper() and n not in ("H", "LT"):
+            return pointers.get(n, "*fp32")
+        return "fp32" if n == "scale" else "i32"
+
+    sig = {n: kind(n) for n in names}
+    src = ASTSource(fn=fn, signature=sig, constexprs={(names.index(n),): v for n, v in const.items()})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8}).metadata._asdict()
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed (pip install triton)")
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"), reason="kernels are interpreted here")
+def test_kernels_compile_for_an_sm90_gpu():
+    """What the interpreter cannot check: the three kernels (bfloat16, two channels, value labels, every mask)
+    go through Triton's GPU compiler and ptxas, within an H100's shared memory."""
+    try:
+        from g2gt.nn import label_triton_kernels as kern
+
+        from triton.backends.nvidia.compiler import CUDABackend  # noqa: F401
+    except Exception as err:  # pragma: no cover - depends on the triton build
+        pytest.skip(f"triton's NVIDIA compiler is not available here: {err}")
+    common = {n: "*u8" for n in ("LAB", "KPM", "AL")} | {"OFF": "*i32", "ADD": "*fp32"}
+    data = {n: "*bf16" for n in ("Q", "K", "V", "DO")}
+    const = dict(C=2, D=64, DP=64, LP=32, VALUES=True, HAS_KPM=True, HAS_AL=True, HAS_ADD=True, CAUSAL=True,
+                 PREC="tf32")
+    for fn, tiles in ((kern._fwd, (64, 32)), (kern._bwd_kv, (32, 64)), (kern._bwd_q, (64, 32))):
+        meta = _compile_sm90(fn, {**common, **data}, {**const, "BM": tiles[0], "BN": tiles[1]})
+        assert 0 < meta["shared"] <= 228 * 1024, meta["shared"]
