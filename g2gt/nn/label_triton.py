@@ -83,11 +83,6 @@ def unsupported(device_type: str, dtype: torch.dtype, num_labels: int, head_dim:
     return None
 
 
-# Triton's interpreter multiplies bfloat16 matrices wrongly (numpy has no bfloat16: tl.dot sees the raw bits), so
-# on CPU tensors (the interpreter) bfloat16 inputs are widened to float32 before the kernels; CUDA reads them as is.
-_INTERPRETER_BF16 = "widened to float32"
-
-
 def _pow2(n: int, least: int = 16) -> int:
     return max(least, 1 << max(int(n) - 1, 0).bit_length())
 
@@ -220,7 +215,9 @@ class TritonLabelAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, a_k, a_v, labels, kpm, allowed, add, offsets, causal, offset, scale):  # type: ignore[override]
         dtype = q.dtype
-        kdt = torch.float32 if dtype == torch.bfloat16 and q.device.type == "cpu" else dtype  # see _INTERPRETER_BF16
+        # Triton's interpreter multiplies bfloat16 matrices wrongly (numpy has no bfloat16: tl.dot sees the raw bits),
+        # so on CPU tensors (the interpreter) bfloat16 inputs are widened to float32; CUDA reads them as they are
+        kdt = torch.float32 if dtype == torch.bfloat16 and q.device.type == "cpu" else dtype
         q, k, v = q.to(kdt), k.to(kdt), v.to(kdt)
         with torch.autocast(q.device.type, enabled=False):
             out, lse, per = forward(q, k, v, a_k, a_v, labels, offsets, kpm, allowed, add, causal, offset, scale)
