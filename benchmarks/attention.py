@@ -3,14 +3,21 @@
 For each sequence length ``n`` (B=8, H=8, d=512, L=80 labels, one channel,
 uniformly random labels) this times forward + backward of
 
-    (a) ``keys``      GraphAttention, keys-only label term (custom SDPA-flash path)
-    (b) ``keys+vals`` GraphAttention, key and value label terms
+    (a) ``keys``      GraphAttention, keys-only label term (the default path: on CPU the C++ kernel, on CUDA
+                      the Triton kernel when it applies)
+    (b) ``keys+vals`` GraphAttention, key and value label terms (the default path)
+    (a', b') ``keys-triton``, ``keys+vals-triton``: ``backend="triton"`` (the fused Triton kernel; CUDA only),
+                      ``keys-flex``: ``backend="flex"`` (FlexAttention, keys-only), ``keys-blocked`` /
+                      ``keys+vals-blocked``: the blocked kernels (``$G2GT_CUDA_LABEL_BACKEND=blocked`` for them)
     (c) ``material``  a naive implementation that expands the label embeddings to
                       ``[B, n, n, d_head]`` (keys and values), as the public RNGTr code does
     (d) ``sdpa``      plain ``F.scaled_dot_product_attention`` with q/k/v/out
                       projections and no graph -- the baseline
     (e) ``pyg``       ``torch_geometric.nn.TransformerConv`` on the fully connected
                       graph (``B * n * n`` edges, ``edge_dim`` label embeddings)
+
+``--dtype bfloat16`` (or ``float16``) casts the modules and the input to that dtype (the label kernels still
+accumulate in float32). The note column names the label path each GraphAttention took (``path=triton`` ...).
 
 All methods run interleaved in one process (repeat r runs every method once), so
 machine load hits them alike; the table shows median milliseconds and the ratio
@@ -39,6 +46,9 @@ row; only ``sdpa``, ``keys`` and ``keys+vals`` run with them. ``--inference`` ti
 Examples (``--sizes 256,512,2048`` adds the long case)::
 
     OMP_NUM_THREADS=1 python benchmarks/attention.py --sizes 512 --repeats 7 --threads 1 --methods sdpa,keys,keys+vals
+    # CUDA: the Triton kernel against SDPA, float32 and bfloat16
+    python benchmarks/attention.py --device cuda --sizes 128,512,2048,8192 --methods sdpa,keys,keys+vals,keys-flex \
+        --dtype bfloat16 --max-gb 40 --markdown
     # the parser's shapes: d_head 32, parser labels, a batch of sentences of 40 words
     OMP_NUM_THREADS=1 python benchmarks/attention.py --sizes 40 --batch 32 --dim 256 --heads 8 --label-kind parser \
         --repeats 50 --threads 1 --methods sdpa,keys,keys+vals [--inference]
@@ -149,6 +159,32 @@ def parser_labels(B: int, n: int, device: torch.device) -> Tensor:
     return torch.stack([pos, dep], 1)
 
 
+class Blocked(nn.Module):
+    """GraphAttention on the blocked label kernels whatever the device (``$G2GT_CUDA_LABEL_BACKEND=blocked`` around
+    each call): the baseline the Triton kernel replaces on CUDA."""
+
+    def __init__(self, d: int, heads: int, num_labels, value_labels: bool) -> None:
+        super().__init__()
+        self.attn = GraphAttention(d, heads, num_labels, value_labels=value_labels)
+
+    def forward(self, x: Tensor, labels: Tensor) -> Tensor:
+        import os
+
+        before = os.environ.get("G2GT_CUDA_LABEL_BACKEND")
+        os.environ["G2GT_CUDA_LABEL_BACKEND"] = "blocked"
+        try:
+            return self.attn(x, labels)
+        finally:
+            if before is None:
+                del os.environ["G2GT_CUDA_LABEL_BACKEND"]
+            else:
+                os.environ["G2GT_CUDA_LABEL_BACKEND"] = before
+
+    @property
+    def last_label_path(self) -> str | None:
+        return getattr(self.attn, "last_label_path", None)
+
+
 def saved_bytes(fn: Callable[[], Tensor]) -> int:
     """Bytes of distinct tensors saved for backward while running ``fn`` (forward only)."""
     seen: dict[tuple, int] = {}
@@ -203,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5, help="timed repeats per method and size (default: %(default)s)")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: leave as is)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cpu or cuda")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                    help="dtype of the modules and the input (default: %(default)s)")
     ap.add_argument(
         "--methods", default="keys,keys+vals,material,sdpa,pyg", help="subset of methods to run (default: all)"
     )
@@ -238,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     builders: dict[str, Callable[[], nn.Module]] = {
         "keys": lambda: GraphAttention(d, H, label_sizes, value_labels=False),
         "keys+vals": lambda: GraphAttention(d, H, label_sizes, value_labels=True),
+        "keys-triton": lambda: GraphAttention(d, H, label_sizes, value_labels=False, backend="triton"),
+        "keys+vals-triton": lambda: GraphAttention(d, H, label_sizes, value_labels=True, backend="triton"),
+        "keys-flex": lambda: GraphAttention(d, H, label_sizes, value_labels=False, backend="flex"),
+        "keys-blocked": lambda: Blocked(d, H, label_sizes, value_labels=False),
+        "keys+vals-blocked": lambda: Blocked(d, H, label_sizes, value_labels=True),
         "material": lambda: Materialized(d, H, L),
         "sdpa": lambda: PlainSDPA(d, H),
         "pyg": lambda: PygTransformerConv(d, H, L),
@@ -246,9 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     for m in names:
         if m not in builders:
             ap.error(f"unknown method {m!r}; choose from {', '.join(builders)}")
-        if parser and m not in ("sdpa", "keys", "keys+vals"):
+        if parser and m in ("material", "pyg"):
             ap.error(f"--label-kind parser runs sdpa, keys and keys+vals only, not {m!r}")
-    mods = {m: builders[m]().to(dev) for m in names}
+    dtype = getattr(torch, args.dtype)
+    mods = {m: builders[m]().to(dev, dtype) for m in names}
     if args.inference:
         for mod in mods.values():
             mod.eval()
@@ -266,9 +310,9 @@ def main(argv: list[str] | None = None) -> int:
                 else "MiB saved for backward / peak MiB of forward + backward")
     rows = []
     for n in sizes:
-        x = torch.randn(B, n, d, device=dev, requires_grad=True)
+        x = torch.randn(B, n, d, device=dev, dtype=dtype, requires_grad=True)
         labels = parser_labels(B, n, dev) if parser else torch.randint(0, L, (B, n, n), device=dev)
-        g = torch.randn(B, n, d, device=dev)
+        g = torch.randn(B, n, d, device=dev, dtype=dtype)
         active = [m for m in names if estimate_gib(m, n) <= args.max_gb]
         skipped = [m for m in names if m not in active]
 
@@ -319,14 +363,15 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((n, m, None, None, None, None, f"skipped: est. {estimate_gib(m, n):.1f} GiB > --max-gb"))
             else:
                 ratio = med[m] / base_t if base_t else None
-                rows.append((n, m, med[m], ratio, mem[m], peak[m], ""))
+                path = getattr(mods[m], "last_label_path", None)
+                rows.append((n, m, med[m], ratio, mem[m], peak[m], f"path={path}" if path else ""))
         if not args.markdown:
             for r in rows[-len(names):]:
                 print(_fmt_row(r, markdown=False), flush=True)
 
     header = (
         f"B={B}, H={H}, d={d}, L={'+'.join(map(str, PARSER_LABELS)) + ' (parser labels)' if parser else L}, "
-        f"device={dev.type}, threads={torch.get_num_threads()}, repeats={args.repeats}, torch {torch.__version__}; "
+        f"device={dev.type}, dtype={args.dtype}, threads={torch.get_num_threads()}, repeats={args.repeats}, torch {torch.__version__}; "
         f"time = median {'forward (inference)' if args.inference else 'forward+backward'} ({args.clock} clock); "
         f"memory = {mem_name}"
     )
@@ -353,7 +398,7 @@ def _fmt_row(r: tuple, markdown: bool) -> str:
     ]
     if markdown:
         return "| " + " | ".join(cells) + " |"
-    return (f"n={cells[0]:>4} {cells[1]:<10} {cells[2]:>9} ms  x{cells[3]:>5}  mem {cells[4]:>7}  peak {cells[5]:>7}  "
+    return (f"n={cells[0]:>4} {cells[1]:<17} {cells[2]:>9} ms  x{cells[3]:>5}  mem {cells[4]:>7}  peak {cells[5]:>7}  "
             f"{note}")
 
 

@@ -2,12 +2,15 @@
 
 On a machine with a CUDA device this runs, one after the other (each in its own process, with a time limit):
 
-1. ``cuda tests``: the tests that need CUDA (FlexAttention's label path with gradients, autocast training,
-   checkpoints on the device; ``-k "cuda or flex"`` over tests/nn and tests/core, the slow ones included), with
-   their pass / skip / fail counts;
-2. ``attention``: :mod:`benchmarks.attention` on the device: plain SDPA (no graph) against GraphAttention's
-   keys-only label path (compiled FlexAttention on CUDA), its keys + values path (the blocked label kernels)
-   and the materialised ``[B, n, n, d_head]`` baseline; milliseconds of forward + backward and peak memory;
+1. ``cuda tests``: the tests that need CUDA (the Triton label kernel compiled, against the float64 reference,
+   forward and gradients; FlexAttention's label path with gradients, autocast training, checkpoints on the device;
+   ``-k "cuda or flex or triton"`` over tests/nn and tests/core, the slow ones included), with their pass / skip /
+   fail counts;
+2. ``attention``: :mod:`benchmarks.attention` on the device, in float32 and in bfloat16, n = 128, 512, 2048,
+   8192: plain SDPA (no graph) against GraphAttention's default label paths (the Triton kernel on CUDA, keys-only
+   and keys + values), keys-only FlexAttention, the blocked label kernels in torch ops and the materialised
+   ``[B, n, n, d_head]`` baseline (where it fits); milliseconds of forward + backward, the ratio to SDPA and peak
+   memory;
 3. ``train parser``: ``g2gt train parser`` for ``--minutes`` minutes (default 5) under bfloat16 autocast
    (``--amp bf16``) on ``$G2GT_DATA``'s UD English EWT (the shipped sample without it); steps, words/s and the
    best dev LAS from its log;
@@ -16,7 +19,7 @@ then prints one report (and writes it to ``OUT/report.md``): the device, torch, 
 result lines. On a machine without CUDA it prints why there is nothing to check and exits 0, so it can sit in
 any script::
 
-    python benchmarks/gpu_check.py                 # everything (about 10 minutes)
+    python benchmarks/gpu_check.py                 # everything (about 15 minutes)
     python benchmarks/gpu_check.py --minutes 1 --skip train   # quick
 """
 
@@ -64,10 +67,18 @@ def tests_step(timeout: float) -> dict:
     return r
 
 
+ATTENTION_METHODS = "sdpa,keys,keys+vals,keys-flex,keys-blocked,keys+vals-blocked,material"
+
+
 def attention_step(timeout: float) -> dict:
-    r = run("attention", [sys.executable, "benchmarks/attention.py", "--device", "cuda", "--sizes",
-                          "128,512,2048", "--methods", "sdpa,keys,keys+vals,material", "--repeats", "5",
-                          "--max-gb", "20", "--markdown"], timeout)
+    """The attention table in float32 and in bfloat16 (one benchmark process each, half the time limit each)."""
+    runs = [run(f"attention {dt}", [sys.executable, "benchmarks/attention.py", "--device", "cuda", "--sizes",
+                                    "128,512,2048,8192", "--methods", ATTENTION_METHODS, "--dtype", dt, "--repeats",
+                                    "5", "--max-gb", "40", "--markdown"], timeout / 2)
+            for dt in ("float32", "bfloat16")]
+    bad = [r for r in runs if r["status"] != "ok"]
+    r = {"name": "attention", "status": bad[0]["status"] if bad else "ok",
+         "seconds": sum(x["seconds"] for x in runs), "output": "\n".join(x["output"] for x in runs)}
     r["summary"] = [ln for ln in r["output"].splitlines() if ln.startswith("|") or "MiB" in ln]
     return r
 

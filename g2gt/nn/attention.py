@@ -34,8 +34,8 @@ naive float64 reference):
   rows): nothing ``[B, H, n, n]`` is kept for backward (``q, k, v``, the output, the log-sum-exp
   and the labels in a compact dtype are), and peak memory is linear in ``n``. On CPU it runs the
   C++ kernel compiled on first use (``label_cpp``), else blocked torch ops (``label_blocked``).
-  On CUDA, keys-only, compiled FlexAttention reads the label bias in ``score_mod``
-  (``label_flex``; gradients to the label table included).
+  On CUDA the fused Triton kernel (``label_triton``, keys and values, forward and backward), else
+  keys-only compiled FlexAttention (``label_flex``), else the torch blocks (``choose_label_backend``).
 * no labels: plain SDPA (``is_causal`` when possible, else a boolean mask, or a float
   one with a float ``attn_mask``).
 * dropout, ``need_weights`` or a float ``attn_mask`` that needs a gradient: straightforward
@@ -60,10 +60,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention_unfused import unfused_attention
-from .label_flex import flex_trains_label_bias
 from .label_kernels import (
-    LabelAttentionFunction, _mask_terms, _rows, check_labels, compact_labels, flex_attention_available,
-    flex_label_attention, label_offsets, label_table_sizes,
+    _mask_terms, _rows, check_labels, choose_label_backend, compact_labels, flex_attention_available, label_attention,
+    label_offsets, label_table_sizes,
 )
 
 __all__ = ["GraphAttention", "MultiheadGraphAttention", "KVCache", "flex_attention_available", "label_offsets",
@@ -106,7 +105,11 @@ class GraphAttention(nn.Module):
         dropout: attention-probability dropout.
         kdim: width of the memory for cross-attention (default ``embed_dim``).
         bias: biases in the projections.
-        backend: ``"sdpa"`` (default) or ``"flex"`` (FlexAttention also on CPU for keys-only inference).
+        backend: ``"sdpa"`` (default: the label path is chosen per call, on CUDA the Triton kernel, else
+            FlexAttention, else the blocked kernels; ``$G2GT_CUDA_LABEL_BACKEND`` changes the order), ``"flex"``
+            (FlexAttention wherever it applies, also on CPU for keys-only inference) or ``"triton"`` (the Triton
+            kernel or an error saying why not); see :func:`~g2gt.nn.label_kernels.choose_label_backend`.
+            ``last_label_path`` names the path of the last label call.
         vdim, batch_first, device, dtype: as in ``nn.MultiheadAttention``; keys and values come from one
             memory tensor, so ``vdim`` must equal ``kdim``, and inputs are batch-first only.
 
@@ -151,8 +154,8 @@ class GraphAttention(nn.Module):
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim={embed_dim} is not divisible by num_heads={num_heads}")
-        if backend not in ("sdpa", "flex"):
-            raise ValueError(f"backend must be 'sdpa' or 'flex', got {backend!r}")
+        if backend not in ("sdpa", "flex", "triton"):
+            raise ValueError(f"backend must be 'sdpa' (automatic), 'flex' or 'triton', got {backend!r}")
         if isinstance(num_labels, float) or not (
             num_labels is None or isinstance(num_labels, int) or all(isinstance(s, int) for s in num_labels)
         ):
@@ -377,14 +380,11 @@ class GraphAttention(nn.Module):
         """The label paths: ``q [B, H, rows, dh]`` (all rows or one chunk) with ``lab [B|1, C, rows, nk]``,
         ``keep`` / ``add`` ``[B|1, H|1, rows|1, nk]`` for the same rows, ``kpm [B|1, nk]`` (True = padding);
         query row ``i`` sees keys ``j <= i + offset`` when ``causal``. Returns ``[B, H, rows, dh]``."""
-        if not self.value_labels and flex_attention_available() and (
-            (q.device.type == "cuda" and (not wants_grad or flex_trains_label_bias()))
-            or (self.backend == "flex" and not wants_grad)
-        ):
-            qa = torch.matmul(q, self.label_key.to(q.dtype).t()) * scale  # [B, H, rows, L]
-            return flex_label_attention(q, k, v, qa, lab, self._offsets, kpm, keep, add, causal, offset, scale)
-        return LabelAttentionFunction.apply(q, k, v, self.label_key, self.label_value, lab, kpm, keep, add,
-                                            self._offsets, causal, offset, scale)
+        path, _ = choose_label_backend(self.backend, q.device.type, q.dtype, self.value_labels, wants_grad,
+                                       self.label_key.shape[0], self.head_dim)
+        self.last_label_path = path
+        return label_attention(path, q, k, v, self.label_key, self.label_value, lab, kpm, keep, add, self._offsets,
+                               causal, offset, scale)
 
 
 class _PackedSplit(torch.autograd.Function):

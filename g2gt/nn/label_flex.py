@@ -1,11 +1,15 @@
-r"""FlexAttention with the label bias read inside ``score_mod`` (the CUDA path of keys-only label attention).
+r"""FlexAttention with the label bias read inside ``score_mod`` (a CUDA path of keys-only label attention, the
+second after the Triton kernel of :mod:`g2gt.nn.label_triton`).
 
 .. math::
 
-    S_{ij} = s\,q_i\cdot k_j + \sum_c qa_{b,h,i,\;o_c + l^c_{ij}} + m_{ij},
-    \qquad qa = s\,q\,a_K^\top \;[B, H, n_q, L],
+    S_{ij} = s\,q_i\cdot k_j + \sum_c qa^c_{b,h,i,\;l^c_{ij}} + m_{ij},
+    \qquad qa^c = s\,q\,(a_K^c)^\top \;[B, H, n_q, L_c],
 
-with ``m`` the float mask and ``-inf`` where masked (causal, padding, a boolean mask). On CUDA the kernel
+with ``m`` the float mask (in ``score_mod``); causal, padding and a boolean mask form a ``BlockMask``
+(``create_block_mask``), so blocks with nothing visible are skipped. One ``qa^c`` tensor per channel, each indexed
+once in ``score_mod``: inductor refuses "multiple indexing operations on the same tensor that requires gradients"
+(what indexing one ``[B, H, nq, L]`` tensor once per channel did). On CUDA the kernel
 is ``torch.compile``d once per process: it never builds the ``[B, H, nq, nk]`` scores, and its backward
 scatters the gradient of ``qa`` (a captured tensor that requires grad, torch >= 2.6) by label inside the
 kernel, so gradients reach ``q`` and the label table ``a_K``. Elsewhere FlexAttention runs eagerly (it
@@ -82,40 +86,72 @@ def dead_rows(kpm: Tensor | None, allowed: Tensor | None, causal: bool, offset: 
     return dead if bool(dead.any()) else None
 
 
-def flex_label_attention(q: Tensor, k: Tensor, v: Tensor, qa: Tensor | None, labels: Tensor | None,
+def _block_mask(kpm: Tensor | None, allowed: Tensor | None, causal: bool, offset: int, B: int, H: int, nq: int,
+                nk: int, device: torch.device):
+    """The masks as a FlexAttention ``BlockMask`` (``mask_mod`` True = may attend), so that blocks with no visible
+    key are skipped; None when nothing is masked. Its batch / head sizes are 1 (None) where the masks broadcast."""
+    if kpm is None and allowed is None and not causal:
+        return None
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    Bm = B if B > 1 and any(t is not None and t.shape[0] == B for t in (kpm, allowed)) else None
+    Hm = H if H > 1 and allowed is not None and allowed.shape[1] == H else None
+    pick = _picker(B, H, nq)  # mask_mod also sees every (b, h) of the call, not only the BlockMask's
+    ab, ah, ai = pick(allowed, 0), pick(allowed, 1), pick(allowed, 2)
+    kb = pick(kpm, 0)
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        keep = kv_idx >= 0
+        if allowed is not None:
+            keep = keep & allowed[ab(b), ah(h), ai(q_idx), kv_idx]
+        if kpm is not None:
+            keep = keep & ~kpm[kb(b), kv_idx]
+        if causal:
+            keep = keep & (kv_idx <= q_idx + offset)
+        return keep
+
+    return create_block_mask(mask_mod, Bm, Hm, nq, nk, device=device, _compile=device.type == "cuda")
+
+
+def _picker(B: int, H: int, nq: int):
+    """``pick(t, dim)``: an index map into ``t``'s dim ``dim`` (batch, head, query), which may be 1 (broadcast)."""
+    full = (B, H, nq)
+
+    def pick(t: Tensor | None, dim: int):
+        return (lambda i: i) if t is None or t.shape[dim] == full[dim] else (lambda i: i * 0)
+
+    return pick
+
+
+def flex_label_attention(q: Tensor, k: Tensor, v: Tensor, a_k: Tensor | None, labels: Tensor | None,
                          offsets: Sequence[int], kpm: Tensor | None, allowed: Tensor | None, add: Tensor | None,
                          causal: bool, offset: int, scale: float) -> Tensor:
-    """``[B, H, nq, dh]``: attention with ``score_mod`` adding the label bias (``qa [B, H, nq, L]``, ``labels
-    [B|1, C, nq, nk]`` channel-local ids, ``offsets[c]`` channel c's first table row) and the float mask ``add``
-    (``[B|1, H|1, nq|1, nk]``), and setting ``-inf`` where masked: ``kpm [B|1, nk]`` True = padding, ``allowed``
-    (like ``add``) False, or ``j > i + offset`` when ``causal``. Queries with no visible key give zeros."""
+    """``[B, H, nq, dh]``: attention with ``score_mod`` adding the label bias and the float mask ``add``
+    (``[B|1, H|1, nq|1, nk]``), and a ``BlockMask`` for ``kpm [B|1, nk]`` (True = padding), ``allowed`` (like
+    ``add``, False = masked) and ``j > i + offset`` when ``causal``. The label bias: ``labels [B|1, C, nq, nk]``
+    channel-local ids, ``offsets[c]`` channel c's first row of ``a_k [L, dh]``; channel c reads its own ``qa_c = s
+    q a_k[o_c : o_c + L_c]^T`` (``[B, H, nq, L_c]``), a separate tensor, because compiled FlexAttention refuses
+    two indexing operations on one captured tensor that requires a gradient. Queries with no visible key give
+    zeros."""
     B, H, nq, _ = q.shape
     nk = k.shape[2]
     n_ch = 0 if labels is None else labels.shape[1]
-    offs = [int(o) for o in offsets]
+    ends = [int(o) for o in offsets[1:]] + ([a_k.shape[0]] if a_k is not None else [])
+    qa = [torch.matmul(q, a_k[int(o):e].to(q.dtype).t()) * scale for o, e in zip(offsets, ends)]  # [B, H, nq, L_c]
+    lab = [labels[:, c] for c in range(n_ch)]  # [B|1, nq, nk] each
     add = None if add is None else add.to(q.dtype)
-
-    def pick(t: Tensor | None, dim: int, size: int):  # index b (or h, i) into a dim that may be 1 (broadcast)
-        return (lambda i: i) if t is None or t.shape[dim] == size else (lambda i: i * 0)
-
-    lb = pick(labels, 0, B)
-    ab, ah, ai = pick(allowed, 0, B), pick(allowed, 1, H), pick(allowed, 2, nq)
-    db, dh_, di = pick(add, 0, B), pick(add, 1, H), pick(add, 2, nq)
-    kb = pick(kpm, 0, B)
+    pick = _picker(B, H, nq)
+    lb = pick(labels, 0)
+    db, dh_, di = pick(add, 0), pick(add, 1), pick(add, 2)
 
     def score_mod(score, b, h, q_idx, kv_idx):
         for c in range(n_ch):
-            score = score + qa[b, h, q_idx, labels[lb(b), c, q_idx, kv_idx].long() + offs[c]]
+            score = score + qa[c][b, h, q_idx, lab[c][lb(b), q_idx, kv_idx].long()]
         if add is not None:
             score = score + add[db(b), dh_(h), di(q_idx), kv_idx]
-        if allowed is not None:
-            score = torch.where(allowed[ab(b), ah(h), ai(q_idx), kv_idx], score, -float("inf"))
-        if kpm is not None:
-            score = torch.where(kpm[kb(b), kv_idx], -float("inf"), score)
-        if causal:
-            score = torch.where(kv_idx <= q_idx + offset, score, -float("inf"))
         return score
 
-    out = _kernel(q.device.type)(q, k, v, score_mod=score_mod, scale=scale)
+    block_mask = _block_mask(kpm, allowed, causal, offset, B, H, nq, nk, q.device)
+    out = _kernel(q.device.type)(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
     dead = dead_rows(kpm, allowed, causal, offset, nq, nk, q.device)
     return out if dead is None else out.masked_fill(dead, 0.0)

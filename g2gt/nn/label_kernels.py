@@ -6,6 +6,8 @@
 * :func:`compact_labels`: labels in the small integer dtype the kernels read and autograd keeps.
 * :func:`gather_sum` / :func:`scatter_sum`: the key term's gather and the value term's scatter by label,
   for the unfused autograd path (dropout, attention weights).
+* :func:`choose_label_backend`: which label path a call takes (Triton, FlexAttention or the blocked kernels) and
+  why; :func:`label_attention` runs it.
 * :func:`label_table_sizes` / :func:`label_offsets`: the concatenated per-channel label tables;
   ``_mask_terms`` / ``_rows``: ``attn_mask`` handling and query-row slices of masks.
 """
@@ -14,13 +16,16 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import os
+import warnings
+
 import torch
 from torch import Tensor
 
-from . import label_blocked, label_cpp
-from .label_flex import flex_attention_available, flex_label_attention
+from . import label_blocked, label_cpp, label_triton
+from .label_flex import flex_attention_available, flex_label_attention, flex_trains_label_bias
 
-__all__ = ["LabelAttentionFunction", "check_labels", "compact_labels", "flex_attention_available", "flex_label_attention",
+__all__ = ["LabelAttentionFunction", "choose_label_backend", "label_attention", "cuda_label_backend", "check_labels", "compact_labels", "flex_attention_available", "flex_label_attention",
            "gather_sum", "scatter_sum", "label_table_sizes", "label_offsets"]
 
 
@@ -225,3 +230,69 @@ def check_labels(labels: Tensor, sizes: Sequence[int], multi_channel: bool, B: i
                     f"num_labels={size} for it (valid ids: 0..{size - 1}); raise num_labels or fix the label vocabulary"
                 )
     return labels
+
+
+CUDA_BACKENDS = ("triton", "flex", "blocked")
+_warned: set[str] = set()
+
+
+def cuda_label_backend() -> str:
+    """The first label path tried on CUDA by the automatic choice: ``$G2GT_CUDA_LABEL_BACKEND`` (``triton``, the
+    default, ``flex`` or ``blocked``), read at each call."""
+    choice = os.environ.get("G2GT_CUDA_LABEL_BACKEND", "triton").strip().lower() or "triton"
+    if choice not in CUDA_BACKENDS:
+        raise ValueError(f"G2GT_CUDA_LABEL_BACKEND must be one of {', '.join(CUDA_BACKENDS)}, got {choice!r}")
+    return choice
+
+
+def choose_label_backend(backend: str, device_type: str, dtype: torch.dtype, values: bool, wants_grad: bool,
+                         num_labels: int, head_dim: int) -> tuple[str, str]:
+    """``(path, why)``: the label path of a :class:`~g2gt.nn.GraphAttention` call, ``"triton"``
+    (:mod:`g2gt.nn.label_triton`), ``"flex"`` (:mod:`g2gt.nn.label_flex`) or ``"blocked"``
+    (:class:`LabelAttentionFunction`: the C++ kernel on CPU, torch blocks elsewhere).
+
+    * ``backend="triton"``: Triton, or a ``ValueError`` saying why it cannot run (an explicit request).
+    * ``backend="flex"``: FlexAttention where it applies (keys-only; on CPU for inference only), else as the default.
+    * ``backend="sdpa"`` (the default, automatic): on CPU the blocked kernels; on CUDA the first of Triton ->
+      FlexAttention -> blocked that applies, starting from ``$G2GT_CUDA_LABEL_BACKEND`` (default ``triton``).
+      Triton applies when it is importable and the call is within its limits (``num_labels`` <=
+      ``label_triton.MAX_LABELS`` rows over all channels, ``head_dim`` <= ``MAX_HEAD_DIM``, float32 / bfloat16 /
+      float16); when it is passed over on CUDA the reason is warned once. FlexAttention applies keys-only, and with
+      gradients only where it differentiates the label bias (torch >= 2.6).
+    """
+    if backend == "triton":
+        why = label_triton.unsupported(device_type, dtype, num_labels, head_dim)
+        if why is not None:
+            raise ValueError(f"GraphAttention(backend='triton'): {why} (backend='sdpa' chooses a path by itself)")
+        return "triton", "backend='triton'"
+    flex_ok = not values and flex_attention_available() and (
+        not wants_grad or (device_type == "cuda" and flex_trains_label_bias()))
+    if backend == "flex" and flex_ok:
+        return "flex", "backend='flex'"
+    if device_type != "cuda":
+        return "blocked", f"{device_type}: the blocked label kernels"
+    first = cuda_label_backend()
+    if first == "triton":
+        why = label_triton.unsupported(device_type, dtype, num_labels, head_dim)
+        if why is None:
+            return "triton", "CUDA: the Triton kernel"
+        if why not in _warned:
+            _warned.add(why)
+            warnings.warn(f"g2gt: label attention on CUDA without the Triton kernel: {why}", RuntimeWarning,
+                          stacklevel=4)
+    if first != "blocked" and flex_ok:
+        return "flex", "CUDA: FlexAttention (keys-only)"
+    return "blocked", "CUDA: the blocked label kernels in torch ops"
+
+
+def label_attention(path: str, q: Tensor, k: Tensor, v: Tensor, a_k: Tensor, a_v: Tensor | None, labels: Tensor,
+                    kpm: Tensor | None, allowed: Tensor | None, add: Tensor | None, offsets: Sequence[int],
+                    causal: bool, offset: int, scale: float) -> Tensor:
+    """Label attention ``[B, H, nq, dh]`` on the path :func:`choose_label_backend` named (arguments as
+    :class:`LabelAttentionFunction`'s)."""
+    if path == "triton":
+        return label_triton.TritonLabelAttention.apply(q, k, v, a_k, a_v, labels, kpm, allowed, add, offsets, causal,
+                                                       offset, scale)
+    if path == "flex":
+        return flex_label_attention(q, k, v, a_k, labels, offsets, kpm, allowed, add, causal, offset, scale)
+    return LabelAttentionFunction.apply(q, k, v, a_k, a_v, labels, kpm, allowed, add, offsets, causal, offset, scale)

@@ -221,14 +221,15 @@ def test_cpp_kernel_is_the_path_taken(cpp_kernel, monkeypatch):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the FlexAttention label path is the CUDA path")
 def test_cuda_flex_path_matches_reference_with_gradients():
-    """Keys-only label attention on CUDA (compiled FlexAttention, label bias in score_mod) against the float64
-    reference, gradients to the label table included."""
+    """Keys-only label attention on CUDA through compiled FlexAttention (``backend="flex"``: label bias in score_mod,
+    two channels, so two captured label-score tensors; masks as a BlockMask) against the float64 reference,
+    gradients to the label table included."""
     from g2gt.nn.label_flex import flex_trains_label_bias
 
     if not flex_trains_label_bias():
         pytest.skip("this torch's FlexAttention does not differentiate captured tensors")
     torch.manual_seed(0)
-    m = GraphAttention(64, 4, [11, 5], value_labels=False).cuda()
+    m = GraphAttention(64, 4, [11, 5], value_labels=False, backend="flex").cuda()
     ref_m = GraphAttention(64, 4, [11, 5], value_labels=False).double()
     ref_m.load_state_dict({k: v.double().cpu() for k, v in m.state_dict().items()})
     B, n = 2, 37
@@ -237,6 +238,7 @@ def test_cuda_flex_path_matches_reference_with_gradients():
     kpm = torch.zeros(B, n, dtype=torch.bool)
     kpm[1, 30:] = True
     out = m(x, labels.cuda(), kpm.cuda(), causal=True)
+    assert m.last_label_path == "flex"
     xr = x.detach().double().cpu().requires_grad_()
     ref = ref_m(xr, labels, kpm, causal=True)
     torch.testing.assert_close(out.double().cpu(), ref, atol=2e-4, rtol=1e-3)
