@@ -133,13 +133,16 @@ def test_help_shows_no_absolute_paths_of_this_machine(name, capsys):
         assert path + "/" not in text and not text.rstrip().endswith(path)
 
 
-def test_seq2seq_options_come_from_the_config_dataclass():
-    from g2gt.seq2seq import Seq2SeqTrainConfig
+def test_seq2seq_options_come_from_the_config_dataclasses():
+    from g2gt.cli.seq2seq import TRAIN_OPTIONS
+    from g2gt.seq2seq import Seq2SeqConfig, seq2seq_train_config
 
     args, _ = build_parser().parse_known_args(COMMANDS["train seq2seq"])
-    for f in dataclasses.fields(Seq2SeqTrainConfig):
-        if f.name not in ("device", "progress"):
-            assert getattr(args, f.name) == f.default, f.name
+    for f in dataclasses.fields(Seq2SeqConfig):
+        assert getattr(args, f.name) == f.default, f.name
+    recipe = seq2seq_train_config()
+    for name in TRAIN_OPTIONS:  # TrainConfig's own names (--metric, --average-last ...)
+        assert getattr(args, name) == getattr(recipe, name), name
 
 
 def test_parser_options_come_from_the_config_dataclasses():

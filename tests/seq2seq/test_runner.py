@@ -12,11 +12,20 @@ import torch
 from fixture_paths import FIXTURES_MT
 from g2gt.cli.main import main as cli_main
 from g2gt.core.checkpoint import read_log
-from g2gt.seq2seq import Seq2SeqTrainConfig, load_seq2seq, read_parallel, train_seq2seq, training_card
+from g2gt.seq2seq import Seq2SeqConfig, load_seq2seq, seq2seq_train_config, read_parallel, train_seq2seq, training_card
 
 SRC, TGT = FIXTURES_MT / "train.en", FIXTURES_MT / "train.de"
 SMALL = dict(bpe_vocab=300, d_model=32, num_layers=1, num_heads=2, ffn_dim=64, eval_sentences=4, progress=False,
              device="cpu", amp="none")
+
+
+def _configs(**fields):
+    """``(Seq2SeqConfig, TrainConfig)`` of keyword fields, each given to the dataclass that has it."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(Seq2SeqConfig)}
+    return (Seq2SeqConfig(**{k: v for k, v in fields.items() if k in names}),
+            seq2seq_train_config(**{k: v for k, v in fields.items() if k not in names}))
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +35,7 @@ def pairs():
 
 def test_config_json_is_the_runners(tmp_path, pairs):
     src, tgt = pairs
-    train_seq2seq(src, tgt, src[:6], tgt[:6], tmp_path, Seq2SeqTrainConfig(max_steps=4, eval_every=2, final_beam=0,
+    train_seq2seq(src, tgt, src[:6], tgt[:6], tmp_path, *_configs(max_steps=4, eval_every=2, final_beam=0,
                                                                            **SMALL))
     info = json.loads((tmp_path / "config.json").read_text())
     assert {"model_config", "train_config", "task", "data", "parameters", "steps", "train_seconds",
@@ -44,7 +53,7 @@ def test_config_json_is_the_runners(tmp_path, pairs):
 def test_average_last_writes_and_scores_the_average(tmp_path, pairs):
     src, tgt = pairs
     train_seq2seq(src, tgt, src[:6], tgt[:6], tmp_path,
-                  Seq2SeqTrainConfig(max_steps=4, eval_every=1, final_beam=2, average_last=2, **SMALL))
+                  *_configs(max_steps=4, eval_every=1, final_beam=2, average_last=2, **SMALL))
     info = json.loads((tmp_path / "config.json").read_text())
     assert info["average"]["steps"] == [3, 4] and "dev_loss" in info["average"]
     assert info["train_config"]["keep_last"] == 2  # the snapshots the average needs were kept
@@ -75,7 +84,7 @@ def test_cli_average_last_and_resume(tmp_path, capsys):
 def test_checkpoints_with_the_old_names_still_load(tmp_path, pairs):
     src, tgt = pairs
     run = train_seq2seq(src, tgt, src[:4], tgt[:4], tmp_path / "run",
-                        Seq2SeqTrainConfig(max_steps=2, final_beam=0, **SMALL))
+                        *_configs(max_steps=2, final_beam=0, **SMALL))
     ck = torch.load(tmp_path / "run" / "best.pt", weights_only=True)
     mc = ck["model_config"]
     mc["encoder_labels"] = mc.pop("num_labels")  # as written before the renames

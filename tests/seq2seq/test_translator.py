@@ -16,7 +16,7 @@ from g2gt.cli.main import main as cli_main
 from g2gt.core.checkpoint import CheckpointError
 from g2gt.core.train import TrainConfig, Trainer
 from g2gt.seq2seq import (
-    DEFAULT_BEAM, Seq2SeqSettings, Seq2SeqTask, Seq2SeqTrainConfig, TranslateConfig, Translator,
+    DEFAULT_BEAM, Seq2SeqConfig, Seq2SeqSettings, Seq2SeqTask, TranslateConfig, Translator,
     build_translation_package, mt_scores, read_parallel,
 )
 from g2gt.seq2seq.subword import SubwordTokenizer
@@ -151,7 +151,7 @@ def test_beam_default_is_one_value_for_python_and_the_cli():
     from g2gt.cli.main import build_parser
 
     args, _ = build_parser().parse_known_args(["translate", "--model", "m"])
-    assert TranslateConfig().beam == DEFAULT_BEAM == args.beam == Seq2SeqTrainConfig().final_beam
+    assert TranslateConfig().beam == DEFAULT_BEAM == args.beam == Seq2SeqConfig().final_beam
     assert args.batch_tokens == TranslateConfig().batch_tokens
 
 
