@@ -170,7 +170,7 @@ def _stage_config(folder: Path, resume: bool, fresh: Callable[[], object], start
                   overwrite: bool = False, **runtime):
     """``(train_config, resume_flag, reused)`` for a stage folder (module docstring); ``started``: the folder
     holds part of the stage's run even without its ``last.pt`` (the segmenter's expander)."""
-    from ...core.run import RunExists
+    from ...core.run import RunExists, check_run_folder
     from .runs import run_state, stored_train_config
 
     state = run_state(folder)
@@ -180,6 +180,7 @@ def _stage_config(folder: Path, resume: bool, fresh: Callable[[], object], start
         what = f"a training run ({state.step} updates)" if state.exists else "part of a training run"
         raise RunExists(f"{folder} already holds {what}; pass --resume to continue or reuse it or --overwrite to "
                         "replace it, or choose another --out")
+    check_run_folder(folder, resume)  # the other files of a run, before its commands.jsonl is touched
     if not state.exists:
         if started:
             _say(f"{folder.name}: continuing the stage started in {folder}")
