@@ -121,7 +121,8 @@ def test_wrong_kind_of_checkpoint_is_a_clear_error(translator, tmp_path):
     with pytest.raises(CheckpointError, match=r"segmenter\.pt: not a translation model: it holds a segmenter"):
         Translator.load(seg, device="cpu")
     parser = tmp_path / "parser.pt"
-    torch.save({"model": {}, "model_config": {"num_rels": 3}, "task": {"vocab": {"rels": []}}}, parser)
+    torch.save({"model": {}, "model_config": {"num_rels": 3}, "task": {"kind": "parser", "vocab": {"rels": []}}},
+               parser)
     with pytest.raises(CheckpointError, match=r"parser\.pt: not a translation model: it holds a parser"):
         Translator.load(parser, device="cpu")
     with pytest.raises(FileNotFoundError, match="not an installed translation model"):
