@@ -130,7 +130,10 @@ def _relearn(args: argparse.Namespace, train) -> int:
     source = stage_checkpoint(args.relearn_lexicon, "segmenter")
     out = Path(args.out)
     if out.suffix != ".pt":
+        from ..core.run import check_run_folder
+
         check_folder_path(args.out, "--out")
+        check_run_folder(out, overwrite=args.overwrite)  # its best.pt would replace a run's
         out.mkdir(parents=True, exist_ok=True)
         commands = [*source_commands(args.relearn_lexicon, "segmenter"), command_line(args)]
         for k, command in enumerate(commands):

@@ -112,9 +112,9 @@ def run_training(model: nn.Module, task, tc: TrainConfig, out_dir: str | os.Path
                  ) -> tuple[Trainer, list[dict]]:
     """Steps 1-4 of the module docstring (after :func:`check_run_folder`); returns the :class:`Trainer`
     (``trainer.device``, ``trainer.best``) and the dev history of :meth:`Trainer.fit`. ``trainer_class``: a
-    :class:`Trainer` subclass, e.g. one that also prints what it logs. A fresh run (not ``resume``) in a
-    folder of a replaced run (``overwrite``) removes its ``averaged.pt``; the Trainer starts ``log.jsonl`` and
-    the step snapshots afresh."""
+    :class:`Trainer` subclass, e.g. one that also prints what it logs. A fresh run (not ``resume``) in the
+    folder of a replaced run (``overwrite``) removes its ``best.pt``, ``last.pt`` and ``averaged.pt`` first;
+    the Trainer starts ``log.jsonl`` and the step snapshots afresh."""
     from .train import Trainer
 
     out = Path(out_dir)
@@ -124,8 +124,9 @@ def run_training(model: nn.Module, task, tc: TrainConfig, out_dir: str | os.Path
     tc = with_averaging(tc)
     out.mkdir(parents=True, exist_ok=True)
     resumed = resume and (out / "last.pt").exists()
-    if main and not resumed:
-        (out / "averaged.pt").unlink(missing_ok=True)
+    if main and not resumed:  # a fresh run: nothing of a replaced one (overwrite) stays beside it
+        for name in ("best.pt", "last.pt", "averaged.pt"):
+            (out / name).unlink(missing_ok=True)
     info = {"model_config": model_config, "train_config": tc.to_dict(), "task": task_info, "data": data_info,
             "parameters": sum(p.numel() for p in model.parameters()), **(more_info or {})}
     if main:

@@ -79,10 +79,12 @@ def test_overwrite_replaces_the_run_and_resume_continues_it(tmp_path, capsys):
     out.mkdir()
     (out / "log.jsonl").write_text('{"kind": "eval", "step": 7}\n')
     (out / "averaged.pt").write_text("an older run's average")
+    (out / "best.pt").write_text("an older run's best")
     assert main([*argv, "--out", str(out), *RUNTIME, "--overwrite"]) == 0
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert log and all(e["step"] <= 1 for e in log)  # the earlier run's lines are gone
     assert not (out / "averaged.pt").exists() and (out / "config.json").is_file()
+    assert (out / "best.pt").read_bytes() != b"an older run's best"
     argv[argv.index("--max-steps") + 1] = "2"
     assert main([*argv, "--out", str(out), *RUNTIME, "--resume"]) == 0
     assert json.loads((out / "config.json").read_text())["steps"] == 2

@@ -47,7 +47,8 @@ def parts(tmp_path_factory):
     model = ParserModel(vocab.config(**PARSER_TINY))
     (d / "parser").mkdir()
     torch.save({"model": model.state_dict(), "model_config": model.config.to_dict(),
-                "task": {"vocab": vocab.to_dict(), "max_distance": model.config.max_distance, "refine_steps": 1}},
+                "task": {"kind": "parser", "vocab": vocab.to_dict(), "max_distance": model.config.max_distance,
+                         "refine_steps": 1}},
                d / "parser" / "best.pt")
     train_segmenter(train, dev, d / "segmenter", SegmenterConfig(**SEG_TINY),
                     default_train_config(max_steps=2, eval_every=0, progress=False),

@@ -38,7 +38,7 @@ def _parser(sents, **kw) -> Parser:
 
 def _fit(sents, steps: int, refine_train: str = "self", lr: float = 3e-3, **kw) -> Parser:
     p = _parser(sents, **kw)
-    task = ParsingTask(sents, [], p.vocab, max_tokens=4000, refine_train=refine_train, word_dropout=0.0)
+    task = ParsingTask(sents, [], p.vocab, batch_tokens=4000, refine_train=refine_train, word_dropout=0.0)
     opt = torch.optim.Adam(p.model.parameters(), lr=lr)
     p.model.train()
     batches = list(task.train_batches(0, 0, 1))
