@@ -100,8 +100,8 @@ def start_run(args: argparse.Namespace, train_options: Iterable[str], device: st
               recipe: Callable[..., Any] | None = None, metric_mode: str = "max", **fields: Any):
     """The run's :class:`TrainConfig`, made by ``recipe`` (keyword fields -> TrainConfig; default the class
     itself): the ``train_options`` as given, ``best.pt`` chosen by the dev ``metric`` (``metric_mode``: higher
-    values are better by default),
-    ``device``, the progress bar as asked and ``fields`` (e.g. ``init_from``). First refuses an ``args.out``
+    values are better by default), ``device``, the progress bar as asked and ``fields`` (e.g. ``init_from``).
+    First refuses an ``args.out``
     that holds a run unless ``args.resume`` or ``args.overwrite`` (:class:`g2gt.core.run.RunExists`, exit
     status 2), then records the command line there (:func:`g2gt.ud.recipe.runs.record_command`)."""
     from ..core.config import TrainConfig

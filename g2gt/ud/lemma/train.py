@@ -4,8 +4,8 @@
   tokens: the words the lemmatizer is asked about are mostly rare ones, so frequent words should not dominate);
 * :class:`LemmaTask`: an epoch is every training example once, shuffled (seeded by ``(seed, epoch)``), in
   length-bucketed batches of at most ``batch_tokens`` padded symbols (the expander's
-  :func:`~g2gt.ud.tokenize.expander_train.transducer_batches`); each tag symbol of a training source is hidden with probability ``tag_dropout``
-  (the parser's predicted tags are sometimes wrong); loss = label-smoothed cross entropy summed over target
+  :func:`~g2gt.ud.tokenize.expander_train.transducer_batches`); each tag symbol of a training source is hidden
+  with probability ``tag_dropout`` (the parser's predicted tags are sometimes wrong); loss = label-smoothed cross entropy summed over target
   characters (EOS included); ``evaluate``: greedy exact-match ``accuracy`` (percent) and ``loss`` on the dev
   examples whose form the training data does not have (the words the lemmatizer is for; all dev examples when
   there are none);
