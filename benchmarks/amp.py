@@ -7,7 +7,7 @@ batches twice per repeat, once in float32 (the baseline) and once under
 weights, so machine load hits them alike; the table shows the median seconds per update, the speed-up
 (float32 time / bf16 time) and the mean training loss of each (they should agree closely).
 
-* ``seq2seq``: the default ``g2gt train seq2seq`` model (Seq2SeqTrainConfig defaults) on the first
+* ``seq2seq``: the default ``g2gt train seq2seq`` model (Seq2SeqConfig defaults) on the first
   ``--sentences`` Multi30k En->De training pairs, batches of ``batch_tokens`` target subwords;
 * ``parser``: the default ``g2gt train parser`` model (ParserConfig defaults, 4,000-word batches) on
   the first ``--sentences`` EWT training sentences.
@@ -38,13 +38,13 @@ from g2gt.core.train import autocast_context, set_threads
 def seq2seq_setup(data: Path, n: int):
     """(model factory, task) for the default translation recipe."""
     from g2gt.nn.transformer import G2GTransformer
-    from g2gt.seq2seq.config import Seq2SeqTrainConfig
+    from g2gt.seq2seq.config import Seq2SeqConfig
     from g2gt.seq2seq.recipe import _new_task
 
     src = read_lines(data / "multi30k" / "train.en.gz")[:n]
     tgt = read_lines(data / "multi30k" / "train.de.gz")[:n]
-    cfg = Seq2SeqTrainConfig()
-    task = _new_task(src, tgt, False, cfg)
+    cfg = Seq2SeqConfig()
+    task = _new_task(src, tgt, False, cfg, seed=1)
     task.train = task.encode_pairs(src, tgt, "train")
     config = task.model_config(**cfg.model_kwargs())
     return (lambda: G2GTransformer(config)), task

@@ -39,7 +39,7 @@ from g2gt.core.graph import LabelVocab  # noqa: E402
 from g2gt.nn.transformer import sinusoidal_positions  # noqa: E402
 from g2gt.core.schedule import estimate_total_steps, lr_multiplier  # noqa: E402
 from g2gt.seq2seq import (  # noqa: E402
-    SUBWORD_LABEL, Seq2SeqTask, Seq2SeqTrainConfig, mt_scores, read_lines,
+    SUBWORD_LABEL, Seq2SeqConfig, Seq2SeqTask, mt_scores, read_lines, seq2seq_train_config,
 )
 from g2gt.seq2seq.subword import SubwordTokenizer  # noqa: E402
 from g2gt.core.train import TrainConfig, autocast_context, autocast_dtype  # noqa: E402
@@ -163,9 +163,10 @@ class System:
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
-    """The benchmark's options; the recipe's defaults come from :class:`Seq2SeqTrainConfig` (one source)."""
+    """The benchmark's options; the recipe's defaults come from :class:`Seq2SeqConfig` and
+    :func:`seq2seq_train_config` (one source)."""
     data = Path(os.environ.get("G2GT_DATA", "data")) / "multi30k"
-    rc = Seq2SeqTrainConfig()
+    rc, tc = Seq2SeqConfig(), seq2seq_train_config()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=5.0, help="CPU minutes of training per system")
     ap.add_argument("--slice", type=float, default=20.0, help="CPU seconds per interleaved training slice")
@@ -187,13 +188,13 @@ def build_arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--label-smoothing", type=float, default=rc.label_smoothing)
     ap.add_argument("--max-distance", type=int, default=rc.max_distance)
     ap.add_argument("--batch-tokens", type=int, default=rc.batch_tokens, help="padded tokens per batch")
-    ap.add_argument("--lr", type=float, default=rc.lr)
-    ap.add_argument("--warmup", type=float, default=rc.warmup, help="warmup, a fraction of the CPU budget")
-    ap.add_argument("--cooldown", type=float, default=rc.cooldown,
+    ap.add_argument("--lr", type=float, default=tc.lr)
+    ap.add_argument("--warmup", type=float, default=tc.warmup, help="warmup, a fraction of the CPU budget")
+    ap.add_argument("--cooldown", type=float, default=tc.cooldown,
                     help="final fraction of the CPU budget over which the lr decays linearly to ~0")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=rc.seed)
-    ap.add_argument("--amp", default=rc.amp, choices=["auto", "bf16", "none"],
+    ap.add_argument("--seed", type=int, default=tc.seed)
+    ap.add_argument("--amp", default=tc.amp, choices=["auto", "bf16", "none"],
                     help="training autocast for every system, as the CLI's --amp (auto: bf16 on CPUs with native bf16)")
     ap.add_argument("--beam", type=int, default=1,
                     help="beam size for the final dev translation (1 = greedy; the CLI's final eval uses 5)")
@@ -238,12 +239,11 @@ def main(argv=None) -> int:
     if graph:
         rel_vocab = LabelVocab.for_dependencies(sorted({r for s in src_train for r in s.deprels if r}))
         rel_vocab.add(SUBWORD_LABEL)
-    recipe = Seq2SeqTrainConfig(
+    recipe = Seq2SeqConfig(
         bpe_vocab=args.bpe_vocab, d_model=args.d_model, num_layers=args.num_layers, num_heads=args.num_heads,
         ffn_dim=args.ffn_dim, dropout=args.dropout, label_smoothing=args.label_smoothing, max_distance=args.max_distance,
-        batch_tokens=args.batch_tokens, lr=args.lr, warmup=args.warmup, cooldown=args.cooldown, seed=args.seed,
-        amp=args.amp)
-    cfg = recipe.train_config()
+        batch_tokens=args.batch_tokens)
+    cfg = seq2seq_train_config(lr=args.lr, warmup=args.warmup, cooldown=args.cooldown, seed=args.seed, amp=args.amp)
     size = dict(d_model=args.d_model, num_heads=args.num_heads, num_encoder_layers=args.num_layers,
                 num_decoder_layers=args.num_layers, ffn_dim=args.ffn_dim, dropout=args.dropout)
     budget = args.minutes * 60

@@ -16,7 +16,7 @@ import pytest
 from g2gt.cli.main import build_parser
 from g2gt.core.config import TrainConfig
 
-SKIP = {"command", "task", "func", "device", "threads", "progress", "debug", "out", "resume"}
+SKIP = {"command", "task", "func", "device", "threads", "progress", "debug", "out", "resume", "overwrite"}
 
 
 def _cli_defaults(argv: list[str]) -> dict:
@@ -121,9 +121,8 @@ RECIPES = [("g2gt.ud.parse.config", "PARSER_TRAIN"), ("g2gt.ud.enhance.config", 
 
 
 @pytest.mark.parametrize("module, name", RECIPES)
-def test_recipes_are_instances_and_the_old_dicts_warn(module, name):
-    """A recipe is a TrainConfig instance (one config system); its old dict spelling ``NAME_DEFAULTS`` still
-    reads, with a DeprecationWarning, as the fields that differ from TrainConfig's defaults."""
+def test_recipes_are_instances(module, name):
+    """A recipe is a TrainConfig instance (one config system), no dict of fields."""
     import importlib
 
     from g2gt.core.config import recipe_overrides
@@ -131,20 +130,23 @@ def test_recipes_are_instances_and_the_old_dicts_warn(module, name):
     mod = importlib.import_module(module)
     recipe = getattr(mod, name)
     assert isinstance(recipe, TrainConfig) and recipe.metric_mode == "max" and recipe.metric != "loss"
-    with pytest.warns(DeprecationWarning, match=f"{name}_DEFAULTS"):
-        old = getattr(mod, f"{name}_DEFAULTS")
-    assert old == recipe_overrides(recipe) and "lr" in old and "amp" not in old
+    assert "lr" in recipe_overrides(recipe) and not hasattr(mod, f"{name}_DEFAULTS")
     assert not any(isinstance(v, dict) and "lr" in v for v in vars(mod).values())  # no recipe dict left
 
 
-def test_train_seq2seq_defaults_are_the_config_dataclass():
-    """Every option of ``g2gt train seq2seq`` with a field of :class:`Seq2SeqTrainConfig` has its default."""
-    from g2gt.seq2seq.config import Seq2SeqTrainConfig
+def test_train_seq2seq_defaults_are_the_config_dataclasses():
+    """Every option of ``g2gt train seq2seq`` has the default of its field of :class:`Seq2SeqConfig` or of the
+    recipe's :class:`TrainConfig` (:func:`seq2seq_train_config`), under TrainConfig's names; none escapes."""
+    from g2gt.seq2seq.config import Seq2SeqConfig, seq2seq_train_config
 
     cli = _cli_defaults(["train", "seq2seq", "--out", "o"])
-    lib = _fields(Seq2SeqTrainConfig)
-    shared = set(cli) & set(lib)
-    assert {"num_layers", "num_heads", "lr", "batch_tokens", "max_minutes"} <= shared
-    for name in shared:
+    model, train = _fields(Seq2SeqConfig), _fields(seq2seq_train_config())
+    assert not set(model) & set(train)  # no TrainConfig field declared again
+    assert {"num_layers", "num_heads", "batch_tokens"} <= set(cli) & set(model)
+    assert {"lr", "max_minutes", "metric", "average_last", "eval_every"} <= set(cli) & set(train)
+    data = {"src_train", "tgt_train", "src_dev", "tgt_dev", "src_graphs", "src_dev_graphs"}
+    assert set(cli) - set(model) - set(train) - data == set()
+    for name in set(cli) - data:
+        lib = model[name] if name in model else train[name]
         value = tuple(cli[name]) if isinstance(cli[name], list) else cli[name]
-        assert value == lib[name], f"g2gt train seq2seq --{name.replace('_', '-')}: {value!r} != {lib[name]!r}"
+        assert value == lib, f"g2gt train seq2seq --{name.replace('_', '-')}: {value!r} != {lib!r}"

@@ -14,7 +14,7 @@ import time
 from ..core.registry import DEFAULT_MODEL
 from .common import (
     UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path, check_output_path,
-    data_file_arg, field_default, option_values,
+    data_file_arg, option_values,
 )
 from .training import ENCODER_HELP, add_training_groups, start_run
 
@@ -88,6 +88,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
+    from ..core.config import model_fields
     from ..ud.coref.config import CorefConfig
     from ..ud.coref.train import coref_train_config, train_coref
     from ..ud.io.conllu import read_conllu
@@ -99,14 +100,14 @@ def run_train(args: argparse.Namespace) -> int:
     train = read_conllu(train_path, require_heads=True)
     dev = read_conllu(dev_path, require_heads=True)
     print(f"train: {train_path} ({len(train)} sentences), dev: {dev_path} ({len(dev)} sentences)", file=sys.stderr)
-    model = option_values(args, MODEL_OPTIONS)
+    model = CorefConfig(**option_values(args, MODEL_OPTIONS))
     if args.init_from and not args.resume:  # the source's architecture, except for options set to another value
-        model = {k: v for k, v in model.items() if v != field_default(CorefConfig, k)}
+        changed = model_fields(model, changed=True)
         print(f"--init-from {args.init_from}: its architecture and vocabularies"
-              + (f" with {', '.join(f'{k}={v}' for k, v in model.items())}" if model else ""), file=sys.stderr)
+              + (f" with {', '.join(f'{k}={v}' for k, v in changed.items())}" if changed else ""), file=sys.stderr)
     tc = start_run(args, TRAIN_OPTIONS, device, "conll", recipe=coref_train_config, init_from=args.init_from)
-    _, history = train_coref(train, dev, args.out, model, tc,
-                             batch_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
+    _, history = train_coref(train, dev, args.out, model, tc, batch_tokens=args.batch_tokens, resume=args.resume,
+                             overwrite=args.overwrite, **option_values(args, TASK_OPTIONS))
     best = max(history, key=lambda h: h.get("conll", 0)) if history else {}
     print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (gold trees, head match, no singletons) CoNLL F1 "
           f"{best.get('conll', 0):.2f} (MUC {best.get('muc', 0):.2f}, B3 {best.get('bcub', 0):.2f}, CEAF-e "

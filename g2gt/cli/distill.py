@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 
 from ..data import EWT_DEV, EWT_TRAIN
-from .common import apply_runtime, check_folder_path, check_input_path, data_file_arg, field_default, option_values
+from .common import apply_runtime, check_folder_path, check_input_path, data_file_arg, option_values
 from .parsing import (
     MODEL_CLI_DEFAULTS, MODEL_HELP, MODEL_OPTIONS, TRAIN_BATCH_TOKENS, TRAIN_CLI_DEFAULTS, TRAIN_OPTIONS,
 )
 from .training import add_training_groups, start_run
 
 TASK_OPTIONS = ("temperature", "gold_weight", "refine_train", "refine_steps", "teacher_refine_steps", "text_format",
-                "text_max_words", "word_dropout", "average_last")
+                "text_max_words", "word_dropout")
 TASK_HELP = {
     "temperature": "softmax temperature T of the teachers' targets and the student (the loss is scaled by T^2)",
     "gold_weight": "weight g of the gold loss on treebank sentences: (1 - g) * distillation + g * gold "
@@ -37,8 +37,6 @@ TASK_HELP = {
                    "*.conllu[.gz] are always read as CoNLL-U",
     "text_max_words": "leave out --text sentences longer than this (0 = keep all)",
     "word_dropout": "probability of replacing a word of the student's input by <unk> in training",
-    "average_last": "keep the weights of the last N saved checkpoints and write their average to OUT/averaged.pt "
-                    "at the end (0 = off)",
 }
 DATA_EPILOG = ("Defaults for --train / --dev: $G2GT_DATA/" + EWT_TRAIN + " and $G2GT_DATA/" + EWT_DEV +
                " ($G2GT_DATA: a data folder laid out as data/README.md of the g2gt repository says).")
@@ -121,12 +119,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"train: {len(train)} sentences; dev: {len(dev)} sentences", file=sys.stderr)
     t0 = time.time()
     tc = start_run(args, TRAIN_OPTIONS, device, "las", init_from=args.init_from)
-    model = option_values(args, MODEL_OPTIONS)
-    if args.init_from:  # the source's architecture, except for options set to something other than their default
-        model = {k: v for k, v in model.items() if v != MODEL_CLI_DEFAULTS.get(k, field_default(ParserConfig, k))}
     _, history = train_distill(args.teacher, train, dev, args.out, text=args.text,
-                               config=model, train_config=tc,
-                               batch_tokens=args.batch_tokens, resume=args.resume,
+                               config=ParserConfig(**option_values(args, MODEL_OPTIONS)), train_config=tc,
+                               batch_tokens=args.batch_tokens, resume=args.resume, overwrite=args.overwrite,
                                **option_values(args, TASK_OPTIONS))
     best = max(history, key=lambda h: h.get("las", 0), default={})
     print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (internal, step {best.get('step', '?')}) "

@@ -90,7 +90,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
-    from ..ud.enhance import enhancer_train_config, train_enhancer
+    from ..ud.enhance import EnhancerConfig, enhancer_train_config, train_enhancer
     from ..ud.enhance.task import parser_trees
     from ..ud.io.conllu import read_conllu
 
@@ -109,8 +109,8 @@ def run_train(args: argparse.Namespace) -> int:
         print(f"parsed the training data with {args.parser} ({time.time() - t0:.0f} s)", file=sys.stderr)
     tc = start_run(args, TRAIN_OPTIONS, device, "elas", recipe=enhancer_train_config)
     enhancer, history = train_enhancer(
-        train, dev, args.out, option_values(args, MODEL_OPTIONS), tc, batch_tokens=args.batch_tokens,
-        parser_trees=trees, resume=args.resume, **option_values(args, TASK_OPTIONS))
+        train, dev, args.out, EnhancerConfig(**option_values(args, MODEL_OPTIONS)), tc, batch_tokens=args.batch_tokens,
+        parser_trees=trees, resume=args.resume, overwrite=args.overwrite, **option_values(args, TASK_OPTIONS))
     best = max(history, key=lambda h: h.get("elas", 0)) if history else {}
     print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (internal, gold trees) ELAS {best.get('elas', 0):.2f} "
           f"EULAS {best.get('eulas', 0):.2f} unlabelled {best.get('uelas', 0):.2f}; model in {args.out}",

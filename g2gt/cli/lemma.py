@@ -10,21 +10,23 @@ import argparse
 import sys
 import time
 
-from .common import UsageError, check_folder_path, check_input_path, check_output_path, option_values
+from .common import (
+    UsageError, check_folder_path, check_input_path, check_output_path, field_default, option_values,
+)
 from .training import ENCODER_HELP, add_training_groups, start_run
 
 MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "max_distance", "label_smoothing",
-                 "batch_words", "tag_dropout", "use_when")
+                 "tag_dropout", "use_when")
 MODEL_HELP = ENCODER_HELP | {
     "max_distance": "clip distance of the character chain labels",
     "label_smoothing": "label smoothing of the loss",
-    "batch_words": "(form, tags, lemma) examples per batch",
     "tag_dropout": "probability of hiding each UPOS / feature symbol of a training example",
     "use_when": "when the parser asks the lemmatizer about a word its lexicon does not know: rare (its "
                 "edit-script head has no frequent rule that applies), unseen (that, or the form is not in "
                 "--train) or not-in-lexicon (always)",
 }
-TRAIN_OPTIONS = ("lr", "warmup", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs", "eval_every", "seed")
+TRAIN_OPTIONS = ("lr", "warmup", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs", "eval_every",
+                 "average_last", "seed")
 
 
 def register(subparsers) -> None:  # no command of its own outside 'g2gt train'
@@ -63,7 +65,8 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     data.add_argument("--export", metavar="FILE", help="also write the trained lemmatizer (best.pt, float16) to "
                       "FILE, e.g. MODEL_FOLDER/lemmatizer.pt")
     add_training_groups(p, LemmaConfig, MODEL_OPTIONS, lemma_train_config, (), TRAIN_OPTIONS,
-                        model_help=MODEL_HELP, task_help={}, batch_tokens=None, recipe=lemma_train_config,
+                        model_help=MODEL_HELP, task_help={}, batch_tokens=field_default(LemmaConfig, "batch_tokens"),
+                        recipe=lemma_train_config,
                         model_flags={"num_layers": "--layers", "num_heads": "--heads"})
     p.set_defaults(func=run_train)
 
@@ -93,8 +96,8 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"train: {' '.join(args.train)} ({len(train)} different words with lemmas), dev: "
           f"{' '.join(args.dev or ['-'])} ({len(dev)})", file=sys.stderr)
     tc = start_run(args, TRAIN_OPTIONS, device, "accuracy", recipe=lemma_train_config)
-    lem = train_lemmatizer(train, dev, args.out, LemmaConfig(**option_values(args, MODEL_OPTIONS)), tc,
-                           resume=args.resume)
+    config = LemmaConfig(**option_values(args, MODEL_OPTIONS), batch_tokens=args.batch_tokens)
+    lem = train_lemmatizer(train, dev, args.out, config, tc, resume=args.resume, overwrite=args.overwrite)
     if args.export:
         lem.save(args.export)
     best = lem.record.get("best")

@@ -21,7 +21,7 @@ from .common import (
     check_input_path, check_output_path, data_file_arg, field_default, non_negative_int, option_values,
     progress_enabled, signature_default,
 )
-from .training import ENCODER_HELP, add_training_groups, start_run
+from .training import ENCODER_HELP, add_overwrite_option, add_training_groups, start_run
 from ..ud.parse.config import PARSER_TRAIN
 from ..ud.parse import train as _parser_train  # torch-free until train_parser is called
 
@@ -40,10 +40,10 @@ MODEL_HELP = ENCODER_HELP | {
 # train_parser's signature; the command reads them there and sets none of its own.
 MODEL_CLI_DEFAULTS: dict = {}
 TRAIN_OPTIONS = ("lr", "weight_decay", "warmup", "warmup_steps", "schedule", "cooldown", "grad_clip", "accum_steps",
-                 "amp", "max_minutes", "max_steps", "epochs", "eval_every", "save_every", "seed")
+                 "amp", "max_minutes", "max_steps", "epochs", "eval_every", "save_every", "average_last", "seed")
 TRAIN_CLI_DEFAULTS = {k: getattr(PARSER_TRAIN, k) for k in TRAIN_OPTIONS}
 TASK_OPTIONS = ("refine_train", "refine_steps", "corrupt_max", "min_freq", "lowercase", "word_dropout", "tags",
-                "treebank_embedding", "average_last", "short_clauses")
+                "treebank_embedding", "short_clauses")
 TASK_HELP = {
     "refine_train": "refinement input graphs in training: the model's own first-pass predictions (self), "
                     "corrupted gold graphs (corrupt), or no refinement training (none)",
@@ -56,9 +56,6 @@ TASK_HELP = {
     "tags": "also train XPOS, UFeats and lemma heads where the training data has those columns",
     "treebank_embedding": "with training files of two or more treebanks, one learned vector per treebank added to "
                           "every word's input (--no-treebank-embedding: the treebanks are simply concatenated)",
-    "average_last": "keep the weights of the last N saved checkpoints (OUT/step-NNNNNNN.pt; a save at every "
-                    "evaluation, or every --save-every updates) and write their average to OUT/averaged.pt at the "
-                    "end, with its dev scores (0 = off)",
     "short_clauses": "extra training sentences per training sentence: short clauses cut from the training trees "
                      "(a predicate with its subject, auxiliaries and some other dependents, in their order, a "
                      "capital first letter and the treebank's usual final punctuation), drawn anew each epoch, so "
@@ -139,15 +136,15 @@ def run_train(args: argparse.Namespace) -> int:
     t0 = time.time()
     model = option_values(args, MODEL_OPTIONS)
     if args.init_from:  # the source's architecture, except for options set to something other than their default
-        model = {k: v for k, v in model.items() if v != MODEL_CLI_DEFAULTS.get(k, field_default(ParserConfig, k))}
+        changed = {k: v for k, v in model.items() if v != field_default(ParserConfig, k)}
         unused = [f"--{k.replace('_', '-')}" for k in ("min_freq", "lowercase", "tags")
                   if getattr(args, k) != inspect.signature(train_parser).parameters[k].default]
         print(f"--init-from {args.init_from}: its architecture"
-              + (f" with {', '.join(f'{k}={v}' for k, v in model.items())}" if model else "")
+              + (f" with {', '.join(f'{k}={v}' for k, v in changed.items())}" if changed else "")
               + " and vocabulary" + (f" ({', '.join(unused)} not used)" if unused else ""), file=sys.stderr)
     tc = start_run(args, TRAIN_OPTIONS, device, "las", init_from=args.init_from)
-    _, history = train_parser(train, dev, args.out, model, tc,
-                              batch_tokens=args.batch_tokens, resume=args.resume, **option_values(args, TASK_OPTIONS))
+    _, history = train_parser(train, dev, args.out, ParserConfig(**model), tc, batch_tokens=args.batch_tokens,
+                              resume=args.resume, overwrite=args.overwrite, **option_values(args, TASK_OPTIONS))
     best = max(_all_evaluations(Path(args.out) / "log.jsonl") or history, key=lambda h: h.get("las", 0), default={})
     others = "".join(f"; {k[:-4]} LAS {v:.2f}" for k, v in best.items() if k.endswith(".las"))
     print(f"done in {(time.time() - t0) / 60:.1f} min; best dev (internal, step {best.get('step', '?')}, the "
@@ -441,6 +438,7 @@ def _configure_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--minutes", type=float, default=2.0, help="training time (default: 2)")
     p.add_argument("--out", default=None, metavar="DIR", help="training folder (default: a temporary one)")
     p.add_argument("--text", default=None, help="extra raw text to parse")
+    add_overwrite_option(p)
     add_common_options(p, batch_tokens=DEMO_BATCH_TOKENS)
     p.set_defaults(func=run_demo)
 
@@ -474,7 +472,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from ..ud.evaluate import evaluate
     from ..ud.io import read_conllu, write_conllu
     from ..ud.tokenize.text import text_to_sentences
-    from ..ud.parse import train_parser
+    from ..ud.parse import ParserConfig, train_parser
     from ..core.config import TrainConfig
 
     print(EWT_ATTRIBUTION)
@@ -489,8 +487,8 @@ def run_demo(args: argparse.Namespace) -> int:
     tc = TrainConfig(**DEMO_TRAIN, max_minutes=args.minutes, metric="las", metric_mode="max", device=device,
                      progress=progress_enabled(args))
     # a 2-minute budget buys more from more updates than from refinement training or the tag heads
-    parser, _ = train_parser(train, dev[:100], out_dir, DEMO_MODEL, tc, refine_train="none", refine_steps=0,
-                             batch_tokens=args.batch_tokens, tags=False)
+    parser, _ = train_parser(train, dev[:100], out_dir, ParserConfig(**DEMO_MODEL), tc, refine_train="none",
+                             refine_steps=0, batch_tokens=args.batch_tokens, tags=False, overwrite=args.overwrite)
     text = args.text or "The dog chased the cat into the garden. I don't think it will rain tomorrow."
     for s in parser.parse(text_to_sentences(text, tokenizer="rule"), progress=False):
         print()

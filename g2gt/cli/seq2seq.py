@@ -1,7 +1,8 @@
 """``g2gt train seq2seq``, ``g2gt translate`` and ``g2gt evaluate-mt``.
 
-``train seq2seq`` options are the fields of :class:`g2gt.seq2seq.Seq2SeqTrainConfig` (defaults and help
-live there); the command reads the files and calls :func:`g2gt.seq2seq.train_seq2seq`.
+``train seq2seq`` options are the fields of :class:`g2gt.seq2seq.Seq2SeqConfig` and of
+:class:`g2gt.core.config.TrainConfig` with the defaults of :func:`g2gt.seq2seq.seq2seq_train_config` (defaults
+and help live there); the command reads the files and calls :func:`g2gt.seq2seq.train_seq2seq`.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from .common import (
     check_folder_path, check_input_path, check_output_path, field_default, option_values, positive_int,
     progress_enabled,
 )
+from .training import add_overwrite_option, config_options, start_run
 
 DATA = "multi30k"
 PAIR = ("en", "de")
-COMMON_FIELDS = ("batch_tokens", "device", "progress")  # Seq2SeqTrainConfig fields set by the common options
-#: option names of Seq2SeqTrainConfig fields that differ from ``--field-name`` (sizes as every train command)
+#: the TrainConfig fields that are options of ``g2gt train seq2seq`` (``--metric``: dev_loss or bleu)
+TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "schedule", "cooldown", "weight_decay", "grad_clip", "accum_steps",
+                 "max_minutes", "max_steps", "epochs", "seed", "eval_every", "metric", "average_last", "amp")
+#: option names of Seq2SeqConfig fields that differ from ``--field-name`` (sizes as every train command)
 FLAGS = {"num_layers": "--layers", "num_heads": "--heads", "num_encoder_layers": "--encoder-layers",
          "num_decoder_layers": "--decoder-layers"}
 
@@ -39,16 +43,9 @@ def register_train(subparsers) -> None:
 
 
 # ---------------------------------------------------------------------------- train seq2seq
-def _train_fields() -> list[str]:
-    import dataclasses
-
-    from ..seq2seq import Seq2SeqTrainConfig
-
-    return [f.name for f in dataclasses.fields(Seq2SeqTrainConfig) if f.name not in COMMON_FIELDS]
-
-
 def _configure_train(p: argparse.ArgumentParser) -> None:
-    from ..seq2seq.config import SELECT_MODES, Seq2SeqTrainConfig
+    from ..core.config import AMP_MODES, TrainConfig
+    from ..seq2seq.config import SELECT_MODES, Seq2SeqConfig, seq2seq_train_config
 
     s, t = PAIR
     p.description = (
@@ -56,7 +53,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
         "source is a chain graph with relative-position labels; with --src-graphs the encoder also reads the "
         "source dependency parse as a second label channel. Subwords: byte-level BPE trained on the training "
         "data and stored inside the checkpoint. Writes OUT/best.pt (lowest dev loss, or best greedy dev BLEU with "
-        "--select bleu), OUT/last.pt (resumable), "
+        "--metric bleu), OUT/last.pt (resumable), "
         "OUT/log.jsonl, OUT/config.json and, at the end, OUT/dev.hyp + OUT/final.json (whole dev set, beam "
         "search). The defaults are the project's recipe (warmup and cooldown are fractions of the budget).")
     p.epilog = (
@@ -79,11 +76,18 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
     d.add_argument("--out", required=True, metavar="DIR", help="training folder (checkpoints, logs)")
     d.add_argument("--resume", action="store_true",
                    help="continue from OUT/last.pt (tokenizers, data settings and model size come from it)")
-    add_dataclass_options(p, Seq2SeqTrainConfig, _train_fields(), flags=FLAGS, grouped=True,
-                          choices={"positions": ("none", "sinusoidal", "learned"),
-                                   "schedule": ("inverse_sqrt", "cosine", "constant"),
-                                   "select": tuple(SELECT_MODES)})
-    add_common_options(p, batch_tokens=field_default(Seq2SeqTrainConfig, "batch_tokens"))
+    add_dataclass_options(p, Seq2SeqConfig, config_options(Seq2SeqConfig), flags=FLAGS, grouped=True,
+                          choices={"positions": ("none", "sinusoidal", "learned")})
+    recipe = seq2seq_train_config()
+    add_dataclass_options(p.add_argument_group("optimisation and budget"), TrainConfig, TRAIN_OPTIONS,
+                          defaults={n: getattr(recipe, n) for n in TRAIN_OPTIONS},
+                          help={"metric": "what selects best.pt: dev_loss (lowest loss on the whole dev set, as "
+                                          "fairseq does by default) or bleu (highest greedy BLEU on the first "
+                                          "--eval-sentences)"},
+                          choices={"schedule": ("inverse_sqrt", "cosine", "constant"), "metric": tuple(SELECT_MODES),
+                                   "amp": AMP_MODES})
+    add_overwrite_option(p.add_argument_group("training folder"))
+    add_common_options(p, batch_tokens=field_default(Seq2SeqConfig, "batch_tokens"))
     p.set_defaults(func=run_train)
 
 
@@ -100,7 +104,8 @@ def _default(value: str | None, name: str, flag: str) -> str:
 
 def run_train(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
-    from ..seq2seq import Seq2SeqTrainConfig, read_training_data, train_seq2seq
+    from ..seq2seq import Seq2SeqConfig, read_training_data, seq2seq_train_config, train_seq2seq
+    from ..seq2seq.config import SELECT_MODES
 
     s, t = PAIR
     graph = args.src_graphs is not None or args.src_dev_graphs is not None
@@ -118,11 +123,13 @@ def run_train(args: argparse.Namespace) -> int:
     for flag, key in (("--src-train", "src_train"), ("--src-dev", "src_dev")):
         check_input_path(files[key], flag)
     src_train, tgt_train, src_dev, tgt_dev = read_training_data(**files)
-    config = Seq2SeqTrainConfig(**option_values(args, _train_fields()), batch_tokens=args.batch_tokens,
-                                device=device, progress=progress_enabled(args))
-    run = train_seq2seq(src_train, tgt_train, src_dev, tgt_dev, args.out, config, resume=args.resume)
+    config = Seq2SeqConfig(**option_values(args, config_options(Seq2SeqConfig)), batch_tokens=args.batch_tokens)
+    tc = start_run(args, [n for n in TRAIN_OPTIONS if n != "metric"], device, args.metric,
+                   metric_mode=SELECT_MODES[args.metric], recipe=seq2seq_train_config)
+    run = train_seq2seq(src_train, tgt_train, src_dev, tgt_dev, args.out, config, tc, resume=args.resume,
+                        overwrite=args.overwrite)
     value = json.loads((Path(args.out) / "config.json").read_text(encoding="utf-8")).get("best_dev")
-    what = {"dev_loss": "dev loss", "bleu": "greedy dev BLEU"}.get(config.select, config.select)
+    what = {"dev_loss": "dev loss", "bleu": "greedy dev BLEU"}.get(tc.metric, tc.metric)
     print(f"trained {run.steps} updates; best.pt holds the model of the best {what}"
           + (f" ({value:.3f})" if isinstance(value, (int, float)) else "") + f": {args.out}", file=sys.stderr)
     return 0

@@ -1,11 +1,13 @@
-"""What the training commands ``g2gt train parser``, ``g2gt train enhancer`` and ``g2gt train segmenter`` share.
+"""What the training commands ``g2gt train STAGE`` share.
 
 * :data:`ENCODER_HELP` / :data:`MODEL_FLAGS`: help and flag names of the encoder options the parser and the
   enhanced-UD model have in common;
 * :func:`add_training_groups`: the option groups after ``data`` (model, further configs, task, optimisation
-  and budget) and the runtime options;
-* :func:`start_run`: the run's :class:`g2gt.core.config.TrainConfig` from those options, and its command
-  recorded in the training folder (``commands.jsonl``, read by the model card of ``g2gt train pipeline``).
+  and budget), ``--overwrite`` (:func:`add_overwrite_option`) and the runtime options;
+* :func:`start_run`: the check that ``--out`` holds no run unless ``--resume`` or ``--overwrite``
+  (:func:`g2gt.core.run.check_run_folder`), the run's :class:`g2gt.core.config.TrainConfig` from the options,
+  and its command recorded in the training folder (``commands.jsonl``, read by the model card of ``g2gt train
+  pipeline``).
 
 Importable without torch, like every command module.
 """
@@ -21,7 +23,7 @@ from .common import (
     progress_enabled,
 )
 
-__all__ = ["ENCODER_HELP", "MODEL_FLAGS", "add_training_groups", "start_run"]
+__all__ = ["ENCODER_HELP", "MODEL_FLAGS", "add_overwrite_option", "add_training_groups", "start_run"]
 
 #: help of the model options the parser and the enhanced-UD model have in common
 ENCODER_HELP = {
@@ -35,6 +37,14 @@ ENCODER_HELP = {
     "char_filters": "character CNN filters",
 }
 MODEL_FLAGS = {"num_layers": "--layers", "num_heads": "--heads"}
+
+
+def add_overwrite_option(p) -> None:
+    """``--overwrite``: the one option of every ``g2gt train STAGE`` that lets a run replace the one in ``--out``
+    (without it, and without ``--resume``, an ``--out`` that holds a run is an error)."""
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run that --out holds (without --resume or --overwrite an existing run is an "
+                        "error, never overwritten)")
 
 
 def add_training_groups(p: argparse.ArgumentParser, model_cls: type, model_options: Iterable[str],
@@ -61,6 +71,7 @@ def add_training_groups(p: argparse.ArgumentParser, model_cls: type, model_optio
 
     add_dataclass_options(p.add_argument_group("model"), model_cls, model_options, defaults=model_defaults,
                           help=model_help, flags=model_flags)
+    add_overwrite_option(p.add_argument_group("training folder"))
     for title, cls in (more_configs or {}).items():  # every field but the common options' (--batch-tokens)
         add_dataclass_options(p.add_argument_group(title), cls, config_options(cls))
     task = p.add_argument_group(task_title)
@@ -86,14 +97,18 @@ def config_options(cls: type) -> list[str]:
 
 
 def start_run(args: argparse.Namespace, train_options: Iterable[str], device: str, metric: str, *,
-              recipe: Callable[..., Any] | None = None, **fields: Any):
+              recipe: Callable[..., Any] | None = None, metric_mode: str = "max", **fields: Any):
     """The run's :class:`TrainConfig`, made by ``recipe`` (keyword fields -> TrainConfig; default the class
-    itself): the ``train_options`` as given, ``best.pt`` chosen by the dev ``metric`` (higher is better),
-    ``device``, the progress bar as asked and ``fields`` (e.g. ``init_from``); records the command line in
-    ``args.out`` first (:func:`g2gt.core.run_folder.record_command`)."""
+    itself): the ``train_options`` as given, ``best.pt`` chosen by the dev ``metric`` (``metric_mode``: higher
+    values are better by default), ``device``, the progress bar as asked and ``fields`` (e.g. ``init_from``).
+    First refuses an ``args.out``
+    that holds a run unless ``args.resume`` or ``args.overwrite`` (:class:`g2gt.core.run.RunExists`, exit
+    status 2), then records the command line there (:func:`g2gt.core.run_folder.record_command`)."""
     from ..core.config import TrainConfig
+    from ..core.run import check_run_folder
     from ..core.run_folder import record_command
 
+    check_run_folder(args.out, args.resume, args.overwrite)
     record_command(args.out, command_line(args), args.resume)  # for the model card (g2gt train pipeline)
-    return (recipe or TrainConfig)(**option_values(args, train_options), metric=metric, metric_mode="max",
+    return (recipe or TrainConfig)(**option_values(args, train_options), metric=metric, metric_mode=metric_mode,
                                    device=device, progress=progress_enabled(args), **fields)

@@ -21,19 +21,17 @@ from .common import (
     UsageError, add_common_options, apply_runtime, check_folder_path, check_input_path,
     command_line, data_file_arg, field_default, option_values, positive_int, progress_enabled, shell_words,
 )
-from .training import add_training_groups, config_options, start_run
+from .training import add_overwrite_option, add_training_groups, config_options, start_run
 
 SEG_MODEL_SKIP = ("vocab_size", "spaces_in_tokens", "space_words")
 SEG_TRAIN_OPTIONS = ("lr", "warmup", "warmup_steps", "cooldown", "grad_clip", "max_minutes", "max_steps", "epochs",
-                     "eval_every", "seed", "amp")
-SEG_TASK_OPTIONS = ("english_rules", "spaces_in_tokens", "expander", "average_last")
+                     "eval_every", "average_last", "seed", "amp")
+SEG_TASK_OPTIONS = ("english_rules", "spaces_in_tokens", "expander")
 SEG_TASK_HELP = {
     "english_rules": "English clitic rules for unseen multiword tokens (default: on when the --train file is "
                      "named en_*)",
     "spaces_in_tokens": "a single space may be inside a token, as in Vietnamese words (default: on when at "
                         "least 1% of the training tokens hold a space)",
-    "average_last": "keep the weights of the last N evaluations' checkpoints (OUT/step-NNNNNNN.pt) and write their "
-                    "average to OUT/averaged.pt at the end, with its dev scores in OUT/config.json (0 = off)",
     "expander": "train the learned multiword-token expander (default: when the training data has at least 50 "
                 "different multiword tokens)",
 }
@@ -67,7 +65,8 @@ def _pipeline_command(args: argparse.Namespace) -> str:
             words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     for stage, model in args.source or []:
         words += ["--source", f"{stage}={model}"]
-    words += [flag for flag, on in (("--resume", args.resume), ("--no-enhancer", not args.enhancer),
+    words += [flag for flag, on in (("--resume", args.resume), ("--overwrite", args.overwrite),
+                                    ("--no-enhancer", not args.enhancer),
                                     ("--no-coref", not args.coref)) if on]
     return shell_words(words)
 
@@ -116,7 +115,7 @@ def _configure_segmenter(p: argparse.ArgumentParser) -> None:
         p, SegmenterConfig, _seg_model_options(), train_segmenter, SEG_TASK_OPTIONS, SEG_TRAIN_OPTIONS,
         task_help=SEG_TASK_HELP, batch_tokens=field_default(SegmentDataConfig, "batch_tokens"),
         more_configs={"training text": SegmentDataConfig},
-        task_title="language and averaging", task_defaults={"english_rules": None}, more_task_options=expander_steps,
+        task_title="language", task_defaults={"english_rules": None}, more_task_options=expander_steps,
         recipe=default_train_config)
     p.set_defaults(func=run_segmenter)
 
@@ -131,7 +130,10 @@ def _relearn(args: argparse.Namespace, train) -> int:
     source = stage_checkpoint(args.relearn_lexicon, "segmenter")
     out = Path(args.out)
     if out.suffix != ".pt":
+        from ..core.run import check_run_folder
+
         check_folder_path(args.out, "--out")
+        check_run_folder(out, overwrite=args.overwrite)  # its best.pt would replace a run's
         out.mkdir(parents=True, exist_ok=True)
         commands = [*source_commands(args.relearn_lexicon, "segmenter"), command_line(args)]
         for k, command in enumerate(commands):
@@ -179,7 +181,7 @@ def run_segmenter(args: argparse.Namespace) -> int:
                           SegmenterConfig(**option_values(args, _seg_model_options())), tc, args.resume,
                           _segment_data_config(args),
                           english_rules=english, spaces_in_tokens=args.spaces_in_tokens, expander=args.expander,
-                          expander_train_config=expander_budget(tc, args.expander_steps), average_last=args.average_last)
+                          expander_train_config=expander_budget(tc, args.expander_steps), overwrite=args.overwrite)
     print(f"done in {(time.time() - t0) / 60:.1f} min: {seg}; best.pt in {args.out}", file=sys.stderr)
     return 0
 
@@ -233,6 +235,7 @@ def _configure_pipeline(p: argparse.ArgumentParser) -> None:
     data.add_argument("--name", help="model name (default: from the file names, e.g. fr_sequoia)")
     data.add_argument("--lang", help="language code (default: from the file names, e.g. fr)")
     data.add_argument("--resume", action="store_true", help="continue unfinished stages, reuse finished ones")
+    add_overwrite_option(data)
     data.add_argument("--source", action="append", type=_stage_source, metavar="STAGE=MODEL",
                       help="take a stage (segmenter, parser, enhancer, coref) as it is from a trained model (a model's "
                       "name, a model or training folder) instead of training it, e.g. --source "
@@ -275,7 +278,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
     device = apply_runtime(args)
     minutes = {s: getattr(args, f"{s}_minutes") for s in STAGE_SHARES if getattr(args, f"{s}_minutes") is not None}
     card = train_pipeline(files, args.out, name=args.name, lang=args.lang, max_minutes=args.max_minutes,
-                          stage_minutes=minutes, resume=args.resume, device=device, progress=progress_enabled(args),
+                          stage_minutes=minutes, resume=args.resume, overwrite=args.overwrite, device=device, progress=progress_enabled(args),
                           batch_tokens=args.batch_tokens, enhancer=args.enhancer, coref=args.coref,
                           evaluate=args.evaluate,
                           command=_pipeline_command(args), threads=args.threads, max_steps=args.max_steps,

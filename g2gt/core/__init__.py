@@ -3,10 +3,11 @@
 * :mod:`~g2gt.core.graph` — :class:`Graph` (tokens plus labelled channels), chain graphs, label vocabularies,
   networkx / PyG bridges;
 * :mod:`~g2gt.core.batch` — :func:`collate` (graphs -> padded :class:`GraphBatch`), the one token-budget
-  batcher :func:`token_budget_batches` and the training sampler :class:`BucketBatchSampler`;
+  batcher :func:`token_budget_batches`, the training sampler :class:`BucketBatchSampler` and :func:`shard` (the
+  one rule that splits batches among ranks);
 * :mod:`~g2gt.core.config` — :class:`TrainConfig`, :func:`option`, :class:`DictConfig` (torch-free);
 * :mod:`~g2gt.core.task` — the :class:`Task` protocol; :mod:`~g2gt.core.train` — the one :class:`Trainer`;
-  :mod:`~g2gt.core.run` — a whole training run (``config.json``, averaging); :mod:`~g2gt.core.runtime`,
+  :mod:`~g2gt.core.run` — the one training runner (``config.json``, averaging, never overwriting a run); :mod:`~g2gt.core.runtime`,
   :mod:`~g2gt.core.schedule`;
 * :mod:`~g2gt.core.checkpoint` — atomic, ``weights_only`` checkpoints with their ``kind``, training-folder
   locks, snapshots; :mod:`~g2gt.core.average` — checkpoint averaging;

@@ -13,7 +13,8 @@
 size so that a batch holds at most ``batch_tokens`` padded tokens (an over-long item gets a
 batch of its own). Training uses it through :class:`BucketBatchSampler`, which is deterministic
 given ``(seed, epoch)``, can skip the batches already consumed (exact resume) and shards batches
-across distributed ranks; the parser, enhancer and seq2seq inference call it directly.
+across distributed ranks with :func:`shard` (the one sharding rule; tasks that batch on their own, such as
+the segmenter's windows, use it too); the parser, enhancer and seq2seq inference call it directly.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from torch import Tensor
 
 from .graph import ChainChannel, Graph, relative_position_labels
 
-__all__ = ["GraphBatch", "collate", "compact_dtype", "token_budget_batches", "BucketBatchSampler", "pad_sequences"]
+__all__ = ["GraphBatch", "collate", "compact_dtype", "token_budget_batches", "BucketBatchSampler", "pad_sequences",
+           "shard"]
 
 
 def compact_dtype(max_label: int) -> torch.dtype:
@@ -275,13 +277,27 @@ def _pack(lengths: list[int], order: list[int], batch_tokens: int, max_items: in
     return out
 
 
+def shard(items: Sequence, rank: int = 0, world_size: int = 1) -> list:
+    """Rank ``rank``'s share of ``items`` (e.g. one epoch's batches) among ``world_size`` processes: every
+    ``world_size``-th item from ``rank`` on. The list is first padded by repeating it from its start to a
+    multiple of ``world_size``, so every rank gets the same count (``ceil(len / world_size)``: the ranks take
+    their steps together) and nothing is left out; one process gets ``items`` as they are."""
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"shard(): rank must be in [0, world_size) and world_size >= 1, got rank {rank} of "
+                         f"{world_size}")
+    items = list(items)
+    if world_size == 1 or not items:
+        return items
+    per = math.ceil(len(items) / world_size)
+    return (items * world_size)[: per * world_size][rank::world_size]
+
+
 class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
     """Length-bucketed batches holding at most ``batch_tokens`` padded tokens, for training.
 
     The batches of :func:`token_budget_batches` with ``shuffle=True`` (an over-long item gets a batch of
     its own). Deterministic in ``(seed, epoch)``; ``skip`` batches can be dropped for resuming; with
-    ``num_replicas > 1`` each rank takes every ``num_replicas``-th batch (the list is padded by repetition
-    so every rank gets the same count).
+    ``num_replicas > 1`` each rank takes its :func:`shard` of the batches.
 
     Args:
         lengths: size of each item (tokens; for seq2seq the max of source/target).
@@ -322,11 +338,7 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
         batches = token_budget_batches(self.lengths, self.batch_tokens, max_items=self.max_items,
                                        shuffle=self.shuffle, seed=self.seed * 1_000_003 + self.epoch,
                                        bucket_size=self.bucket_size)
-        if self.num_replicas > 1:
-            per = math.ceil(len(batches) / self.num_replicas)
-            batches = (batches * self.num_replicas)[: per * self.num_replicas] if batches else batches
-            batches = batches[self.rank :: self.num_replicas]
-        return batches
+        return shard(batches, self.rank, self.num_replicas)
 
     def __iter__(self) -> Iterator[list[int]]:
         yield from self._all_batches()[self.skip :]

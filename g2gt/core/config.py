@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 __all__ = ["AMP_HELP", "AMP_MODES", "DictConfig", "TrainConfig", "dataclass_from_dict", "option",
-           "recipe_overrides"]
+           "recipe_overrides", "model_fields"]
 
 T = TypeVar("T")
 
@@ -98,6 +98,10 @@ class TrainConfig(DictConfig):
     save_every: int = option(0, "updates between resumable checkpoints (0 = at every evaluation)", "evaluation")
     keep_last: int = option(0, "also keep the weights of the last K resumable checkpoints as OUT/step-NNNNNNN.pt, "
                             "e.g. for checkpoint averaging (0 = none)", "evaluation")
+    average_last: int = option(0, "keep the weights of the last N saved checkpoints (OUT/step-NNNNNNN.pt; a save at "
+                               "every evaluation, or every save_every updates) and write their average to "
+                               "OUT/averaged.pt at the end, with its dev scores in OUT/config.json (0 = off)",
+                               "evaluation")
     log_every: int = option(10, "updates between log.jsonl training lines (lr, loss, tokens/s)", "evaluation")
     metric: str = option("loss", "evaluation metric that selects best.pt", "evaluation")
     metric_mode: str = option("min", "min or max: which values of metric are better", "evaluation")
@@ -115,3 +119,12 @@ def recipe_overrides(recipe: Any) -> dict[str, Any]:
     base = type(recipe)()
     return {f.name: getattr(recipe, f.name) for f in dataclasses.fields(recipe)
             if getattr(recipe, f.name) != getattr(base, f.name)}
+
+
+def model_fields(config: Any, data_fields: Any = (), changed: bool = False) -> dict[str, Any]:
+    """The fields of a model config dataclass that a training function takes from the caller: all but
+    ``data_fields`` (the sizes it sets from the training data); with ``changed``, only those that differ from
+    the class's defaults (the overrides of a warm start's architecture)."""
+    values = recipe_overrides(config) if changed else {f.name: getattr(config, f.name)
+                                                       for f in dataclasses.fields(config)}
+    return {k: v for k, v in values.items() if k not in set(data_fields)}

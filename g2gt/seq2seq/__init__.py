@@ -4,7 +4,8 @@
   (``Translator.load(name_or_path, device="auto", dtype="auto")``, ``translator(lines)``, ``pipe``,
   ``translate_file``, ``save``); :mod:`.package`: translation models by name and as installable packages;
 * :mod:`.config`: ``Seq2SeqSettings`` (one model's data / decoding settings), ``TranslateConfig`` (how a
-  Translator decodes) and ``Seq2SeqTrainConfig`` (the training recipe and its defaults);
+  Translator decodes), ``Seq2SeqConfig`` (the model and data settings of the training recipe) and
+  ``seq2seq_train_config`` (its ``TrainConfig``);
 * :mod:`.data`: aligned text files (``read_lines``, ``read_parallel``, ``read_training_data``);
 * :mod:`.task`: the task for the Trainer (``Seq2SeqTask``), decoding, ``load_seq2seq``;
 * :mod:`.metrics`: ``mt_scores``, corpus BLEU / chrF through sacreBLEU's metric objects;
@@ -18,7 +19,7 @@ Importing this package does not import torch: the names of :mod:`.task`,
 from .._lazy import lazy_exports
 from typing import TYPE_CHECKING
 
-from .config import Seq2SeqSettings, Seq2SeqTrainConfig, TranslateConfig
+from .config import Seq2SeqConfig, Seq2SeqSettings, TranslateConfig, seq2seq_train_config
 from .data import MisalignedError, check_aligned, read_lines, read_parallel, read_training_data
 from .metrics import mt_scores
 from .package import build_translation_package, find_translator, training_card
@@ -38,8 +39,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [
-    "MisalignedError", "Seq2SeqRun", "Seq2SeqSettings", "Seq2SeqTask", "Seq2SeqTrainConfig", "TranslateConfig", "Translator",
-    "build_translation_package", "check_aligned", "final_evaluation", "find_translator",
-    "load_seq2seq", "mt_scores", "read_lines", "read_parallel", "read_training_data", "train_seq2seq",
-    "training_card",
+    "MisalignedError", "Seq2SeqConfig", "Seq2SeqRun", "Seq2SeqSettings", "Seq2SeqTask", "TranslateConfig",
+    "Translator", "build_translation_package", "check_aligned", "final_evaluation", "find_translator",
+    "load_seq2seq", "mt_scores", "read_lines", "read_parallel", "read_training_data", "seq2seq_train_config",
+    "train_seq2seq", "training_card",
 ]

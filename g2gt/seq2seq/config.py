@@ -3,22 +3,24 @@
 * :class:`Seq2SeqSettings`: data and decoding settings of one model (saved inside its checkpoint);
 * :class:`TranslateConfig`: how a :class:`g2gt.seq2seq.Translator` (and ``g2gt translate``) decodes: beam
   size, length penalty, batch sizes, the longest piece of a line translated at once;
-* :class:`Seq2SeqTrainConfig`: the training recipe (:func:`g2gt.seq2seq.train_seq2seq`), whose defaults
-  are the ones measured on Multi30k En->De on one CPU thread: d_model 256, 3+3 layers, 4 heads, FFN 1024,
-  dropout 0.1, label smoothing 0.1, joint byte-level BPE with 8k merges, relative chain labels clipped at 16,
-  batches of 2,048 padded tokens, AdamW at lr 1e-3. Warmup and cooldown are fractions of the budget
+* :class:`Seq2SeqConfig` (the model, subwords, data and evaluation settings) and :func:`seq2seq_train_config`
+  (its :class:`g2gt.core.config.TrainConfig`): the training recipe (:func:`g2gt.seq2seq.train_seq2seq`), whose
+  defaults are the ones measured on Multi30k En->De on one CPU thread: d_model 256, 3+3 layers, 4 heads, FFN
+  1024, dropout 0.1, label smoothing 0.1, joint byte-level BPE with 8k merges, relative chain labels clipped at
+  16, batches of 2,048 padded tokens, AdamW at lr 1e-3. Warmup and cooldown are fractions of the budget
   (:mod:`g2gt.core.schedule`), so one recipe serves 10 minutes and 3 hours. ``g2gt train seq2seq`` and
-  ``benchmarks/seq2seq.py`` take their defaults from it.
+  ``benchmarks/seq2seq.py`` take their defaults from them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..core.config import AMP_HELP, DictConfig, TrainConfig, option
+from ..core.config import DictConfig, TrainConfig, option
 from ..errors import Error
 
-__all__ = ["DEFAULT_BEAM", "Seq2SeqSettings", "Seq2SeqTrainConfig", "SELECT_MODES", "TranslateConfig"]
+__all__ = ["DEFAULT_BEAM", "SEQ2SEQ_TRAIN", "Seq2SeqConfig", "Seq2SeqSettings", "SELECT_MODES", "TranslateConfig",
+           "check_metric", "seq2seq_train_config"]
 
 #: The beam size of translation everywhere: Translator, ``g2gt translate`` and the final dev translation.
 DEFAULT_BEAM = 5
@@ -85,21 +87,49 @@ class TranslateConfig(DictConfig):
         return self
 
 
+#: the translation recipe's optimisation settings: AdamW at lr 1e-3, 10 % warmup, a dev evaluation every 400
+#: updates keeping the lowest dev loss (as fairseq does by default)
+SEQ2SEQ_TRAIN = TrainConfig(lr=1e-3, warmup=0.1, eval_every=400, metric="dev_loss", metric_mode="min")
+
+
+def seq2seq_train_config(**fields) -> TrainConfig:
+    """The translation recipe's :class:`TrainConfig` (a copy of :data:`SEQ2SEQ_TRAIN`); ``fields`` override any
+    field. ``metric`` (one of :data:`SELECT_MODES`: ``dev_loss`` or ``bleu``) also sets ``metric_mode``."""
+    if "metric" in fields and "metric_mode" not in fields:
+        fields["metric_mode"] = SELECT_MODES.get(fields["metric"], SEQ2SEQ_TRAIN.metric_mode)
+    return check_metric(replace(SEQ2SEQ_TRAIN, **fields))
+
+
+def check_metric(tc: TrainConfig) -> TrainConfig:
+    """``tc`` when its ``metric`` is a translation metric (:data:`SELECT_MODES`) with its own ``metric_mode``,
+    else :class:`g2gt.Error` saying what is expected."""
+    if tc.metric not in SELECT_MODES:
+        raise Error(f"TrainConfig.metric={tc.metric!r} cannot select a translation model; expected one of "
+                    f"{', '.join(SELECT_MODES)} (e.g. seq2seq_train_config(metric='bleu'))")
+    if tc.metric_mode != SELECT_MODES[tc.metric]:
+        raise Error(f"TrainConfig.metric_mode={tc.metric_mode!r} does not fit metric {tc.metric!r}, whose better "
+                    f"values are the {'lower' if SELECT_MODES[tc.metric] == 'min' else 'higher'} ones (metric_mode="
+                    f"{SELECT_MODES[tc.metric]!r}; seq2seq_train_config(metric=...) sets it)")
+    return tc
+
+
 @dataclass
-class Seq2SeqTrainConfig(DictConfig):
-    """Everything :func:`train_seq2seq` needs besides the data; the defaults are the project's recipe.
+class Seq2SeqConfig(DictConfig):
+    """The translation model, its subwords and its data / evaluation settings: what :func:`train_seq2seq`
+    takes besides the data and its :class:`TrainConfig` (:func:`seq2seq_train_config`); the defaults are the
+    project's recipe.
 
     Field metadata ``{"help", "group"}`` documents each field; ``g2gt train seq2seq`` builds its options
-    from these fields (``--d-model`` for ``d_model`` ...), so the CLI and Python share one set of defaults.
-    Sizes are named as in :class:`g2gt.nn.G2GTConfig` (``num_layers``, ``num_heads``, ``num_encoder_layers``,
-    ``num_decoder_layers``).
+    from these fields and from :class:`TrainConfig`'s (``--d-model`` for ``d_model`` ...), so the CLI and Python
+    share one set of defaults. Sizes are named as in :class:`g2gt.nn.G2GTConfig` (``num_layers``,
+    ``num_heads``, ``num_encoder_layers``, ``num_decoder_layers``).
     """
 
     # subwords
     bpe_vocab: int = option(8000, "BPE vocabulary size (per side when not joint)", "subwords")
     joint_vocab: bool = option(True, "one BPE vocabulary for both sides, with shared embeddings", "subwords")
     max_len: int = option(256, "subwords kept per sentence (longer ones are truncated, with a warning that counts "
-                        "them)", "subwords")
+                          "them)", "subwords")
     # model
     d_model: int = option(256, "model width", "model")
     num_layers: int = option(3, "encoder and decoder layers (each)", "model")
@@ -110,53 +140,18 @@ class Seq2SeqTrainConfig(DictConfig):
     dropout: float = option(0.1, "dropout", "model")
     attention_dropout: float = option(0.0, "dropout on attention probabilities", "model")
     positions: str = option("none", "absolute position embeddings: none (relative labels only), sinusoidal or "
-                          "learned", "model")
+                            "learned", "model")
     max_distance: int = option(16, "clip distance k of the relative-position labels (encoder chain channel and "
-                             "decoder); 0 = none (use with positions=sinusoidal)", "model")
+                               "decoder); 0 = none (use with positions=sinusoidal)", "model")
     value_labels: bool = option(False, "also add label embeddings to the attention values (keys only is faster)",
-                              "model")
-    # optimisation
-    lr: float = option(1e-3, "peak learning rate (AdamW)", "optimisation")
-    warmup: float = option(0.1, "warmup as a fraction of the budget (max_minutes / max_steps)", "optimisation")
-    warmup_steps: int | None = option(None, "warmup in updates; wins over warmup", "optimisation")
-    schedule: str = option("inverse_sqrt", "after warmup: inverse_sqrt, cosine or constant", "optimisation")
-    cooldown: float = option(0.2, "final fraction of the budget over which the learning rate decays linearly to ~0",
-                           "optimisation")
-    weight_decay: float = option(0.01, "AdamW weight decay", "optimisation")
-    label_smoothing: float = option(0.1, "label smoothing of the cross entropy", "optimisation")
-    batch_tokens: int = option(2048, "padded tokens per batch", "optimisation")
-    accum_steps: int = option(1, "batches accumulated per update", "optimisation")
-    max_minutes: float = option(0.0, "training-time budget of the run in minutes (0 = none)", "optimisation")
-    max_steps: int = option(0, "update budget of the run (0 = none)", "optimisation")
-    epochs: int = option(1000, "at most this many passes over the training data", "optimisation")
-    seed: int = option(1, "random seed (initialisation, data order, dropout)", "optimisation")
+                                "model")
+    label_smoothing: float = option(0.1, "label smoothing of the cross entropy", "task")
+    batch_tokens: int = option(2048, "padded tokens per training batch", "task")
     # evaluation
-    eval_every: int = option(400, "updates between dev evaluations (dev loss and greedy BLEU; keeps best.pt)",
-                             "evaluation")
-    select: str = option("dev_loss", "what selects best.pt: dev_loss (lowest loss on the whole dev set, as "
-                         "fairseq does by default) or bleu (highest greedy BLEU on the first eval_sentences)",
-                         "evaluation")
     eval_sentences: int = option(300, "dev sentences translated at each evaluation (0 = all)", "evaluation")
     final_beam: int = option(DEFAULT_BEAM, "beam size of the final translation of the whole dev set (0 = skip)",
                              "evaluation")
     length_penalty: float = option(1.0, "length penalty exponent of beam search", "evaluation")
-    average_last: int = option(0, "keep the weights of the last N evaluations (OUT/step-NNNNNNN.pt) and write "
-                               "their average to OUT/averaged.pt at the end, scored on dev (0 = off)", "evaluation")
-    # runtime
-    device: str = option("auto", "auto, cpu, cuda, cuda:1 ...", "runtime")
-    amp: str = option("auto", AMP_HELP, "runtime")
-    progress: bool = option(True, "progress bars and a data summary on stderr", "runtime")
-
-    def train_config(self) -> TrainConfig:
-        """The :class:`g2gt.core.config.TrainConfig` of this recipe (``select`` chooses ``best.pt``)."""
-        if self.select not in SELECT_MODES:
-            raise ValueError(f"select must be one of {sorted(SELECT_MODES)}, got {self.select!r}")
-        return TrainConfig(
-            lr=self.lr, weight_decay=self.weight_decay, warmup=self.warmup, warmup_steps=self.warmup_steps,
-            schedule=self.schedule, cooldown=self.cooldown, max_steps=self.max_steps, epochs=self.epochs,
-            max_minutes=self.max_minutes, accum_steps=self.accum_steps, eval_every=self.eval_every, metric=self.select,
-            metric_mode=SELECT_MODES[self.select], seed=self.seed, device=self.device, amp=self.amp,
-            progress=self.progress)
 
     def settings(self, graph: bool = False) -> Seq2SeqSettings:
         """The data / decoding :class:`Seq2SeqSettings` of this recipe."""

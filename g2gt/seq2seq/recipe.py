@@ -1,6 +1,7 @@
 """Training a translation model: :func:`train_seq2seq` runs the recipe of a
-:class:`~g2gt.seq2seq.config.Seq2SeqTrainConfig` on sentence pairs, for Python users and
-``g2gt train seq2seq`` alike.
+:class:`~g2gt.seq2seq.config.Seq2SeqConfig` and a :class:`~g2gt.core.config.TrainConfig`
+(:func:`~g2gt.seq2seq.config.seq2seq_train_config`) on sentence pairs through the one training runner, for
+Python users and ``g2gt train seq2seq`` alike.
 """
 
 from __future__ import annotations
@@ -11,18 +12,18 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from ..core.checkpoint import TrainingFolderLock
+from ..core.config import TrainConfig
 from ..core.graph import LabelVocab
+from ..core.run import training_run
 from ..core.train import Trainer
 from ..nn.transformer import G2GTConfig, G2GTransformer
 from .subword import SubwordTokenizer
-from .config import Seq2SeqTrainConfig
+from .config import Seq2SeqConfig, check_metric, seq2seq_train_config
 from .data import check_aligned
 from .metrics import mt_scores
 from .task import SUBWORD_LABEL, Seq2SeqTask, load_seq2seq
@@ -89,7 +90,8 @@ def _is_graph(sources: Sequence) -> bool:
     return bool(len(sources)) and not isinstance(sources[0], str)
 
 
-def _new_task(src_train: Sequence, tgt_train: Sequence[str], graph: bool, cfg: Seq2SeqTrainConfig) -> Seq2SeqTask:
+def _new_task(src_train: Sequence, tgt_train: Sequence[str], graph: bool, cfg: Seq2SeqConfig,
+              seed: int) -> Seq2SeqTask:
     """Train the BPE tokenizer(s) and, with source parses, the dependency label vocabulary."""
     src_text = [" ".join(s.forms) for s in src_train] if graph else list(src_train)
     if cfg.joint_vocab:
@@ -101,7 +103,7 @@ def _new_task(src_train: Sequence, tgt_train: Sequence[str], graph: bool, cfg: S
     if graph:
         rel_vocab = LabelVocab.for_dependencies(sorted({r for s in src_train for r in s.deprels if r is not None}))
         rel_vocab.add(SUBWORD_LABEL)
-    return Seq2SeqTask(src_tok, tgt_tok, cfg.settings(graph), rel_vocab=rel_vocab, seed=cfg.seed)
+    return Seq2SeqTask(src_tok, tgt_tok, cfg.settings(graph), rel_vocab=rel_vocab, seed=seed)
 
 
 def _device(name: str) -> torch.device:
@@ -111,33 +113,39 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
+@training_run
 def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequence, tgt_dev: Sequence[str],
-                  out_dir: str | os.PathLike, config: Seq2SeqTrainConfig | None = None,
-                  resume: bool = False) -> Seq2SeqRun:
+                  out_dir: str | os.PathLike, config: Seq2SeqConfig | None = None,
+                  train_config: TrainConfig | None = None, resume: bool = False,
+                  overwrite: bool = False) -> Seq2SeqRun:
     """Train a translation model through the one training runner (:func:`g2gt.core.run.run_training`);
     return the best one.
 
     ``src_*``: source sentences as strings, or :class:`g2gt.ud.io.sentence.Sentence` objects (one parse per
     target line) for graph to sequence (see :func:`read_training_data`); ``tgt_*``: target sentences.
-    ``out_dir`` receives ``best.pt`` (selected by ``config.select``), ``last.pt`` (resumable), ``log.jsonl``,
-    ``config.json`` (``model_config``, ``train_config``, ``task``: the recipe and the data settings,
-    ``data``, ``parameters``, then ``steps``, ``train_seconds``, ``best_dev``) and, with ``final_beam > 0``,
-    ``dev.hyp`` + ``final.json`` (whole dev set, beam search). With ``config.average_last = K > 0`` the
-    weights of the last ``K`` evaluations are also averaged into ``averaged.pt``, scored on dev (greedy, in
-    ``config.json``) and, with ``final_beam > 0``, decoded into ``dev.averaged.hyp`` + ``final.averaged.json``.
-    The folder is locked for the whole call. With ``resume=True`` and an ``out_dir/last.pt``, the tokenizers,
-    data settings and model size come from the checkpoint (``batch_tokens``, ``eval_sentences`` and
+    ``config``: the model, subwords and data settings (default: :class:`Seq2SeqConfig`'s); ``train_config``:
+    default :func:`seq2seq_train_config`, its ``metric`` (``dev_loss`` or ``bleu``) selects ``best.pt``.
+    ``out_dir`` receives ``best.pt``, ``last.pt`` (resumable), ``log.jsonl``, ``config.json``
+    (``model_config``, ``train_config``, ``task``: the recipe and the data settings, ``data``, ``parameters``,
+    then ``steps``, ``train_seconds``, ``best_dev``) and, with ``final_beam > 0``, ``dev.hyp`` + ``final.json``
+    (whole dev set, beam search). With ``train_config.average_last = K > 0`` the weights of the last ``K``
+    evaluations are also averaged into ``averaged.pt``, scored on dev (greedy, in ``config.json``) and, with
+    ``final_beam > 0``, decoded into ``dev.averaged.hyp`` + ``final.averaged.json``. The folder is locked for
+    the whole call; one that holds a run is refused unless ``resume`` or ``overwrite``
+    (:class:`g2gt.core.run.RunExists`). With ``resume=True`` and an ``out_dir/last.pt``, the tokenizers, data
+    settings and model size come from the checkpoint (``batch_tokens``, ``eval_sentences`` and
     ``length_penalty`` from ``config``), and the budget is the run's total.
 
     On stderr, each evaluation prints one line (update, training loss, learning rate, tokens/s, dev loss,
-    BLEU, chrF, whether it is the best so far); without progress bars (``config.progress=False``) a line of
-    the training loss comes every ``eval_every / 4`` updates too; the final decoding of the dev set is
+    BLEU, chrF, whether it is the best so far); without progress bars (``train_config.progress=False``) a line
+    of the training loss comes every ``eval_every / 4`` updates too; the final decoding of the dev set is
     announced, then its scores printed.
     """
-    from ..core.run import resume_checkpoint, run_training, with_averaging
+    from ..core.run import resume_checkpoint, run_training
     from ..core.runtime import autocast_dtype
 
-    cfg = config or Seq2SeqTrainConfig()
+    cfg = config or Seq2SeqConfig()
+    tc = check_metric(train_config or seq2seq_train_config())
     graph = _is_graph(src_train)
     if graph != _is_graph(src_dev) and len(src_dev):
         raise ValueError("training and dev sources must both be text or both be parsed sentences")
@@ -145,60 +153,57 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
     check_aligned(len(src_dev), "dev sources", len(tgt_dev), "dev targets")
     if not len(tgt_train) or not len(tgt_dev):
         raise ValueError(f"need training and dev sentences (got {len(tgt_train)} and {len(tgt_dev)})")
-    tc = with_averaging(cfg.train_config(), cfg.average_last)
     out = Path(out_dir)
     main = int(os.environ.get("RANK", "0")) == 0
-    with TrainingFolderLock(out) if main else nullcontext():
-        t0 = time.time()
-        ck = resume_checkpoint(out, resume)
-        if ck is not None:
-            task = Seq2SeqTask.from_checkpoint_extra(ck.get("task", {}))
-            if task.settings.graph != graph:
-                raise ValueError(f"{out / 'last.pt'} was trained {'with' if task.settings.graph else 'without'} "
-                                 "source parses; resume it with the same kind of source")
-            task.settings.batch_tokens, task.settings.eval_sentences = cfg.batch_tokens, cfg.eval_sentences
-            task.settings.length_penalty, task.seed = cfg.length_penalty, cfg.seed
-            model_config = G2GTConfig.from_dict(ck["model_config"])
-            if cfg.progress:
-                print(f"resuming {out / 'last.pt'} at update {ck['step']}: tokenizers, data settings and model size "
-                      "come from the checkpoint", file=sys.stderr)
-        else:
-            task = _new_task(src_train, tgt_train, graph, cfg)
-            model_config = task.model_config(**cfg.model_kwargs())
-        task.train = task.encode_pairs(src_train, tgt_train, "train")
-        task.dev = task.encode_pairs(src_dev, tgt_dev, "dev")
-        torch.manual_seed(cfg.seed)
-        model = G2GTransformer(model_config)
-        params = sum(p.numel() for p in model.parameters())
-        data = {"train_pairs": len(task.train), "dev_pairs": len(task.dev),
-                "train_source_subwords": sum(map(len, task.train.src)),
-                "train_target_subwords": sum(map(len, task.train.tgt)) + len(task.train.tgt),
-                "vocab": task.src_tok.vocab_size,
-                "target_vocab": None if task.tgt_tok is task.src_tok else task.tgt_tok.vocab_size,
-                "channels": task.channels, "prepare_seconds": round(time.time() - t0, 1)}
-        if cfg.progress and main:
-            print(f"data: {data['train_pairs']} train / {data['dev_pairs']} dev pairs, {data['train_source_subwords']} "
-                  f"source / {data['train_target_subwords']} target subwords (vocab {data['vocab']}), prepared in "
-                  f"{data['prepare_seconds']:.0f}s; model: {params / 1e6:.2f}M parameters, channels "
-                  f"{task.channels}", file=sys.stderr)
-        amp = autocast_dtype(_device(cfg.device), cfg.amp)
-        task_info = {"kind": "seq2seq", "recipe": cfg.to_dict(), "settings": task.settings.to_dict(),
-                     "average_last": cfg.average_last}
-        trainer_class = functools.partial(_ReportingTrainer,
-                                          train_every=0 if cfg.progress else max(1, cfg.eval_every // 4))
-        trainer, history = run_training(
-            model, task, tc, out, model_config.to_dict(), task_info=task_info, data_info=data,
-            more_info={"autocast": str(amp).removeprefix("torch.") if amp else "off"}, resume=resume,
-            average_last=cfg.average_last, trainer_class=trainer_class)
-        final = None
-        if main:
-            if cfg.final_beam > 0:
-                final = final_evaluation(out, src_dev, tgt_dev, cfg.final_beam, cfg.length_penalty, trainer.device,
-                                         progress=cfg.progress)
-                if (out / "averaged.pt").exists() and cfg.average_last:
-                    final_evaluation(out, src_dev, tgt_dev, cfg.final_beam, cfg.length_penalty, trainer.device,
-                                     progress=cfg.progress, checkpoint="averaged.pt")
-            model, task = load_seq2seq(out, trainer.device, "float32")  # the best checkpoint
+    t0 = time.time()
+    ck = resume_checkpoint(out, resume)
+    if ck is not None:
+        task = Seq2SeqTask.from_checkpoint_extra(ck.get("task", {}))
+        if task.settings.graph != graph:
+            raise ValueError(f"{out / 'last.pt'} was trained {'with' if task.settings.graph else 'without'} "
+                             "source parses; resume it with the same kind of source")
+        task.settings.batch_tokens, task.settings.eval_sentences = cfg.batch_tokens, cfg.eval_sentences
+        task.settings.length_penalty, task.seed = cfg.length_penalty, tc.seed
+        model_config = G2GTConfig.from_dict(ck["model_config"])
+        if tc.progress:
+            print(f"resuming {out / 'last.pt'} at update {ck['step']}: tokenizers, data settings and model size "
+                  "come from the checkpoint", file=sys.stderr)
+    else:
+        task = _new_task(src_train, tgt_train, graph, cfg, tc.seed)
+        model_config = task.model_config(**cfg.model_kwargs())
+    task.train = task.encode_pairs(src_train, tgt_train, "train")
+    task.dev = task.encode_pairs(src_dev, tgt_dev, "dev")
+    torch.manual_seed(tc.seed)
+    model = G2GTransformer(model_config)
+    params = sum(p.numel() for p in model.parameters())
+    data = {"train_pairs": len(task.train), "dev_pairs": len(task.dev),
+            "train_source_subwords": sum(map(len, task.train.src)),
+            "train_target_subwords": sum(map(len, task.train.tgt)) + len(task.train.tgt),
+            "vocab": task.src_tok.vocab_size,
+            "target_vocab": None if task.tgt_tok is task.src_tok else task.tgt_tok.vocab_size,
+            "channels": task.channels, "prepare_seconds": round(time.time() - t0, 1)}
+    if tc.progress and main:
+        print(f"data: {data['train_pairs']} train / {data['dev_pairs']} dev pairs, {data['train_source_subwords']} "
+              f"source / {data['train_target_subwords']} target subwords (vocab {data['vocab']}), prepared in "
+              f"{data['prepare_seconds']:.0f}s; model: {params / 1e6:.2f}M parameters, channels "
+              f"{task.channels}", file=sys.stderr)
+    amp = autocast_dtype(_device(tc.device), tc.amp)
+    task_info = {"kind": "seq2seq", "recipe": cfg.to_dict(), "settings": task.settings.to_dict()}
+    trainer_class = functools.partial(_ReportingTrainer,
+                                      train_every=0 if tc.progress else max(1, tc.eval_every // 4))
+    trainer, history = run_training(
+        model, task, tc, out, model_config.to_dict(), task_info=task_info, data_info=data,
+        more_info={"autocast": str(amp).removeprefix("torch.") if amp else "off"}, resume=resume,
+        overwrite=overwrite, trainer_class=trainer_class)
+    final = None
+    if main:
+        if cfg.final_beam > 0:
+            final = final_evaluation(out, src_dev, tgt_dev, cfg.final_beam, cfg.length_penalty, trainer.device,
+                                     progress=tc.progress)
+            if (out / "averaged.pt").exists() and tc.average_last:
+                final_evaluation(out, src_dev, tgt_dev, cfg.final_beam, cfg.length_penalty, trainer.device,
+                                 progress=tc.progress, checkpoint="averaged.pt")
+        model, task = load_seq2seq(out, trainer.device, "float32")  # the best checkpoint
     return Seq2SeqRun(model, task, history, final, trainer.step)
 
 

@@ -133,13 +133,16 @@ def test_help_shows_no_absolute_paths_of_this_machine(name, capsys):
         assert path + "/" not in text and not text.rstrip().endswith(path)
 
 
-def test_seq2seq_options_come_from_the_config_dataclass():
-    from g2gt.seq2seq import Seq2SeqTrainConfig
+def test_seq2seq_options_come_from_the_config_dataclasses():
+    from g2gt.cli.seq2seq import TRAIN_OPTIONS
+    from g2gt.seq2seq import Seq2SeqConfig, seq2seq_train_config
 
     args, _ = build_parser().parse_known_args(COMMANDS["train seq2seq"])
-    for f in dataclasses.fields(Seq2SeqTrainConfig):
-        if f.name not in ("device", "progress"):
-            assert getattr(args, f.name) == f.default, f.name
+    for f in dataclasses.fields(Seq2SeqConfig):
+        assert getattr(args, f.name) == f.default, f.name
+    recipe = seq2seq_train_config()
+    for name in TRAIN_OPTIONS:  # TrainConfig's own names (--metric, --average-last ...)
+        assert getattr(args, name) == getattr(recipe, name), name
 
 
 def test_parser_options_come_from_the_config_dataclasses():
@@ -156,7 +159,7 @@ def test_parser_options_come_from_the_config_dataclasses():
         assert getattr(args, name) == cmd.TRAIN_CLI_DEFAULTS.get(name, train[name]), name
     assert args.batch_tokens == cmd.TRAIN_BATCH_TOKENS
     args, _ = build_parser().parse_known_args(COMMANDS["train parser"] + ["--layers", "2", "--no-graph-channel",
-                                                                           "--cased", "--warmup-steps", "7"])
+                                                                           "--no-lowercase", "--warmup-steps", "7"])
     assert (args.num_layers, args.graph_channel, args.lowercase, args.warmup_steps) == (2, False, False, 7)
 
 
@@ -172,14 +175,13 @@ def test_add_dataclass_options_types_defaults_and_help(capsys):
         limit: int | None = None
 
     p = CommandParser(prog="toy")
-    names = add_dataclass_options(p, Toy, defaults={"rate": 0.25}, aliases={"width": ["--w"]})
+    names = add_dataclass_options(p, Toy, defaults={"rate": 0.25}, flags={"width": "--w"})
     assert names == ["width", "rate", "name", "flag", "limit"]
     assert vars(p.parse_args([])) == {"width": 8, "rate": 0.25, "name": "a", "flag": True, "limit": None}
     got = vars(p.parse_args(["--w", "3", "--rate", "1e-3", "--name", "b", "--no-flag", "--limit", "5"]))
     assert got == {"width": 3, "rate": 1e-3, "name": "b", "flag": False, "limit": 5}
-    assert capsys.readouterr().err == "g2gt: --w is deprecated and will be removed in the next release; use --width\n"
     text = p.format_help()
-    assert "how wide (default: 8)" in text and "--w " not in text and "--w," not in text and "(default: 0.25)" in text
+    assert "how wide (default: 8)" in text and "--width" not in text and "(default: 0.25)" in text
     with pytest.raises(SystemExit):
         p.parse_args(["--name", "c"])
     assert capsys.readouterr().err.count("\n") == 1

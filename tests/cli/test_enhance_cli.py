@@ -107,8 +107,6 @@ def test_train_rejects_bad_deps_with_file_line(files, tmp_path, capsys):
     assert rc == 2
     err = capsys.readouterr().err
     assert f"{bad}:{k + 1}:" in err and "self loop" in err
-    # the old spelling of the command still runs, with one line naming the new one
-    assert "g2gt: 'g2gt train enhanced' is deprecated" in err and "use 'g2gt train enhancer'" in err
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

@@ -166,10 +166,16 @@ def test_sampler_gives_an_over_long_item_a_batch_of_its_own():
     assert [1] in batches and sorted(i for b in batches for i in b) == [0, 1, 2, 3]
 
 
-def test_sampler_old_keyword_names_warn_and_work():
-    new = BucketBatchSampler(LENGTHS, batch_tokens=64, seed=2, max_items=3)
-    with pytest.warns(DeprecationWarning, match="max_tokens.*batch_tokens"):
-        old = BucketBatchSampler(LENGTHS, max_tokens=64, seed=2, max_sentences=3)
-    assert list(old) == list(new)
-    with pytest.raises(TypeError, match="both"), pytest.warns(DeprecationWarning):
-        BucketBatchSampler(LENGTHS, 64, max_tokens=64)
+def test_shard_gives_every_rank_the_same_count_and_uses_every_item():
+    from g2gt.core.batch import shard
+
+    items = list(range(7))
+    assert shard(items, 0, 1) == items
+    parts = [shard(items, r, 3) for r in range(3)]
+    assert [len(p) for p in parts] == [3, 3, 3]  # padded by repetition from the start
+    assert sorted(x for p in parts for x in p) == sorted(items + items[:2])
+    assert parts[0] == [0, 3, 6] and parts[1] == [1, 4, 0] and shard([], 1, 2) == []
+    sampler = BucketBatchSampler(LENGTHS, batch_tokens=64, seed=2, num_replicas=2, rank=1)
+    assert list(sampler) == shard(BucketBatchSampler(LENGTHS, batch_tokens=64, seed=2)._all_batches(), 1, 2)
+    with pytest.raises(ValueError, match="rank"):
+        shard(items, 3, 3)

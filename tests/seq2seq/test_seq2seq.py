@@ -15,7 +15,7 @@ from g2gt.seq2seq import (
 )
 from g2gt.seq2seq.subword import SubwordTokenizer
 from g2gt.core.train import TrainConfig, Trainer
-from g2gt.seq2seq import Seq2SeqRun, Seq2SeqTrainConfig, mt_scores, read_training_data, train_seq2seq
+from g2gt.seq2seq import Seq2SeqConfig, Seq2SeqRun, mt_scores, seq2seq_train_config, read_training_data, train_seq2seq
 from fixture_paths import FIXTURES_MT, ROOT
 
 FIX = FIXTURES_MT
@@ -317,11 +317,20 @@ SMALL = dict(bpe_vocab=300, d_model=32, num_layers=1, num_heads=2, ffn_dim=64, e
              device="cpu")
 
 
+def _configs(**fields):
+    """``(Seq2SeqConfig, TrainConfig)`` of keyword fields, each given to the dataclass that has it."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(Seq2SeqConfig)}
+    return (Seq2SeqConfig(**{k: v for k, v in fields.items() if k in names}),
+            seq2seq_train_config(**{k: v for k, v in fields.items() if k not in names}))
+
+
 def test_train_seq2seq_writes_a_complete_run(tmp_path, pairs):
     src, tgt = pairs
     out = tmp_path / "run"
     run = train_seq2seq(src, tgt, src[:8], tgt[:8], out,
-                        Seq2SeqTrainConfig(max_steps=3, eval_every=2, final_beam=2, **SMALL))
+                        *_configs(max_steps=3, eval_every=2, final_beam=2, **SMALL))
     assert isinstance(run, Seq2SeqRun) and run.steps == 3 and [h["step"] for h in run.history] == [2, 3]
     for name in ("best.pt", "last.pt", "log.jsonl", "config.json", "dev.hyp", "final.json"):
         assert (out / name).exists(), name
@@ -337,7 +346,7 @@ def test_best_checkpoint_is_the_evaluation_with_the_lowest_dev_loss(tmp_path, pa
 
     src, tgt = pairs
     out = tmp_path / "run"
-    train_seq2seq(src, tgt, src[:8], tgt[:8], out, Seq2SeqTrainConfig(max_steps=6, eval_every=2, final_beam=0, **SMALL))
+    train_seq2seq(src, tgt, src[:8], tgt[:8], out, *_configs(max_steps=6, eval_every=2, final_beam=0, **SMALL))
     evals = [e for e in read_log(out / "log.jsonl") if e["kind"] == "eval"]
     best = min(evals, key=lambda e: e["dev_loss"])
     state = torch.load(out / "best.pt", weights_only=True)
@@ -347,9 +356,9 @@ def test_best_checkpoint_is_the_evaluation_with_the_lowest_dev_loss(tmp_path, pa
 def test_train_seq2seq_resume_keeps_tokenizer_and_model_of_the_checkpoint(tmp_path, pairs):
     src, tgt = pairs
     out = tmp_path / "run"
-    first = train_seq2seq(src, tgt, src[:4], tgt[:4], out, Seq2SeqTrainConfig(max_steps=2, final_beam=0, **SMALL))
+    first = train_seq2seq(src, tgt, src[:4], tgt[:4], out, *_configs(max_steps=2, final_beam=0, **SMALL))
     other = {**SMALL, "bpe_vocab": 999, "d_model": 64}
-    again = train_seq2seq(src, tgt, src[:4], tgt[:4], out, Seq2SeqTrainConfig(max_steps=4, final_beam=0, **other),
+    again = train_seq2seq(src, tgt, src[:4], tgt[:4], out, *_configs(max_steps=4, final_beam=0, **other),
                           resume=True)
     assert again.steps == 4 and again.model.config.d_model == 32 and again.task.src_tok == first.task.src_tok
     assert [e["step"] for e in map(__import__("json").loads, (out / "log.jsonl").read_text().splitlines())
@@ -359,24 +368,26 @@ def test_train_seq2seq_resume_keeps_tokenizer_and_model_of_the_checkpoint(tmp_pa
 def test_recipe_defaults_are_the_measured_recipe_and_the_benchmarks():
     import importlib.util
 
-    rc = Seq2SeqTrainConfig()
-    assert (rc.batch_tokens, rc.lr, rc.num_heads, rc.d_model, rc.num_layers, rc.ffn_dim, rc.dropout, rc.label_smoothing,
+    from g2gt import Error
+
+    rc, tc = Seq2SeqConfig(), seq2seq_train_config()
+    assert (rc.batch_tokens, tc.lr, rc.num_heads, rc.d_model, rc.num_layers, rc.ffn_dim, rc.dropout, rc.label_smoothing,
             rc.bpe_vocab, rc.joint_vocab, rc.max_distance) == (2048, 1e-3, 4, 256, 3, 1024, 0.1, 0.1, 8000, True, 16)
-    assert 0 < rc.warmup < 0.5 and rc.warmup_steps is None and 0 < rc.cooldown < 1
-    tc = rc.train_config()
-    assert (tc.lr, tc.warmup, tc.cooldown, tc.metric, tc.metric_mode) == (rc.lr, rc.warmup, rc.cooldown, "dev_loss",
-                                                                           "min")
-    assert Seq2SeqTrainConfig(select="bleu").train_config().metric_mode == "max"
-    with pytest.raises(ValueError, match="select must be one of"):
-        Seq2SeqTrainConfig(select="chrf").train_config()
+    assert 0 < tc.warmup < 0.5 and tc.warmup_steps is None and 0 < tc.cooldown < 1
+    assert (tc.metric, tc.metric_mode, tc.eval_every) == ("dev_loss", "min", 400)
+    assert seq2seq_train_config(metric="bleu").metric_mode == "max"
+    with pytest.raises(Error, match="expected one of dev_loss, bleu"):
+        seq2seq_train_config(metric="chrf")
+    with pytest.raises(Error, match="metric_mode"):
+        seq2seq_train_config(metric="bleu", metric_mode="min")
     spec = importlib.util.spec_from_file_location("bench_seq2seq", ROOT / "benchmarks" / "seq2seq.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     args = bench.build_arg_parser().parse_args([])
     for name in ("bpe_vocab", "d_model", "num_layers", "num_heads", "ffn_dim", "dropout", "label_smoothing", "max_distance",
                  "batch_tokens", "lr", "warmup", "cooldown", "seed"):
-        assert getattr(args, name) == getattr(rc, name), name
-    for f in __import__("dataclasses").fields(Seq2SeqTrainConfig):
+        assert getattr(args, name) == getattr(rc if hasattr(rc, name) else tc, name), name
+    for f in __import__("dataclasses").fields(Seq2SeqConfig):
         assert f.metadata.get("help") and f.metadata.get("group"), f.name  # the CLI builds its options from these
 
 

@@ -16,7 +16,7 @@ from g2gt.cli.main import main as cli_main
 from g2gt.core.checkpoint import CheckpointError
 from g2gt.core.train import TrainConfig, Trainer
 from g2gt.seq2seq import (
-    DEFAULT_BEAM, Seq2SeqSettings, Seq2SeqTask, Seq2SeqTrainConfig, TranslateConfig, Translator,
+    DEFAULT_BEAM, Seq2SeqConfig, Seq2SeqSettings, Seq2SeqTask, TranslateConfig, Translator,
     build_translation_package, mt_scores, read_parallel,
 )
 from g2gt.seq2seq.subword import SubwordTokenizer
@@ -121,7 +121,8 @@ def test_wrong_kind_of_checkpoint_is_a_clear_error(translator, tmp_path):
     with pytest.raises(CheckpointError, match=r"segmenter\.pt: not a translation model: it holds a segmenter"):
         Translator.load(seg, device="cpu")
     parser = tmp_path / "parser.pt"
-    torch.save({"model": {}, "model_config": {"num_rels": 3}, "task": {"vocab": {"rels": []}}}, parser)
+    torch.save({"model": {}, "model_config": {"num_rels": 3}, "task": {"kind": "parser", "vocab": {"rels": []}}},
+               parser)
     with pytest.raises(CheckpointError, match=r"parser\.pt: not a translation model: it holds a parser"):
         Translator.load(parser, device="cpu")
     with pytest.raises(FileNotFoundError, match="not an installed translation model"):
@@ -151,7 +152,7 @@ def test_beam_default_is_one_value_for_python_and_the_cli():
     from g2gt.cli.main import build_parser
 
     args, _ = build_parser().parse_known_args(["translate", "--model", "m"])
-    assert TranslateConfig().beam == DEFAULT_BEAM == args.beam == Seq2SeqTrainConfig().final_beam
+    assert TranslateConfig().beam == DEFAULT_BEAM == args.beam == Seq2SeqConfig().final_beam
     assert args.batch_tokens == TranslateConfig().batch_tokens
 
 

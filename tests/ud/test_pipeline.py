@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import g2gt
 from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
-from g2gt.ud.enhance import train_enhancer
+from g2gt.ud.enhance import EnhancerConfig, train_enhancer
 from g2gt.ud.recipe.export import export_model
 from g2gt.ud.evaluate import validate_file
 from g2gt.ud.io.conllu import parse_conllu_string, read_conllu, write_conllu
@@ -48,14 +48,15 @@ def parts(tmp_path_factory):
     model = ParserModel(vocab.config(**PARSER_TINY))
     (d / "parser").mkdir()
     torch.save({"model": model.state_dict(), "model_config": model.config.to_dict(),
-                "task": {"vocab": vocab.to_dict(), "max_distance": model.config.max_distance, "refine_steps": 1}},
+                "task": {"kind": "parser", "vocab": vocab.to_dict(), "max_distance": model.config.max_distance,
+                         "refine_steps": 1}},
                d / "parser" / "best.pt")
     train_segmenter(train, dev, d / "segmenter", SegmenterConfig(**SEG_TINY),
                     default_train_config(max_steps=2, eval_every=0, progress=False),
                     data_config=SegmentDataConfig(batch_tokens=8 * 48))
     tc = TrainConfig(lr=2e-3, max_steps=2, eval_every=0, metric="elas", metric_mode="max", progress=False,
                      device="cpu")
-    train_enhancer(train, dev, d / "enhanced", ENH_TINY, tc, max_tokens=800)
+    train_enhancer(train, dev, d / "enhanced", EnhancerConfig(**ENH_TINY), tc, batch_tokens=800)
     return d
 
 

@@ -6,20 +6,23 @@ from dataclasses import dataclass
 
 from ...core.config import DictConfig
 
-__all__ = ["CorefConfig"]
+__all__ = ["CorefConfig", "DATA_FIELDS"]
+
+#: the :class:`CorefConfig` fields a training run sets from its data (vocabulary sizes)
+DATA_FIELDS = ("num_words", "num_chars", "num_upos", "num_rels", "num_morph", "num_tree_labels", "num_tags")
 
 
 @dataclass
 class CorefConfig(DictConfig):
     """Hyper-parameters of :class:`CorefModel` (saved in checkpoints as ``model_config``)."""
 
-    num_words: int
-    num_chars: int
-    num_upos: int
-    num_rels: int
-    num_morph: int
-    num_tree_labels: int
-    num_tags: int
+    num_words: int = 0  # the sizes (DATA_FIELDS) are set from the training data (train_coref)
+    num_chars: int = 0
+    num_upos: int = 0
+    num_rels: int = 0
+    num_morph: int = 0
+    num_tree_labels: int = 0
+    num_tags: int = 0
     d_model: int = 192
     num_heads: int = 6
     num_layers: int = 3

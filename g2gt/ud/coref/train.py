@@ -24,8 +24,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...core.checkpoint import holds_training_folder
-from ...core.config import TrainConfig
+from ...core.config import TrainConfig, model_fields
+from ...core.run import training_run
+from .config import DATA_FIELDS, CorefConfig
 from .io import DEFAULT_LAYOUT, documents, entity_layout
 
 __all__ = ["train_coref", "coref_train_config", "COREF_TRAIN", "WARM_OVERRIDABLE", "WarmCoref",
@@ -77,11 +78,12 @@ def load_warm_source(name_or_path: str | os.PathLike) -> WarmCoref:
                      CorefVocab.from_dict(task["vocab"]), float(task.get("threshold", 0.0)), ck.get("step"))
 
 
-def _warm_config(source: WarmCoref, overrides: dict | None):
-    """The source's configuration with ``overrides`` of :data:`WARM_OVERRIDABLE` fields; other fields set to
-    another value than the source's are refused."""
+def _warm_config(source: WarmCoref, config: CorefConfig | None):
+    """The source's configuration with the fields of ``config`` that differ from their defaults, which must be
+    :data:`WARM_OVERRIDABLE` ones (other fields set to another value than the source's are refused)."""
     import dataclasses
 
+    overrides = model_fields(config, DATA_FIELDS, changed=True) if config is not None else {}
     bad = {k: v for k, v in (overrides or {}).items()
            if k not in WARM_OVERRIDABLE and getattr(source.config, k, v) != v}
     if bad:
@@ -92,16 +94,18 @@ def _warm_config(source: WarmCoref, overrides: dict | None):
     return dataclasses.replace(source.config, **{k: v for k, v in (overrides or {}).items() if k in WARM_OVERRIDABLE})
 
 
-@holds_training_folder
-def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: dict | None = None,
+@training_run
+def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: CorefConfig | None = None,
                 train_config: TrainConfig | None = None, *, window: int = 512, batch_tokens: int = 1024,
-                min_freq: int = 2, word_dropout: float = 0.1, resume: bool = False) -> tuple:
+                min_freq: int = 2, word_dropout: float = 0.1, resume: bool = False, overwrite: bool = False) -> tuple:
     """Build the vocabulary, model and task from training and dev *sentences* (with ``# newdoc`` and
     ``Entity=``); run the Trainer; return ``(the best Coreferencer, the dev history)``.
 
-    ``config``: overrides of :class:`CorefConfig` fields (e.g. ``{"d_model": 256}``). ``train_config``: default
+    ``config``: the model's :class:`CorefConfig` (default: its defaults; the sizes,
+    :data:`~g2gt.ud.coref.config.DATA_FIELDS`, are set from the data). ``train_config``: default
     :func:`coref_train_config`; its ``init_from`` warm-starts the run (module docstring). ``out_dir`` receives
-    ``best.pt``, ``last.pt``, ``log.jsonl`` and ``config.json``. When resuming, the vocabulary, model
+    ``best.pt``, ``last.pt``, ``log.jsonl`` and ``config.json``; a folder that holds a run is refused unless
+    ``resume`` or ``overwrite`` (:mod:`g2gt.core.run`). When resuming, the vocabulary, model
     configuration and link threshold come from ``last.pt`` (and so does ``init_from``, for the card).
     """
     import dataclasses
@@ -111,7 +115,6 @@ def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: dic
     import torch
 
     from ...core.run import resume_checkpoint, run_training
-    from .config import CorefConfig
     from .data import CorefVocab
     from .model import CorefModel
     from .resolver import Coreferencer
@@ -139,7 +142,8 @@ def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: dic
     else:
         vocab = CorefVocab.build(train_docs, min_freq=min_freq)
         cfg = CorefConfig(len(vocab.words), len(vocab.chars), len(vocab.upos), len(vocab.rels), len(vocab.morph),
-                          len(vocab.tree_labels), 1 + len(vocab.etypes), **(config or {}))
+                          len(vocab.tree_labels), 1 + len(vocab.etypes),
+                          **model_fields(config or CorefConfig(), DATA_FIELDS))
     torch.manual_seed(tc.seed)
     random.seed(tc.seed)
     model = CorefModel(cfg)
@@ -156,5 +160,5 @@ def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: dic
                  "train_words": sum(len(ex) for ex in task.train),
                  "train_mentions": sum(len(ex.mentions) for ex in task.train), "entity_types": vocab.etypes[1:]}
     trainer, history = run_training(model, task, tc, out_dir, cfg.to_dict(), task_info=task_info, data_info=data_info,
-                                    resume=resume)
+                                    resume=resume, overwrite=overwrite)
     return Coreferencer.load(out_dir, trainer.device), history

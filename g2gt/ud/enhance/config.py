@@ -7,18 +7,22 @@ from dataclasses import dataclass, replace
 
 from ...core.config import DictConfig, TrainConfig
 
-__all__ = ["EnhancerConfig", "ENHANCER_TRAIN", "enhancer_train_config"]
+__all__ = ["EnhancerConfig", "ENHANCER_TRAIN", "enhancer_train_config", "DATA_FIELDS"]
+
+
+#: the :class:`EnhancerConfig` fields a training run sets from its data (vocabulary sizes)
+DATA_FIELDS = ("num_words", "num_chars", "num_upos", "num_rels", "num_labels")
 
 
 @dataclass
 class EnhancerConfig(DictConfig):
     """Hyper-parameters of :class:`EnhancerModel` (saved in checkpoints as ``model_config``)."""
 
-    num_words: int
-    num_chars: int
-    num_upos: int
-    num_rels: int
-    num_labels: int
+    num_words: int = 0  # the sizes (DATA_FIELDS) are set from the training data (train_enhancer)
+    num_chars: int = 0
+    num_upos: int = 0
+    num_rels: int = 0
+    num_labels: int = 0
     d_model: int = 256
     num_heads: int = 8
     num_layers: int = 4

@@ -27,7 +27,8 @@ class LemmaConfig(DictConfig):
     dropout: float = option(0.15, "lemmatizer dropout", "lemmatizer")
     max_distance: int = option(8, "clip distance of the lemmatizer's chain labels", "lemmatizer")
     label_smoothing: float = option(0.05, "label smoothing of the lemmatizer's loss", "lemmatizer")
-    batch_words: int = option(128, "(form, tags, lemma) examples per lemmatizer batch", "lemmatizer")
+    batch_tokens: int = option(1280, "padded symbols per lemmatizer training batch (length-bucketed (form, tags, "
+                               "lemma) examples)", "lemmatizer")
     tag_dropout: float = option(0.1, "probability of hiding each tag symbol of a training example (the parser's "
                                 "tags are predicted, hence sometimes wrong)", "lemmatizer")
     use_when: str = option("unseen", "when the parser asks the lemmatizer about a word its lexicon does not know: "

@@ -3,12 +3,14 @@
 * :func:`lemma_examples`: the different ``(form, UPOS, FEATS, lemma)`` of CoNLL-U sentences (word types, not
   tokens: the words the lemmatizer is asked about are mostly rare ones, so frequent words should not dominate);
 * :class:`LemmaTask`: an epoch is every training example once, shuffled (seeded by ``(seed, epoch)``), in
-  batches of ``batch_words``; each tag symbol of a training source is hidden with probability ``tag_dropout``
-  (the parser's predicted tags are sometimes wrong); loss = label-smoothed cross entropy summed over target
+  length-bucketed batches of at most ``batch_tokens`` padded symbols (the expander's
+  :func:`~g2gt.ud.tokenize.expander_train.transducer_batches`); each tag symbol of a training source is hidden
+  with probability ``tag_dropout`` (the parser's predicted tags are sometimes wrong); loss = label-smoothed cross entropy summed over target
   characters (EOS included); ``evaluate``: greedy exact-match ``accuracy`` (percent) and ``loss`` on the dev
   examples whose form the training data does not have (the words the lemmatizer is for; all dev examples when
   there are none);
-* :func:`train_lemmatizer`: vocabulary + model + task + :class:`g2gt.core.train.Trainer` in one call.
+* :func:`train_lemmatizer`: vocabulary + model + task, run by :func:`g2gt.core.run.run_training`
+  (``config.json``, the Trainer, averaging) in one call.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch import Tensor
 
-from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
+from ...core.run import training_run
 from ...nn.char_transducer import transducer_loss
-from ..tokenize.expander_train import ExpanderBatch, _pad
+from ..tokenize.expander_train import ExpanderBatch, _pad, transducer_batches
 from .config import LemmaConfig, lemma_train_config
 from .model import (
     BOS, EOS, LEMMATIZER_KIND, PAD, CharLemmatizer, LemmaVocab, build_lemma_model,
@@ -91,18 +93,9 @@ class LemmaTask:
             rows.append((self.vocab.encode_source(form, upos, feats, keep), self.vocab.encode_target(lemma)))
         return rows
 
-    def num_train_batches(self, epoch: int, rank: int = 0, world_size: int = 1) -> int:
-        starts = -(-len(self.train) // self.config.batch_words)
-        return starts // world_size if world_size > 1 else starts
-
     def train_batches(self, epoch: int, rank: int = 0, world_size: int = 1, skip: int = 0) -> Iterator[LemmaBatch]:
-        rows = self._rows(epoch)
-        B = self.config.batch_words
-        starts = list(range(0, len(rows), B))
-        per = len(starts) // world_size if world_size > 1 else len(starts)
-        for s in starts[rank::world_size][:per][skip:]:
-            chunk = rows[s:s + B]
-            yield _batch([r[0] for r in chunk], [r[1] for r in chunk])
+        yield from transducer_batches(self._rows(epoch), self.config.batch_tokens, self.seed * 1_000_003 + epoch,
+                                      rank, world_size, skip)
 
     def num_tokens(self, batch: LemmaBatch) -> int:
         return int((batch.tgt_out != PAD).sum())
@@ -131,20 +124,20 @@ class LemmaTask:
                 "forms": sorted({f for f, *_ in self.train})}
 
 
-@holds_training_folder
+@training_run
 def train_lemmatizer(train: Sequence[Example], dev: Sequence[Example], out_dir: str | os.PathLike,
                      config: LemmaConfig | None = None, train_config: TrainConfig | None = None,
-                     resume: bool = False) -> CharLemmatizer:
+                     resume: bool = False, overwrite: bool = False) -> CharLemmatizer:
     """Train on ``(form, upos, feats, lemma)`` examples (:func:`lemma_examples`); ``out_dir`` gets ``best.pt``,
-    ``last.pt`` and ``log.jsonl``. On resume the vocabulary and configuration come from ``out_dir/last.pt``.
-    Returns the :class:`CharLemmatizer` of ``best.pt``."""
-    from ...core.checkpoint import load_checkpoint
-    from ...core.train import Trainer
+    ``last.pt``, ``log.jsonl`` and ``config.json`` (:func:`g2gt.core.run.run_training`; with
+    ``train_config.average_last`` also ``averaged.pt``). On resume the vocabulary and configuration come from
+    ``out_dir/last.pt``; a folder that holds a run is refused unless ``resume`` or ``overwrite``. Returns the
+    :class:`CharLemmatizer` of ``best.pt``."""
+    from ...core.run import resume_checkpoint, run_training
 
     tc = train_config or lemma_train_config()
-    last = os.path.join(out_dir, "last.pt")
-    if resume and os.path.exists(last):
-        ck = load_checkpoint(last)
+    ck = resume_checkpoint(out_dir, resume)
+    if ck is not None:
         vocab = LemmaVocab(ck["task"]["tags"], ck["task"]["chars"])
         cfg = LemmaConfig.from_dict(ck["model_config"])
     else:
@@ -153,5 +146,7 @@ def train_lemmatizer(train: Sequence[Example], dev: Sequence[Example], out_dir: 
     torch.manual_seed(tc.seed)
     model = build_lemma_model(cfg)
     task = LemmaTask(train, dev, vocab, cfg, tc.seed)
-    Trainer(model, task, tc, out_dir, model_config=cfg.to_dict()).fit(resume=resume)
+    data_info = {"train_words": len(train), "dev_words": len(task.dev), "symbols": len(vocab)}
+    run_training(model, task, tc, out_dir, cfg.to_dict(), task_info={"kind": LEMMATIZER_KIND}, data_info=data_info,
+                 resume=resume, overwrite=overwrite)
     return CharLemmatizer.load(out_dir)

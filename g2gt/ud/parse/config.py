@@ -9,7 +9,11 @@ from dataclasses import dataclass, field, replace
 
 from ...core.config import DictConfig, TrainConfig
 
-__all__ = ["ParserConfig", "parser_train_config", "PARSER_TRAIN"]
+__all__ = ["ParserConfig", "parser_train_config", "PARSER_TRAIN", "DATA_FIELDS"]
+
+#: the :class:`ParserConfig` fields a training run sets from its data (vocabulary sizes, treebank names)
+DATA_FIELDS = ("num_words", "num_chars", "num_upos", "num_rels", "num_xpos", "num_feats", "num_lemma_rules",
+               "treebanks")
 
 #: the parser recipe's optimisation settings (tuned on UD EWT with the model defaults below): a high learning
 #: rate with loose clipping, frequent dev evaluations, model selection on dev LAS
@@ -28,8 +32,9 @@ def parser_train_config(**fields) -> TrainConfig:
 class ParserConfig(DictConfig):
     """Hyper-parameters of :class:`g2gt.ud.parse.ParserModel`, saved in checkpoints as ``model_config``.
 
-    The vocabulary sizes come first (from :class:`g2gt.ud.parse.ParserVocab`); a size of 0 means the
-    model has no such head (XPOS, UFeats, lemma rules). The field names are the checkpoint format:
+    The vocabulary sizes come first (:data:`DATA_FIELDS`, set from :class:`g2gt.ud.parse.ParserVocab` by
+    :func:`g2gt.ud.parse.train_parser`); a size of 0 means the model has no such head (XPOS, UFeats, lemma
+    rules). The field names are the checkpoint format:
     renaming one breaks loading of existing models. The defaults are the recipe of ``g2gt train parser`` and
     of the shipped parsers (d_model 256, 4 layers, 8 heads, FFN 512, dropout 0.15); every checkpoint stores
     all fields, so a model trained with other values loads with its own.
@@ -43,10 +48,10 @@ class ParserConfig(DictConfig):
     ones take their defaults.
     """
 
-    num_words: int
-    num_chars: int
-    num_upos: int
-    num_rels: int
+    num_words: int = 0  # the sizes are set from the training data (train_parser)
+    num_chars: int = 0
+    num_upos: int = 0
+    num_rels: int = 0
     num_xpos: int = 0  # 0 = no XPOS head (likewise UFeats and lemma rules)
     num_feats: int = 0
     num_lemma_rules: int = 0

@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...core.checkpoint import holds_training_folder
-from ...core.config import TrainConfig
-from .config import ParserConfig, parser_train_config
+from ...core.config import TrainConfig, model_fields
+from ...core.run import training_run
+from .config import DATA_FIELDS, ParserConfig, parser_train_config
 
 __all__ = ["train_distill", "read_text", "TEXT_FORMATS"]
 
@@ -112,27 +112,29 @@ def _resumed_settings(ck: dict, given: dict) -> dict:
     return out
 
 
-@holds_training_folder
+@training_run
 def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_dir: str | Path,
-                  text: Sequence[str | Path] = (), config: dict | None = None,
+                  text: Sequence[str | Path] = (), config: ParserConfig | None = None,
                   train_config: TrainConfig | None = None, temperature: float = 1.0, gold_weight: float = 0.0,
                   refine_train: str = "self", refine_steps: int = 2, teacher_refine_steps: int = -1,
                   text_format: str = "auto", text_max_words: int = 100, batch_tokens: int = 1500,
-                  word_dropout: float = 0.2, resume: bool = False, average_last: int = 0) -> tuple[Any, list[dict]]:
+                  word_dropout: float = 0.2, resume: bool = False, overwrite: bool = False) -> tuple[Any, list[dict]]:
     """Distil ``teachers`` (parser names or paths; the first gives the vocabularies and segments raw text) into
     a new student; return ``(best student Parser, dev history)``.
 
     ``train`` / ``dev``: treebank sentences (the dev set selects ``best.pt`` by LAS). ``text``: files of
     unlabeled text (:func:`read_text` with ``text_format`` and ``text_max_words``). ``config``: the student's
-    :class:`ParserConfig` fields (``d_model``, ``num_layers``, ``graph_channel`` ...; sizes come from the first
-    teacher's vocabulary). ``temperature``: ``T`` of every softmax. ``gold_weight``: ``g`` in
+    :class:`ParserConfig` (``d_model``, ``num_layers``, ``graph_channel`` ...; its sizes,
+    :data:`~g2gt.ud.parse.config.DATA_FIELDS`, must be left at 0: they come from the first teacher's
+    vocabulary). ``temperature``: ``T`` of every softmax. ``gold_weight``: ``g`` in
     ``(1 - g) * distillation + g * gold`` on treebank sentences. ``refine_train``: ``"self"`` (the parser's
     RNGTr refinement training) or ``"none"`` (forced without the graph channel or with ``refine_steps = 0``).
     ``teacher_refine_steps``: refinement passes of each teacher for its targets (-1 = each teacher's default).
     The others are :func:`train_parser`'s. ``train_config.init_from`` (a parser: a shipped name, a folder, a
     checkpoint) starts the student from that parser's architecture, vocabulary and weights instead of the first
-    teacher's vocabulary and fresh weights (model options in ``config`` override its architecture), so a
-    distilled model can be trained further.
+    teacher's vocabulary and fresh weights (the fields of ``config`` that differ from their defaults override
+    its architecture), so a distilled model can be trained further. A folder that holds a run is refused
+    unless ``resume`` or ``overwrite`` (:mod:`g2gt.core.run`).
 
     With ``resume``, the student's vocabulary and configuration, the teachers (with their refinement passes), the
     text files and the distillation settings (``temperature``, ``gold_weight``, ``refine_train``, ``refine_steps``,
@@ -142,14 +144,15 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     """
     import torch
 
-    from ...core.run import resume_checkpoint, run_training, with_averaging
+    from ...core.run import resume_checkpoint, run_training
     from .distill_task import DistillTask, Teacher
     from .model import ParserModel
     from .parser import Parser
     from .task import ParsingTask
     from .vocab import ParserVocab
 
-    tc = with_averaging(train_config or parser_train_config(), average_last)
+    tc = train_config or parser_train_config()
+    config = config or ParserConfig()
     ck = resume_checkpoint(out_dir, resume)
     names = [str(t) for t in teachers]
     if ck is not None:
@@ -170,10 +173,10 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
         cfg = ParserConfig.from_dict(ck["model_config"])
     elif not names:
         raise ValueError("no teacher given: name at least one trained parser (e.g. --teacher en_combined)")
-    fixed = sorted(set(config or {}) & {"num_words", "num_chars", "num_upos", "num_rels", "num_xpos", "num_feats",
-                                         "num_lemma_rules", "treebanks"})
+    fixed = sorted(set(model_fields(config, changed=True)) & set(DATA_FIELDS))
     if fixed:
-        raise ValueError(f"{', '.join(fixed)} cannot be set: the student takes its sizes from the first teacher")
+        raise ValueError(f"ParserConfig {', '.join(fixed)} cannot be set (leave them at 0): the student takes its "
+                         "sizes from the first teacher")
     steps = [None if teacher_refine_steps < 0 else teacher_refine_steps] * len(names)
     if ck is not None:  # each teacher's passes as stored
         steps = list(ck["task"]["distill"].get("teacher_refine_steps") or steps)
@@ -184,10 +187,11 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
 
         source = load_source(tc.init_from)
         vocab = source.vocab
-        cfg = warm_config(source, vocab, config, list(source.config.treebanks or []))
+        cfg = warm_config(source, vocab, model_fields(config, DATA_FIELDS, changed=True),
+                          list(source.config.treebanks or []))
     elif ck is None:
         vocab = loaded[0].vocab
-        cfg = vocab.config(**(config or {}))
+        cfg = vocab.config(**model_fields(config, DATA_FIELDS))
     lost: dict[str, dict[str, list[str]]] = {}
     for t in loaded:
         dropped = t.map_into(vocab)
@@ -226,10 +230,10 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
                                                     "word_dropout": word_dropout, "batch_tokens": batch_tokens})
     task_info = {"distill": settings, "refine_train": refine, "refine_steps": eval_task.refine_steps,
                  "batch_tokens": batch_tokens, "word_dropout": word_dropout, "text_format": text_format,
-                 "text_max_words": text_max_words, "average_last": average_last, "dropped_classes": lost}
+                 "text_max_words": text_max_words, "dropped_classes": lost}
     data_info = {"train_sentences": len(train), "text_sentences": len(text_sents), "text_files": per_file,
                  "dev_sentences": len(dev), "train_words": sum(len(s) for s in sentences),
                  "vocab_words": len(vocab.words), "rels": len(vocab.rels), "upos": len(vocab.upos)}
     trainer, history = run_training(model, task, tc, out_dir, cfg.to_dict(), task_info=task_info,
-                                    data_info=data_info, resume=resume, average_last=average_last)
+                                    data_info=data_info, resume=resume, overwrite=overwrite)
     return Parser.load(out_dir, trainer.device, dtype="float32"), history

@@ -22,7 +22,8 @@ expander only with two minutes or more.
 A stage folder whose run used its whole budget is reused as it is (``resume=True``), one with an
 interrupted run is continued with the budget stored in its ``last.pt`` (:mod:`g2gt.core.run_folder`): a parser
 trained before with ``g2gt train parser --out OUT/parser`` is picked up. Without ``resume`` an existing run
-is an error, never overwritten. A stage is done when every part the treebank needs is there: a finished
+is an error (:class:`g2gt.core.run.RunExists`), never overwritten, unless ``overwrite`` (``--overwrite``)
+replaces it. A stage is done when every part the treebank needs is there: a finished
 segmenter run without the expander the treebank needs (an older run, one trained with ``--no-expander`` or
 with less than :data:`EXPANDER_MIN_MINUTES`) gets only the expander trained
 (:func:`g2gt.ud.tokenize.train.add_expander`); an expander whose segmenter never started is reused.
@@ -165,20 +166,25 @@ def _wants_expander(train, minutes: float) -> bool:
     return minutes >= EXPANDER_MIN_MINUTES and _mwt_types(train) >= EXPANDER_MIN_TYPES
 
 
-def _stage_config(folder: Path, resume: bool, fresh: Callable[[], object], started: bool = False, **runtime):
+def _stage_config(folder: Path, resume: bool, fresh: Callable[[], object], started: bool = False,
+                  overwrite: bool = False, **runtime):
     """``(train_config, resume_flag, reused)`` for a stage folder (module docstring); ``started``: the folder
     holds part of the stage's run even without its ``last.pt`` (the segmenter's expander)."""
+    from ...core.run import RunExists, check_run_folder
     from ...core.run_folder import run_state, stored_train_config
 
     state = run_state(folder)
+    if overwrite and not resume:
+        return fresh(), False, False
     if (state.exists or started) and not resume:
         what = f"a training run ({state.step} updates)" if state.exists else "part of a training run"
-        raise ValueError(f"{folder} already holds {what}; pass --resume to continue or reuse it, or give another "
-                         "--out")
+        raise RunExists(f"{folder} already holds {what}; pass --resume to continue or reuse it or --overwrite to "
+                        "replace it, or choose another --out")
+    check_run_folder(folder, resume)  # the other files of a run, before its commands.jsonl is touched
     if not state.exists:
         if started:
             _say(f"{folder.name}: continuing the stage started in {folder}")
-        return fresh(), started, False
+        return fresh(), started or resume, False
     if state.finished:
         _say(f"{folder.name}: reusing the finished run in {folder} ({state.step} updates, {state.minutes:.1f} min, "
              f"budget {state.budget})")
@@ -189,14 +195,16 @@ def _stage_config(folder: Path, resume: bool, fresh: Callable[[], object], start
 
 def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | None = None, lang: str | None = None,
                    max_minutes: float = DEFAULT_MINUTES, stage_minutes: dict[str, float] | None = None,
-                   resume: bool = False, device: str = "cpu", progress: bool = False, batch_tokens: int | None = None,
+                   resume: bool = False, overwrite: bool = False, device: str = "cpu", progress: bool = False,
+                   batch_tokens: int | None = None,
                    enhancer: bool = True, coref: bool = True, evaluate: bool = True, command: str | None = None,
                    threads: int = 0, max_steps: int | None = None, sources: dict[str, str] | None = None) -> dict:
     """Train every stage ``files`` supports into ``out/<stage>``, write ``out/model`` and score it on dev
     (module docstring). ``enhancer`` / ``coref``: train the optional stages when the data has what they learn
     (DEPS; ``Entity=`` in MISC, in both the training and the dev file). ``command``: what the card and the stage
     folders record as the pipeline's command; ``sources``: ``{stage: model}``, stages taken as they are from
-    trained models. Returns the model card as written to ``out/model/model.json``."""
+    trained models; ``overwrite``: stages whose folders hold a run train afresh, replacing it. Returns the model
+    card as written to ``out/model/model.json``."""
     from ..io.conllu import read_conllu
     from ..recipe.export import export_model, source_commands, stage_commands
     from ...core.run_folder import record_command
@@ -228,7 +236,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
     if "segmenter" not in sources:
         _say(f"[1/{len(stages)}] segmenter -> {out / 'segmenter'}")
         info["segmenter"] = _segmenter_stage(train, dev, out / "segmenter", minutes["segmenter"], resume,
-                                             lang == "en", command, limit, runtime)
+                                             lang == "en", command, limit, runtime, overwrite)
 
     # ---- 2. tagger, lemmatizer, parser; 3. enhanced UD (when the treebank has DEPS); 4. coreference (Entity=)
     from ..coref.train import coref_train_config, train_coref
@@ -243,10 +251,11 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
         folder = out / stage
         fresh = recipe(max_minutes=minutes[stage], **limit, **runtime)
         _say(f"[{stages.index(stage) + 1}/{len(stages)}] {stage} -> {folder}")
-        tc, resumed, reused = _stage_config(folder, resume, lambda fresh=fresh: fresh, **runtime)
+        tc, resumed, reused = _stage_config(folder, resume, lambda fresh=fresh: fresh, overwrite=overwrite, **runtime)
         if not reused:
             record_command(folder, command, resumed)
-            fit(train, dev, folder, {}, tc, **({batch_name: batch_tokens} if batch_tokens else {}), resume=resumed)
+            fit(train, dev, folder, None, tc, **({batch_name: batch_tokens} if batch_tokens else {}), resume=resumed,
+                overwrite=overwrite)
         info[stage] = _stage_info(folder, reused)
 
     # ---- the model folder and its card
@@ -303,7 +312,7 @@ def train_pipeline(files: TreebankFiles, out: str | os.PathLike, *, name: str | 
 
 
 def _segmenter_stage(train, dev, folder: Path, minutes: float, resume: bool, english: bool, command: str,
-                     limit: dict, runtime: dict) -> dict:
+                     limit: dict, runtime: dict, overwrite: bool = False) -> dict:
     """Train, continue or reuse the segmenter stage in ``folder``; it is done when its run finished and, where
     :func:`_wants_expander`, its checkpoints hold the expander, else only the missing part trains (module
     docstring). ``limit`` / ``runtime``: :class:`TrainConfig` fields. Returns the card's facts of the stage."""
@@ -314,8 +323,8 @@ def _segmenter_stage(train, dev, folder: Path, minutes: float, resume: bool, eng
     seg_tc = default_train_config(max_minutes=minutes, **limit, **runtime)
     expander = _wants_expander(train, minutes)
     started = (folder / "expander" / "last.pt").is_file()  # stopped after the expander, before the character model
-    tc, resumed, reused = _stage_config(folder, resume, lambda: seg_tc, started, **runtime)
-    added = expander and lacks_expander(folder)
+    tc, resumed, reused = _stage_config(folder, resume, lambda: seg_tc, started, overwrite, **runtime)
+    added = expander and not (overwrite and not resume) and lacks_expander(folder)
     if added:  # the run predates its expander (or was trained without one): train that part alone
         _say(f"{folder.name}: the run has no multiword-token expander, which this treebank needs; training it alone "
              f"in {folder / 'expander'}")
@@ -326,7 +335,7 @@ def _segmenter_stage(train, dev, folder: Path, minutes: float, resume: bool, eng
     if not reused:
         record_command(folder, command, resumed)
         train_segmenter(train, dev, folder, train_config=tc, resume=resumed, english_rules=english,
-                        expander=expander, expander_train_config=expander_budget(tc))
+                        expander=expander, expander_train_config=expander_budget(tc), overwrite=overwrite)
     return {**_stage_info(folder, reused), "expander_added": added}
 
 

@@ -124,7 +124,8 @@ class ExpanderConfig(DictConfig):
     dropout: float = option(0.1, "expander dropout", "expander")
     max_distance: int = option(8, "clip distance of the expander's chain labels", "expander")
     label_smoothing: float = option(0.05, "label smoothing of the expander's loss", "expander")
-    batch_pairs: int = option(128, "(surface, words) pairs per expander batch", "expander")
+    batch_tokens: int = option(1024, "padded symbols per expander training batch (length-bucketed (surface, "
+                               "words) pairs)", "expander")
     copy_ratio: float = option(1.0, "one-word tokens (copied, to learn copying) per multiword token in an "
                                "expander epoch", "expander")
     decide_ratio: float = option(9.0, "decide mode: one-word tokens per multiword token in an expander epoch "

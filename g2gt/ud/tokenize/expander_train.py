@@ -6,10 +6,12 @@
 * :class:`ExpanderTask`: an epoch is every multiword pair (mode ``<mwt>``), ``copy_ratio`` times as many
   one-word tokens drawn at random (mode ``<one>``, target = the token), and for the decide mode (``<any>``)
   every multiword pair again plus ``decide_ratio`` times as many one-word tokens; shuffled (seeded by
-  ``(seed, epoch)``), in batches of ``batch_pairs``;
+  ``(seed, epoch)``), in length-bucketed batches of at most ``batch_tokens`` padded symbols
+  (:func:`transducer_batches`);
   loss = label-smoothed cross entropy summed over target characters (the separator and EOS included);
   ``evaluate``: greedy exact-match ``accuracy`` (percent, lowercased words) on the dev pairs, and ``loss``;
-* :func:`train_expander`: vocabulary + model + task + :class:`g2gt.core.train.Trainer` in one call.
+* :func:`train_expander`: vocabulary + model + task, run by :func:`g2gt.core.run.run_training` (``config.json``,
+  the Trainer, averaging) in one call.
 
 Dev pairs come from the dev data's multiword tokens; a treebank whose dev set has none is evaluated on (at
 most 200 of) its training pairs instead, which only tracks the fit.
@@ -26,8 +28,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ...core.checkpoint import holds_training_folder
+from ...core.batch import shard, token_budget_batches
 from ...core.config import TrainConfig
+from ...core.run import training_run
 from ...nn.char_transducer import transducer_loss
 from .config import ExpanderConfig
 from .expander import (
@@ -35,7 +38,7 @@ from .expander import (
 )
 
 __all__ = ["ExpanderBatch", "ExpanderTask", "mwt_pairs", "one_word_forms", "expander_train_config",
-           "train_expander", "load_expander"]
+           "train_expander", "load_expander", "transducer_batches"]
 
 Pair = tuple[str, tuple[str, ...]]
 
@@ -85,6 +88,20 @@ def _pad(rows: Sequence[Sequence[int]]) -> Tensor:
     return torch.tensor([list(r) + [PAD] * (n - len(r)) for r in rows], dtype=torch.long)
 
 
+def transducer_batches(rows: Sequence[tuple[Sequence[int], Sequence[int]]], batch_tokens: int, seed: int,
+                       rank: int = 0, world_size: int = 1, skip: int = 0) -> Iterator[ExpanderBatch]:
+    """``(source, target)`` symbol rows in length-bucketed batches of at most ``batch_tokens`` padded symbols
+    (:func:`g2gt.core.batch.token_budget_batches`, a row's length being the longer of its source and its
+    target with BOS / EOS; deterministic in ``seed``), this rank's :func:`g2gt.core.batch.shard` of them, the
+    first ``skip`` left out. The lemmatizer's batches are made the same way."""
+    lengths = [max(len(src), len(tgt) + 1) for src, tgt in rows]
+    batches = token_budget_batches(lengths, batch_tokens, shuffle=True, seed=seed)
+    for idx in shard(batches, rank, world_size)[skip:]:
+        chunk = [rows[i] for i in idx]
+        yield ExpanderBatch(_pad([r[0] for r in chunk]), _pad([[BOS, *r[1]] for r in chunk]),
+                            _pad([[*r[1], EOS] for r in chunk]))
+
+
 class ExpanderTask:
     """The Trainer task of the expander (module docstring)."""
 
@@ -115,14 +132,8 @@ class ExpanderTask:
         return rows
 
     def train_batches(self, epoch: int, rank: int = 0, world_size: int = 1, skip: int = 0) -> Iterator[ExpanderBatch]:
-        rows_all = self._epoch_rows(epoch)
-        B = self.config.batch_pairs
-        starts = list(range(0, len(rows_all), B))
-        per = len(starts) // world_size if world_size > 1 else len(starts)
-        for s in starts[rank::world_size][:per][skip:]:
-            rows = rows_all[s:s + B]
-            yield ExpanderBatch(_pad([r[0] for r in rows]), _pad([[BOS] + r[1] for r in rows]),
-                                _pad([r[1] + [EOS] for r in rows]))
+        yield from transducer_batches(self._epoch_rows(epoch), self.config.batch_tokens,
+                                      self.seed * 1_000_003 + epoch, rank, world_size, skip)
 
     def num_tokens(self, batch: ExpanderBatch) -> int:
         return int((batch.tgt_out != PAD).sum())
@@ -150,21 +161,20 @@ class ExpanderTask:
         return {"kind": EXPANDER_KIND, "chars": self.vocab.to_list(), "specials": self.vocab.specials}
 
 
-@holds_training_folder
+@training_run
 def train_expander(train_pairs: Sequence[Pair], dev_pairs: Sequence[Pair], out_dir: str | os.PathLike,
                    config: ExpanderConfig | None = None, train_config: TrainConfig | None = None,
-                   resume: bool = False, copy_forms: Sequence[str] = ()) -> MWTExpander:
+                   resume: bool = False, copy_forms: Sequence[str] = (), overwrite: bool = False) -> MWTExpander:
     """Train on ``(surface, words)`` pairs (:func:`mwt_pairs`) and copy examples ``copy_forms``
-    (:func:`one_word_forms`); ``out_dir`` gets ``best.pt``, ``last.pt`` and ``log.jsonl``. On resume the
-    vocabulary and configuration come from ``out_dir/last.pt``. Returns the :class:`MWTExpander` of
-    ``best.pt``."""
-    from ...core.checkpoint import load_checkpoint
-    from ...core.train import Trainer
+    (:func:`one_word_forms`); ``out_dir`` gets ``best.pt``, ``last.pt``, ``log.jsonl`` and ``config.json``
+    (:func:`g2gt.core.run.run_training`). On resume the vocabulary and configuration come from
+    ``out_dir/last.pt``; a folder that holds a run is refused unless ``resume`` or ``overwrite``. Returns the
+    :class:`MWTExpander` of ``best.pt``."""
+    from ...core.run import resume_checkpoint, run_training
 
     tc = train_config or expander_train_config()
-    last = os.path.join(out_dir, "last.pt")
-    if resume and os.path.exists(last):
-        ck = load_checkpoint(last)
+    ck = resume_checkpoint(out_dir, resume)
+    if ck is not None:
         vocab = ExpanderVocab(ck["task"]["chars"], ck["task"].get("specials", 7))
         cfg = ExpanderConfig.from_dict(ck["model_config"])
     else:
@@ -173,7 +183,10 @@ def train_expander(train_pairs: Sequence[Pair], dev_pairs: Sequence[Pair], out_d
     torch.manual_seed(tc.seed)
     model = build_expander_model(cfg)
     task = ExpanderTask(train_pairs, dev_pairs, vocab, cfg, tc.seed, copy_forms)
-    Trainer(model, task, tc, out_dir, model_config=cfg.to_dict()).fit(resume=resume)
+    data_info = {"train_pairs": len(train_pairs), "dev_pairs": len(task.dev), "copy_forms": len(copy_forms),
+                 "characters": len(vocab.to_list())}
+    run_training(model, task, tc, out_dir, cfg.to_dict(), task_info={"kind": EXPANDER_KIND}, data_info=data_info,
+                 resume=resume, overwrite=overwrite)
     return load_expander(out_dir, "cpu", "float32")
 
 

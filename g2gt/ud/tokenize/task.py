@@ -4,7 +4,7 @@
   styles and order (:func:`g2gt.ud.tokenize.data.render_stream`, seeded by ``(seed, epoch)``), keeps its
   non-space characters with their gap features (:meth:`g2gt.ud.tokenize.chars.CharVocab.compact`), cuts them
   into windows of ``window`` characters from a random offset, shuffles the windows and groups
-  ``batch_tokens // window`` of them per batch; rank ``r`` of ``W`` takes every ``W``-th batch. ``utterances`` (a
+  ``batch_tokens // window`` of them per batch; each rank takes its :func:`g2gt.core.batch.shard` of them. ``utterances`` (a
   share of those windows) more windows each hold a short text alone, padded (``padding_mask``).
 * ``loss``: cross entropy of the 5 character labels, summed over the characters
   (``num_tokens`` = characters); the two multiword-token labels weigh ``mwt_weight``.
@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ...core.batch import shard
 from .chars import CharVocab
 from .config import SegmentDataConfig, SegmenterConfig
 from .data import Document, pick_utterance, render_document, render_stream, render_utterance
@@ -131,10 +132,7 @@ class SegmentTask:
         cols, lengths = self._windows(epoch)
         W = cols[0].shape[1]
         B = self.data.windows_per_batch(W)
-        starts = list(range(0, len(lengths), B))
-        per = len(starts) // world_size if world_size > 1 else len(starts)
-        mine = starts[rank::world_size][:per]
-        for s in mine[skip:]:
+        for s in shard(range(0, len(lengths), B), rank, world_size)[skip:]:
             sl = slice(s, s + B)
             mask = None
             if (lengths[sl] < W).any():

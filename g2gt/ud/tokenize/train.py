@@ -40,6 +40,7 @@ from pathlib import Path
 
 from ...core.checkpoint import holds_training_folder
 from ...core.config import TrainConfig
+from ...core.run import training_run
 from .config import ExpanderConfig, SegmentDataConfig, SegmenterConfig
 from .mwt import MWTLexicon
 
@@ -86,13 +87,13 @@ def expander_budget(train_config: TrainConfig, steps: int = EXPANDER_STEPS) -> T
                                  **common)
 
 
-@holds_training_folder
+@training_run
 def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir: str | os.PathLike,
                     config: SegmenterConfig | None = None, train_config: TrainConfig | None = None,
                     resume: bool = False, data_config: SegmentDataConfig | None = None, *,
                     english_rules: bool = False, spaces_in_tokens: bool | None = None, expander: bool | None = None,
                     expander_config: ExpanderConfig | None = None, expander_train_config: TrainConfig | None = None,
-                    average_last: int = 0):
+                    overwrite: bool = False):
     """Train on CoNLL-U sentences (:class:`g2gt.ud.io.Sentence`, e.g. from :func:`g2gt.ud.io.read_conllu`) with
     their ``# newdoc`` / ``# newpar`` structure; checkpoints and ``log.jsonl`` go to ``out_dir``.
 
@@ -104,11 +105,12 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     ``expander`` (None = auto): see the module docstring. ``train_config.init_from`` (a segmenter: a model's
     name, a model or training folder, a checkpoint) warm-starts the run from it: its architecture, character
     vocabulary, weights, English rules and expander (none is trained) are kept, the multiword-token lexicon is
-    learned from ``train_sentences``; ``config`` is then ignored. Returns the
+    learned from ``train_sentences``; ``config`` is then ignored. A folder that holds a run is refused unless
+    ``resume`` or ``overwrite`` (which also replaces its expander's run; :mod:`g2gt.core.run`). Returns the
     :class:`g2gt.ud.tokenize.Segmenter` of ``best.pt``.
     """
     from ...core.checkpoint import load_checkpoint
-    from ...core.run import run_training, with_averaging
+    from ...core.run import run_training
     from .chars import CharVocab
     from .data import documents_from_sentences, render_document
     from .model import SegmenterModel
@@ -120,7 +122,6 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     if tc.metric not in METRICS:
         raise ValueError(f"TrainConfig.metric={tc.metric!r} is not a segmenter metric; use one of {METRICS} "
                          "(e.g. default_train_config())")
-    tc = with_averaging(tc, average_last)
     data = data_config or SegmentDataConfig()
     train_docs = documents_from_sentences(train_sentences)
     dev_docs = documents_from_sentences(dev_sentences)
@@ -154,7 +155,7 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
             expander = len(lexicon) >= EXPANDER_MIN_TYPES
         if expander:
             lexicon.expander = _train_expander(train_docs, dev_docs, Path(out_dir) / "expander", expander_config,
-                                               expander_train_config or expander_budget(tc), resume)
+                                               expander_train_config or expander_budget(tc), resume, overwrite)
     if lexicon.expander is not None and tc.max_minutes:
         tc = dataclasses.replace(tc, max_minutes=max(tc.max_minutes - expander_minutes(out_dir), 0.05))
     model = SegmenterModel(cfg)
@@ -163,18 +164,18 @@ def train_segmenter(train_sentences: Iterable, dev_sentences: Iterable, out_dir:
     task = SegmentTask(train_docs, dev_docs, vocab, lexicon, cfg, data, seed=tc.seed)
     task_info = {"english_rules": lexicon.rules == "en", "spaces_in_tokens": cfg.spaces_in_tokens,
                  "expander": lexicon.expander is not None, "multiword_tokens": len(lexicon),
-                 "data_config": data.to_dict(), "average_last": average_last,
+                 "data_config": data.to_dict(),
                  **({"init_from": tc.init_from} if source is not None else {})}
     data_info = {"train_documents": len(train_docs), "dev_documents": len(dev_docs),
                  "train_sentences": sum(len(d.sentences) for d in train_docs), "characters": len(vocab)}
     run_training(model, task, tc, out_dir, cfg.to_dict(), task_info=task_info, data_info=data_info, resume=resume,
-                 average_last=average_last)
+                 overwrite=overwrite)
     return Segmenter.load(out_dir)
 
 
 def _train_expander(train_docs, dev_docs, folder: Path, config: ExpanderConfig | None, tc: TrainConfig,
-                    resume: bool):
-    """Train (or, with ``resume``, continue or reuse) the expander in ``folder``."""
+                    resume: bool, overwrite: bool = False):
+    """Train (or, with ``resume``, continue or reuse; with ``overwrite``, replace) the expander in ``folder``."""
     from ...core.run_folder import run_finished, stored_train_config
     from .expander_train import load_expander, mwt_pairs, one_word_forms, train_expander
 
@@ -184,7 +185,7 @@ def _train_expander(train_docs, dev_docs, folder: Path, config: ExpanderConfig |
         tc = stored_train_config(folder, device=tc.device, progress=tc.progress)  # the same budget
     print(f"g2gt: training the multiword-token expander in {folder}", file=sys.stderr)
     return train_expander(mwt_pairs(train_docs), mwt_pairs(dev_docs), folder, config, tc, resume,
-                          one_word_forms(train_docs))
+                          one_word_forms(train_docs), overwrite=overwrite)
 
 
 def expander_minutes(out_dir: str | os.PathLike) -> float:

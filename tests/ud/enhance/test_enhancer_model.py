@@ -109,7 +109,7 @@ def test_scores_do_not_depend_on_padding(data):
 def test_a_few_steps_lower_the_loss(data):
     train, _, vocab = data
     m = _model(vocab)
-    task = EnhancerTask(train, [], vocab, max_tokens=800, word_dropout=0.0, corrupt_prob=0.0)
+    task = EnhancerTask(train, [], vocab, batch_tokens=800, word_dropout=0.0, corrupt_prob=0.0)
     batches = list(task.train_batches(0, 0, 1))[:4]
     opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
 
@@ -132,7 +132,7 @@ def test_trainer_checkpoint_loads_strictly_and_enhances_validly(data, tmp_path):
     train, dev, _ = data
     tc = TrainConfig(lr=2e-3, max_steps=3, eval_every=0, metric="elas", metric_mode="max", progress=False,
                      device="cpu")
-    enhancer, history = train_enhancer(train, dev, tmp_path / "m", TINY, tc, max_tokens=800)
+    enhancer, history = train_enhancer(train, dev, tmp_path / "m", EnhancerConfig(**TINY), tc, batch_tokens=800)
     assert history and "elas" in history[-1] and "eulas" in history[-1]
     ck = torch.load(tmp_path / "m" / "best.pt", weights_only=True)
     assert ck["task"]["kind"] == "enhancer"
@@ -162,19 +162,19 @@ def test_enhanced_scores_are_100_on_gold_and_lower_on_copies(data):
 
 def test_parser_trees_become_training_inputs(data, tmp_path):
     from g2gt.ud.enhance.task import parser_trees
-    from g2gt.ud.parse import train_parser
+    from g2gt.ud.parse import ParserConfig, train_parser
 
     train, dev, vocab = data
     tc = TrainConfig(lr=2e-3, max_steps=2, eval_every=0, metric="las", metric_mode="max", progress=False,
                      device="cpu")
-    train_parser(train[:20], dev[:5], tmp_path / "p", dict(d_model=32, num_heads=2, num_layers=1, ffn_dim=64,
-                                                            arc_dim=32, label_dim=16, char_filters=16), tc,
-                 max_tokens=800)
+    train_parser(train[:20], dev[:5], tmp_path / "p", ParserConfig(d_model=32, num_heads=2, num_layers=1, ffn_dim=64,
+                                                                  arc_dim=32, label_dim=16, char_filters=16), tc,
+                 batch_tokens=800)
     trees = parser_trees(tmp_path / "p", train)
     assert [len(h) for h, _ in trees] == [len(s) for s in train]
-    task = EnhancerTask(train, [], vocab, max_tokens=800, corrupt_prob=0.0, parser_trees=trees, parser_prob=1.0)
+    task = EnhancerTask(train, [], vocab, batch_tokens=800, corrupt_prob=0.0, parser_trees=trees, parser_prob=1.0)
     idx = list(range(len(train)))
     inputs = task.input_trees(idx, seed=3)
     assert all(h == [0] + t[0] for (h, _), t in zip(inputs, trees))
-    gold = EnhancerTask(train, [], vocab, max_tokens=800, corrupt_prob=0.0).input_trees(idx, seed=3)
+    gold = EnhancerTask(train, [], vocab, batch_tokens=800, corrupt_prob=0.0).input_trees(idx, seed=3)
     assert all(h == [0] + [int(x) for x in s.heads] for (h, _), s in zip(gold, train))

@@ -163,7 +163,7 @@ def test_dev_accuracy_is_measured_on_forms_training_lacks():
 
 def test_tiny_training_run_and_resume(tmp_path):
     train = lemma_examples(read_conllu(EWT_SAMPLE_TRAIN)[:40])
-    cfg = LemmaConfig(batch_words=32, **TINY)
+    cfg = LemmaConfig(batch_tokens=320, **TINY)
     tc = lemma_train_config(max_steps=4, eval_every=2, log_every=1)
     lem = train_lemmatizer(train, train[:20], tmp_path / "run", cfg, tc)
     assert isinstance(lem, CharLemmatizer) and lem.config.vocab_size == len(lem.vocab)

@@ -13,7 +13,7 @@ from g2gt.core.config import TrainConfig
 from g2gt.data import EWT_SAMPLE_DEV as SAMPLE_DEV, EWT_SAMPLE_TRAIN as SAMPLE_TRAIN
 from g2gt.ud.io.conllu import read_conllu
 from g2gt.ud.io import check_tree
-from g2gt.ud.parse import Parser, ParserModel, ParsingTask, make_batch, make_example, train_parser
+from g2gt.ud.parse import Parser, ParserConfig, ParserModel, ParsingTask, make_batch, make_example, train_parser
 from g2gt.ud.parse.distill import read_text, train_distill
 from g2gt.ud.parse.distill_task import (
     DistillTask, Teacher, _mapped, average_targets, class_map, distill_loss, teacher_pass,
@@ -40,8 +40,8 @@ def teachers(tmp_path_factory, data):
     min_freq 1, so other word ids)."""
     train, dev = data
     root = tmp_path_factory.mktemp("teachers")
-    train_parser(train, dev, root / "a", TINY, _tc(max_steps=4, seed=1), refine_steps=1)
-    train_parser(train, dev, root / "b", TINY, _tc(max_steps=4, seed=2), refine_steps=1,
+    train_parser(train, dev, root / "a", ParserConfig(**TINY), _tc(max_steps=4, seed=1), refine_steps=1)
+    train_parser(train, dev, root / "b", ParserConfig(**TINY), _tc(max_steps=4, seed=2), refine_steps=1,
                  min_freq=1)
     return str(root / "a"), str(root / "b")
 
@@ -150,7 +150,7 @@ def test_distilled_student_learns_loads_and_parses(teachers, data, tmp_path):
     text = tmp_path / "text.txt"
     text.write_text("The cat sat on the mat .\nDogs bark at night .\n", encoding="utf-8")
     out = tmp_path / "student"
-    parser, history = train_distill(list(teachers), train, dev, out, text=[text], config=dict(TINY, dropout=0.0),
+    parser, history = train_distill(list(teachers), train, dev, out, text=[text], config=ParserConfig(**dict(TINY, dropout=0.0)),
                                     train_config=_tc(max_steps=16, lr=5e-3), refine_steps=0,
                                     text_format="tokens", batch_tokens=400, gold_weight=0.2)
     losses = [e["loss"] for e in map(json.loads, (out / "log.jsonl").read_text().splitlines()) if e["kind"] == "train"]
@@ -170,7 +170,7 @@ def test_distilled_student_learns_loads_and_parses(teachers, data, tmp_path):
 
 def test_resume_continues_bit_exactly(teachers, data, tmp_path):
     train, dev = data
-    kw = dict(config=TINY, refine_steps=1, batch_tokens=400, temperature=2.0, gold_weight=0.3)
+    kw = dict(config=ParserConfig(**TINY), refine_steps=1, batch_tokens=400, temperature=2.0, gold_weight=0.3)
     text = tmp_path / "text.txt"
     text.write_text("The cat sat on the mat .\nDogs bark at night .\n", encoding="utf-8")
     kw["text_format"] = "tokens"
@@ -310,7 +310,7 @@ def test_student_without_graph_channel_from_a_teacher_computes_its_first_pass(te
 def test_init_from_continues_a_student(teachers, data, tmp_path):
     train, dev = data
     first = tmp_path / "first"
-    train_distill([teachers[0]], train, dev, first, config=dict(TINY, dropout=0.0, num_layers=2),
+    train_distill([teachers[0]], train, dev, first, config=ParserConfig(**dict(TINY, dropout=0.0, num_layers=2)),
                   train_config=_tc(max_steps=3), refine_steps=0, batch_tokens=400)
     again = tmp_path / "again"
     train_distill([teachers[0]], train, dev, again, train_config=_tc(max_steps=2, init_from=str(first)),

@@ -39,7 +39,7 @@ def _setup(mode: str):
     cfg = vocab.config(**TINY)
     torch.manual_seed(0)
     model = ParserModel(cfg).double()
-    task = ParsingTask(train, dev, vocab, cfg.max_distance, max_tokens=90, refine_train=mode, refine_steps=1,
+    task = ParsingTask(train, dev, vocab, cfg.max_distance, batch_tokens=90, refine_train=mode, refine_steps=1,
                        corrupt_max=0.5, word_dropout=0.0, seed=3)
     return model, task
 

@@ -38,7 +38,7 @@ def _parser(sents, **kw) -> Parser:
 
 def _fit(sents, steps: int, refine_train: str = "self", lr: float = 3e-3, **kw) -> Parser:
     p = _parser(sents, **kw)
-    task = ParsingTask(sents, [], p.vocab, max_tokens=4000, refine_train=refine_train, word_dropout=0.0)
+    task = ParsingTask(sents, [], p.vocab, batch_tokens=4000, refine_train=refine_train, word_dropout=0.0)
     opt = torch.optim.Adam(p.model.parameters(), lr=lr)
     p.model.train()
     batches = list(task.train_batches(0, 0, 1))
@@ -196,7 +196,8 @@ def test_checkpoint_roundtrip_weights_only_strict(train_sents, dev_sents, tmp_pa
 
     tc = TrainConfig(lr=1e-3, warmup_steps=1, max_steps=2, eval_every=0, metric="las", metric_mode="max",
                      progress=False)
-    parser, hist = train_parser(train_sents[:20], dev_sents[:5], tmp_path / "m", TINY, tc, max_tokens=2000)
+    parser, hist = train_parser(train_sents[:20], dev_sents[:5], tmp_path / "m", ParserConfig(**TINY), tc,
+                                batch_tokens=2000)
     ck = torch.load(tmp_path / "m" / "best.pt", weights_only=True)
     cfg = ParserConfig.from_dict(ck["model_config"])
     model = ParserModel(cfg)

@@ -131,8 +131,8 @@ def test_old_checkpoints_load_strict_with_identical_outputs(tmp_path):
     p = _tiny_parser()
     cfg = p.model.config.to_dict()
     assert "treebanks" not in cfg  # a one-treebank model writes the old record, key for key
-    torch.save({"model": p.model.state_dict(), "model_config": cfg, "task": {"vocab": p.vocab.to_dict()}},
-               tmp_path / "old.pt")
+    torch.save({"model": p.model.state_dict(), "model_config": cfg,
+                "task": {"kind": "parser", "vocab": p.vocab.to_dict()}}, tmp_path / "old.pt")
     loaded = Parser.load(tmp_path / "old.pt", dtype="float32")
     assert loaded.treebanks == [] and loaded.treebank is None and loaded.model.treebank_embed is None
     assert loaded.predict(dev) == p.predict(dev)

@@ -25,7 +25,7 @@ from g2gt.ud.tokenize.train import SPACES_AUTO_COUNT, SPACES_AUTO_SHARE, default
 from g2gt.ud.tokenize.words import WORD_SPACE, WordMatcher, mark_word_spaces, space_words_of
 
 TINY_EXP = ExpanderConfig(d_model=32, num_heads=2, num_layers=1, ffn_dim=64, dropout=0.0, label_smoothing=0.0,
-                          batch_pairs=16)
+                          batch_tokens=128)
 SEG_TINY = SegmenterConfig(d_model=32, num_layers=1, num_heads=2, ffn_dim=64, window=48, context=8)
 
 

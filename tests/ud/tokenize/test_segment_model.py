@@ -184,6 +184,9 @@ def test_relearn_lexicon_upgrades_an_old_checkpoint_and_keeps_the_weights(tmp_pa
     assert (tmp_path / "relexed" / "best.pt").is_file()
     commands = run_commands(tmp_path / "relexed")
     assert len(commands) == 1 and "--relearn-lexicon" in commands[0]
+    again = ["train", "segmenter", "--train", str(EWT_SAMPLE_TRAIN), "--relearn-lexicon", str(tmp_path / "run"),
+             "--out", str(tmp_path / "run")]  # a folder that holds a run is not overwritten
+    assert g2gt_main(again) == 2 and torch.load(tmp_path / "run" / "last.pt", weights_only=True)["step"] == 2
 
 
 def test_lexicon_always_splits_a_surface_seen_once_as_a_multiword_token():
