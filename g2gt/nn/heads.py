@@ -42,6 +42,9 @@ class MLP(nn.Module):
         nn.init.xavier_uniform_(self.linear.weight)
         nn.init.zeros_(self.linear.bias)
 
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}, dropout={self.dropout.p}"
+
     def forward(self, x: Tensor) -> Tensor:
         """``[*, in_dim] -> [*, out_dim]``."""
         y = self.linear(x)
@@ -148,6 +151,9 @@ class Tagger(nn.Module):
         nn.init.xavier_uniform_(self.out.weight)
         nn.init.zeros_(self.out.bias)
 
+    def extra_repr(self) -> str:
+        return f"num_tags={self.out.out_features}"
+
     def forward(self, x: Tensor) -> Tensor:
         return self.out(self.mlp(x))
 
@@ -185,6 +191,9 @@ class CharCNNWordEncoder(nn.Module):
         self.conv.reset_parameters()
         nn.init.xavier_uniform_(self.proj.weight)
         nn.init.zeros_(self.proj.bias)
+
+    def extra_repr(self) -> str:
+        return f"kernel={self.conv.kernel_size[0]}, filters={self.conv.out_channels}, dropout={self.dropout.p}"
 
     def forward(self, chars: Tensor) -> Tensor:
         if chars.numel() == 0:

@@ -105,6 +105,9 @@ class FeedForward(nn.Module):
             nn.init.xavier_uniform_(lin.weight)
             nn.init.zeros_(lin.bias)
 
+    def extra_repr(self) -> str:
+        return f"activation={self.act.__name__!r}, dropout={self.dropout.p}"
+
     def forward(self, x: Tensor) -> Tensor:
         return self.lin2(self.dropout(self.act(self.lin1(x))))
 
@@ -117,6 +120,12 @@ class _Residual(nn.Module):
         self.norm = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
+
+    def reset_parameters(self) -> None:
+        self.norm.reset_parameters()
+
+    def extra_repr(self) -> str:
+        return f"norm_first={self.norm_first}, dropout={self.dropout.p}"
 
     def forward(self, x: Tensor, fn) -> Tensor:
         if self.norm_first:
@@ -142,6 +151,9 @@ class EncoderLayer(nn.Module):
         self.ffn.reset_parameters()
         self.res_attn.norm.reset_parameters()
         self.res_ffn.norm.reset_parameters()
+
+    def extra_repr(self) -> str:
+        return f"norm_first={self.res_ffn.norm_first}"
 
     def forward(
         self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None, need_weights: bool = False,
@@ -185,6 +197,9 @@ class DecoderLayer(nn.Module):
         for r in (self.res_self, self.res_cross, self.res_ffn):
             r.norm.reset_parameters()
 
+    def extra_repr(self) -> str:
+        return f"norm_first={self.res_ffn.norm_first}"
+
     def forward(
         self, x: Tensor, self_labels: Tensor | None, memory: Tensor, memory_padding_mask: Tensor | None,
         tgt_padding_mask: Tensor | None = None, cache: tuple[KVCache, KVCache] | None = None,
@@ -209,6 +224,9 @@ class _LayerStack(nn.Module):
             layer.reset_parameters()
         if isinstance(self.norm, nn.LayerNorm):
             self.norm.reset_parameters()
+
+    def extra_repr(self) -> str:
+        return f"num_layers={len(self.layers)}"
 
 
 class GraphEncoder(_LayerStack):
@@ -319,6 +337,11 @@ class G2GTransformer(nn.Module):
     ...                  num_encoder_layers=2, num_decoder_layers=2, ffn_dim=128)
     >>> model = G2GTransformer(cfg)
     """
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (f"d_model={c.d_model}, num_heads={c.num_heads}, layers={c.num_encoder_layers}+{c.num_decoder_layers}, "
+                f"ffn_dim={c.ffn_dim}, num_labels={list(c.num_labels)}, positions={c.positions!r}")
 
     def __init__(self, config: G2GTConfig) -> None:
         super().__init__()

@@ -140,6 +140,9 @@ class PathBilinear(nn.Module):
         nn.init.xavier_uniform_(self.Q.weight)
         nn.init.zeros_(self.w)
 
+    def extra_repr(self) -> str:
+        return f"num_paths={self.w.shape[0]}, rank={self.w.shape[1]}"
+
     def forward(self, x: Tensor, path: Tensor) -> Tensor:
         p, q = self.P(x), self.Q(x).transpose(1, 2)  # [B, n, r], [B, r, n]
         per = torch.stack([(p * w) @ q for w in self.w], -1)  # [B, n, n, num_paths]
@@ -152,6 +155,12 @@ class EnhancerModel(nn.Module):
     Shapes: ``words, upos, heads, rels, word_types [B, n]`` long (node 0 = ROOT; ``heads``/``rels`` the
     input basic tree), ``char_ids [U, m]``, ``padding_mask [B, n]`` bool (True = pad).
     """
+
+    def extra_repr(self) -> str:
+        """The config's sizes (the submodules follow)."""
+        c = self.config
+        keys = ("d_model", "num_layers", "num_heads", "ffn_dim", "num_rels", "num_upos", "num_labels")
+        return ", ".join(f"{k}={getattr(c, k)}" for k in keys if hasattr(c, k))
 
     def __init__(self, config: EnhancerConfig) -> None:
         super().__init__()

@@ -79,6 +79,12 @@ class ParserModel(nn.Module):
     :meth:`decode` the inference of a batch (trees, relations, tags; refinement until a fixed point).
     """
 
+    def extra_repr(self) -> str:
+        """The config's sizes (the submodules follow)."""
+        c = self.config
+        keys = ("d_model", "num_layers", "num_heads", "ffn_dim", "num_rels", "num_upos", "num_labels")
+        return ", ".join(f"{k}={getattr(c, k)}" for k in keys if hasattr(c, k))
+
     def __init__(self, config: ParserConfig) -> None:
         super().__init__()
         self.config = c = config
