@@ -39,8 +39,9 @@ from g2gt.core.graph import LabelVocab  # noqa: E402
 from g2gt.nn.transformer import sinusoidal_positions  # noqa: E402
 from g2gt.core.schedule import estimate_total_steps, lr_multiplier  # noqa: E402
 from g2gt.seq2seq import (  # noqa: E402
-    SUBWORD_LABEL, Seq2SeqConfig, Seq2SeqTask, mt_scores, read_lines, seq2seq_train_config,
+    Seq2SeqConfig, Seq2SeqTask, mt_scores, read_lines, seq2seq_train_config,
 )
+from g2gt.seq2seq.task import SUBWORD_LABEL  # noqa: E402
 from g2gt.seq2seq.subword import SubwordTokenizer  # noqa: E402
 from g2gt.core.train import TrainConfig, autocast_context, autocast_dtype  # noqa: E402
 

@@ -9,10 +9,8 @@ import torch
 from g2gt.cli.main import main as cli_main
 from g2gt.nn.search import beam_search, greedy_search
 from g2gt.nn.transformer import G2GTConfig, G2GTransformer
-from g2gt.seq2seq import (
-    SUBWORD_LABEL, MisalignedError, Seq2SeqSettings, Seq2SeqTask, load_seq2seq, read_lines,
-    read_parallel, subword_dependency_channel,
-)
+from g2gt.seq2seq import MisalignedError, Seq2SeqSettings, Seq2SeqTask, load_seq2seq, read_lines, read_parallel
+from g2gt.seq2seq.task import SUBWORD_LABEL, subword_dependency_channel
 from g2gt.seq2seq.subword import SubwordTokenizer
 from g2gt.core.train import TrainConfig, Trainer
 from g2gt.seq2seq import Seq2SeqConfig, Seq2SeqRun, mt_scores, seq2seq_train_config, read_training_data, train_seq2seq

@@ -15,8 +15,9 @@ import g2gt
 from g2gt.cli.main import main as cli_main
 from g2gt.core.checkpoint import CheckpointError
 from g2gt.core.train import TrainConfig, Trainer
+from g2gt.seq2seq.config import DEFAULT_BEAM
 from g2gt.seq2seq import (
-    DEFAULT_BEAM, Seq2SeqConfig, Seq2SeqSettings, Seq2SeqTask, TranslateConfig, Translator,
+    Seq2SeqConfig, Seq2SeqSettings, Seq2SeqTask, TranslateConfig, Translator,
     build_translation_package, mt_scores, read_parallel,
 )
 from g2gt.seq2seq.subword import SubwordTokenizer
