@@ -22,12 +22,12 @@ Importable without torch (the recipes' modules import :func:`training_run` at th
 
 from __future__ import annotations
 
+import logging
 import dataclasses
 import functools
 import inspect
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from torch import nn
 
     from .train import Trainer
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["RUN_FILES", "RunExists", "check_run_folder", "training_run", "resume_checkpoint", "with_averaging",
            "run_training", "average_snapshots"]
@@ -161,6 +163,6 @@ def average_snapshots(trainer: Trainer, k: int) -> dict:
     with torch.no_grad(), trainer.autocast:
         scores = {key: float(v) for key, v in trainer.task.evaluate(model).items()}
     metric = trainer.cfg.metric
-    print(f"averaged the weights of steps {', '.join(map(str, ck['averaged']['steps']))} into {out / 'averaged.pt'}:"
-          f" dev {metric.upper()} {scores.get(metric, 0):.2f} (best.pt: {trainer.best or 0:.2f})", file=sys.stderr)
+    _log.info(f"averaged the weights of steps {', '.join(map(str, ck['averaged']['steps']))} into {out / 'averaged.pt'}:"
+          f" dev {metric.upper()} {scores.get(metric, 0):.2f} (best.pt: {trainer.best or 0:.2f})")
     return {"file": "averaged.pt", "steps": ck["averaged"]["steps"], **scores}

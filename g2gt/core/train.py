@@ -30,11 +30,11 @@ importable from here too); a whole recipe run (``config.json``, averaging) in :m
 
 from __future__ import annotations
 
+import logging
 import contextlib
 import json
 import os
 import random
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +54,8 @@ from .runtime import (
 )
 from .schedule import estimate_total_steps, lr_multiplier, make_schedule, warmup_length
 from .task import Task
+
+_log = logging.getLogger("g2gt")
 
 __all__ = [
     "Task", "TrainConfig", "Trainer", "save_atomic", "load_checkpoint", "make_schedule", "autocast_dtype", "autocast_context",
@@ -355,7 +357,7 @@ class Trainer:
         """Rank 0, holding the lock: remove temporaries of a killed write; make ``log.jsonl`` and the step
         snapshots end at the resumed step (or start them afresh)."""
         for p in remove_stale_temporaries(self.out_dir):
-            print(f"g2gt: removed {p.name}, left by a checkpoint write that was interrupted", file=sys.stderr)
+            _log.info(f"removed {p.name}, left by a checkpoint write that was interrupted")
         log = self.out_dir / "log.jsonl"
         prune_snapshots(self.out_dir, self.cfg.keep_last if resumed else 0, self.step if resumed else None)
         if resumed:

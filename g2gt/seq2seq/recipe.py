@@ -6,6 +6,7 @@ Python users and ``g2gt train seq2seq`` alike.
 
 from __future__ import annotations
 
+import logging
 import functools
 import json
 import os
@@ -27,6 +28,8 @@ from .config import Seq2SeqConfig, check_metric, seq2seq_train_config
 from .data import check_aligned
 from .metrics import mt_scores
 from .task import SUBWORD_LABEL, Seq2SeqTask, load_seq2seq
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["Seq2SeqRun", "final_evaluation", "train_seq2seq"]
 
@@ -166,8 +169,8 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
         task.settings.length_penalty, task.seed = cfg.length_penalty, tc.seed
         model_config = G2GTConfig.from_dict(ck["model_config"])
         if tc.progress:
-            print(f"resuming {out / 'last.pt'} at update {ck['step']}: tokenizers, data settings and model size "
-                  "come from the checkpoint", file=sys.stderr)
+            _log.info(f"resuming {out / 'last.pt'} at update {ck['step']}: tokenizers, data settings and model size "
+                  "come from the checkpoint")
     else:
         task = _new_task(src_train, tgt_train, graph, cfg, tc.seed)
         model_config = task.model_config(**cfg.model_kwargs())
@@ -183,10 +186,10 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
             "target_vocab": None if task.tgt_tok is task.src_tok else task.tgt_tok.vocab_size,
             "channels": task.channels, "prepare_seconds": round(time.time() - t0, 1)}
     if tc.progress and main:
-        print(f"data: {data['train_pairs']} train / {data['dev_pairs']} dev pairs, {data['train_source_subwords']} "
+        _log.info(f"data: {data['train_pairs']} train / {data['dev_pairs']} dev pairs, {data['train_source_subwords']} "
               f"source / {data['train_target_subwords']} target subwords (vocab {data['vocab']}), prepared in "
               f"{data['prepare_seconds']:.0f}s; model: {params / 1e6:.2f}M parameters, channels "
-              f"{task.channels}", file=sys.stderr)
+              f"{task.channels}")
     amp = autocast_dtype(_device(tc.device), tc.amp)
     task_info = {"kind": "seq2seq", "recipe": cfg.to_dict(), "settings": task.settings.to_dict()}
     trainer_class = functools.partial(_ReportingTrainer,

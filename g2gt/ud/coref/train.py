@@ -19,6 +19,7 @@ the commands that made the source before this run's (:func:`g2gt.ud.recipe.expor
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,6 +29,8 @@ from ...core.config import TrainConfig, model_fields
 from ...core.run import training_run
 from .config import DATA_FIELDS, CorefConfig
 from .io import DEFAULT_LAYOUT, documents, entity_layout
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["train_coref", "coref_train_config", "COREF_TRAIN", "WARM_OVERRIDABLE", "WarmCoref",
            "load_warm_source"]
@@ -110,7 +113,6 @@ def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: Cor
     """
     import dataclasses
     import random
-    import sys
 
     import torch
 
@@ -150,8 +152,8 @@ def train_coref(train: Sequence, dev: Sequence, out_dir: str | Path, config: Cor
     if source is not None:
         model.load_state_dict(source.state, strict=True)  # float16 weights of a shipped model -> float32
         step = f", step {source.step}" if source.step is not None else ""
-        print(f"warm start from {source.given} ({source.file}{step}): its weights, vocabularies, configuration "
-              f"and link threshold {source.threshold:g}; optimizer and schedule fresh", file=sys.stderr)
+        _log.info(f"warm start from {source.given} ({source.file}{step}): its weights, vocabularies, configuration "
+              f"and link threshold {source.threshold:g}; optimizer and schedule fresh")
     task = CorefTask(train_docs, dev_docs, vocab, window, batch_tokens, word_dropout, tc.seed, layout, cfg.max_distance,
                      threshold)
     task_info = {"window": window, "batch_tokens": batch_tokens, "min_freq": min_freq, "word_dropout": word_dropout,

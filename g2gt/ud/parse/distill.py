@@ -16,13 +16,15 @@ Importable without torch (the CLI builds its options from :func:`train_distill`'
 
 from __future__ import annotations
 
-import sys
+import logging
 from pathlib import Path
 from typing import Any, Sequence
 
 from ...core.config import TrainConfig, model_fields
 from ...core.run import training_run
 from .config import DATA_FIELDS, ParserConfig, parser_train_config
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["train_distill", "read_text", "TEXT_FORMATS"]
 
@@ -108,7 +110,7 @@ def _resumed_settings(ck: dict, given: dict) -> dict:
     out = {k: stored.get(k, v) for k, v in given.items()}
     changed = [f"{k} {out[k]} (not {v})" for k, v in given.items() if out[k] != v]
     if changed:
-        print("resuming with the run's own settings: " + ", ".join(changed), file=sys.stderr)
+        _log.info("resuming with the run's own settings: " + ", ".join(changed))
     return out
 
 
@@ -197,9 +199,9 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
         dropped = t.map_into(vocab)
         if dropped:
             lost[t.name] = dropped
-            print(f"teacher {t.name}: classes the student does not have (their probability is dropped and the "
+            _log.info(f"teacher {t.name}: classes the student does not have (their probability is dropped and the "
                   "rest renormalised): " + "; ".join(f"{h} {', '.join(c[:8])}{' ...' if len(c) > 8 else ''}"
-                                                     for h, c in dropped.items()), file=sys.stderr)
+                                                     for h, c in dropped.items()))
     refine = refine_train if cfg.graph_channel and refine_steps > 0 else "none"
     text_sents: list = []
     per_file = {}
@@ -209,7 +211,7 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
         for p in text:
             sents = read_text(p, text_format, segment, text_max_words)
             per_file[str(p)] = {"sentences": len(sents), "words": sum(len(s) for s in sents)}
-            print(f"text: {p} ({len(sents)} sentences)", file=sys.stderr)
+            _log.info(f"text: {p} ({len(sents)} sentences)")
             text_sents += sents
     sentences = list(train) + text_sents
     gold = [True] * len(train) + [False] * len(text_sents)
@@ -218,7 +220,7 @@ def train_distill(teachers: Sequence[str], train: Sequence, dev: Sequence, out_d
     if source is not None:
         from .warm import copy_weights
 
-        print(copy_weights(model, source).summary(source), file=sys.stderr)
+        _log.info(copy_weights(model, source).summary(source))
     eval_task = ParsingTask([], dev, vocab, cfg.max_distance, batch_tokens, refine, refine_steps, 0.0, word_dropout,
                             tc.seed, graph_channel=cfg.graph_channel)
     settings = {"teachers": names, "teacher_refine_steps": [t.refine_steps for t in loaded],

@@ -4,8 +4,8 @@ function's signature); torch is imported when it is called."""
 
 from __future__ import annotations
 
+import logging
 import dataclasses
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Sequence
@@ -14,6 +14,8 @@ from ...core.config import TrainConfig, model_fields
 from ...core.run import training_run
 from .config import DATA_FIELDS, ParserConfig, parser_train_config
 from .treebanks import as_named_sets, treebank_index, treebank_list
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["train_parser"]
 
@@ -107,10 +109,10 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
         from .warm import copy_weights
 
         report = copy_weights(model, source)
-        print(report.summary(source), file=sys.stderr)
+        _log.info(report.summary(source))
         if added:
-            print("  labels added to the source's vocabulary: "
-                  + ", ".join(f"{k} +{len(v)}" for k, v in added.items()), file=sys.stderr)
+            _log.info("  labels added to the source's vocabulary: "
+                  + ", ".join(f"{k} +{len(v)}" for k, v in added.items()))
     train_tbs = [treebank_index(cfg.treebanks, name) for name, sents in train_sets for _ in sents]
     more_dev = [(name, sents, treebank_index(cfg.treebanks, name)) for name, sents in dev_sets[1:]]
     task = ParsingTask(all_train, dev_sets[0][1], vocab, cfg.max_distance, batch_tokens, refine_train, refine_steps,

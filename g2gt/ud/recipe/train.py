@@ -58,14 +58,16 @@ functions' signatures (``batch_tokens``).
 
 from __future__ import annotations
 
+import logging
 import dataclasses
 import os
 import re
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["DEFAULT_MINUTES", "STAGE_SHARES", "SEGMENTER_FLOOR", "EXPANDER_MIN_MINUTES", "TreebankFiles",
            "find_treebank", "split_budget", "train_pipeline"]
@@ -139,7 +141,7 @@ def split_budget(max_minutes: float, stages: Sequence[str], stage_minutes: dict[
 
 
 def _say(msg: str) -> None:
-    print(f"g2gt: {msg}", file=sys.stderr, flush=True)
+    _log.info(msg)
 
 
 def _has_deps(sentences) -> bool:

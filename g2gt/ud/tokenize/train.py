@@ -32,6 +32,7 @@ lexicon and expander come back from ``last.pt``. ``TrainConfig.init_from`` (``g2
 
 from __future__ import annotations
 
+import logging
 import dataclasses
 import os
 import sys
@@ -43,6 +44,8 @@ from ...core.config import TrainConfig
 from ...core.run import training_run
 from .config import ExpanderConfig, SegmentDataConfig, SegmenterConfig
 from .mwt import MWTLexicon
+
+_log = logging.getLogger("g2gt")
 
 __all__ = ["train_segmenter", "default_train_config", "learn_lexicon", "relearn_lexicon", "expander_budget",
            "expander_minutes", "add_expander", "lacks_expander", "SPACES_AUTO_SHARE", "SPACES_AUTO_COUNT",
@@ -183,7 +186,7 @@ def _train_expander(train_docs, dev_docs, folder: Path, config: ExpanderConfig |
         if run_finished(folder):
             return load_expander(folder, "cpu", "float32")
         tc = stored_train_config(folder, device=tc.device, progress=tc.progress)  # the same budget
-    print(f"g2gt: training the multiword-token expander in {folder}", file=sys.stderr)
+    _log.info(f"training the multiword-token expander in {folder}")
     return train_expander(mwt_pairs(train_docs), mwt_pairs(dev_docs), folder, config, tc, resume,
                           one_word_forms(train_docs), overwrite=overwrite)
 
