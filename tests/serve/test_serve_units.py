@@ -97,12 +97,12 @@ def test_batcher_does_not_count_a_job_sent_after_the_answer_as_a_second_client()
     job = Job("k", 1, "next")
     job.arrived, job.state = answered + 0.001, "queued"
     batcher._queue.append(job)
-    assert batcher._take(1, answered, idle_done=True) == [job]
+    assert batcher._take(1, answered, idle_done=True) == [(job, 0, "next")]
     assert batcher.stats["company_waits"] == 0  # taken at once
     early = Job("k", 1, "other client")  # queued before the answer went out: a second active client
     early.arrived, early.state = answered - 1.0, "queued"
     batcher._queue.append(early)
-    assert batcher._take(1, answered, idle_done=True) == [early]
+    assert batcher._take(1, answered, idle_done=True) == [(early, 0, "other client")]
     assert batcher.stats["company_waits"] == 1  # target 2: it waited (up to max_wait) for the company it expected
 
 

@@ -1,0 +1,96 @@
+"""A request's work cut into pieces of about ``piece_words`` words, and the pieces' documents joined again.
+
+The batcher (:mod:`g2gt.serve.batching`) gives waiting requests their turns piece by piece, so a large request
+no longer holds the workers until it is done, and a client that goes away or runs out of time stops its
+request between two pieces.
+
+* raw text: cut after a blank line (a paragraph end) where one falls in the second half of a piece, else after
+  a line break, else after a sentence end (``.``, ``!``, ``?`` and a space), else at a space; the learned
+  segmenter reads paragraph blocks one by one anyway, so a cut at a blank line changes nothing;
+* presegmented text: whole lines; sentences (word lists, CoNLL-U): whole sentences;
+* a request with coreference is one piece (its entities span the whole document).
+
+:func:`join_pieces` makes one :class:`~g2gt.ud.document.Document` of the pieces' documents: the whole text,
+sentence ids counted over the whole request, ``# newdoc`` on the first sentence only, as if it had been one
+piece.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Sequence
+
+from ..ud.document import Document
+from .service import Work
+
+__all__ = ["CHARS_PER_WORD", "split_work", "join_pieces"]
+
+CHARS_PER_WORD = 5  # the estimate Work.size uses for raw text
+_BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]»”’]*\s+")
+
+
+def _cut(text: str, start: int, end: int) -> int:
+    """Where to end the piece that starts at ``start`` and should end near ``end`` (see the module docs)."""
+    low = start + (end - start) // 2
+    for pattern in (_BLANK_LINE, re.compile(r"\n"), _SENTENCE_END, re.compile(r"\s+")):
+        last = None
+        for m in pattern.finditer(text, low, end):
+            last = m
+        if last is not None:
+            return last.end()
+    return end
+
+
+def split_text(text: str, piece_chars: int) -> list[str]:
+    """``text`` in consecutive pieces of at most about ``piece_chars`` characters; they join to ``text``."""
+    pieces, start = [], 0
+    while len(text) - start > piece_chars:
+        cut = _cut(text, start, start + piece_chars)
+        pieces.append(text[start:cut])
+        start = cut
+    if start < len(text) or not pieces:
+        pieces.append(text[start:])
+    return pieces
+
+
+def _groups(items: Sequence, sizes: Sequence[int], limit: int) -> list[list]:
+    out: list[list] = [[]]
+    size = 0
+    for item, n in zip(items, sizes):
+        if out[-1] and size + n > limit:
+            out.append([])
+            size = 0
+        out[-1].append(item)
+        size += n
+    return out
+
+
+def split_work(work: Work, piece_words: int, coref: bool = False) -> list[Work]:
+    """``work`` as pieces of about ``piece_words`` words (0 or ``coref``: one piece)."""
+    if piece_words <= 0 or coref or work.size <= piece_words:
+        return [work]
+    if work.sentences is not None:
+        groups = _groups(work.sentences, [len(s) for s in work.sentences], piece_words)
+        return [replace(work, sentences=g) for g in groups]
+    text = work.text or ""
+    if work.presegmented:
+        lines = text.splitlines(keepends=True)
+        groups = _groups(lines, [max(1, len(line) // CHARS_PER_WORD) for line in lines], piece_words)
+        return [replace(work, text="".join(g)) for g in groups]
+    return [replace(work, text=t) for t in split_text(text, piece_words * CHARS_PER_WORD)]
+
+
+def join_pieces(work: Work, docs: Sequence[Document]) -> Document:
+    """One document for ``work`` from its pieces' documents (see the module docstring)."""
+    if len(docs) == 1:
+        return docs[0]
+    sentences = [s for doc in docs for s in doc]
+    if work.sentences is not None:
+        return Document(sentences, None, docs[0].model)
+    for s in sentences[1:]:  # one text, one document: only its first sentence opens it
+        s.metadata.pop("newdoc", None)
+    for k, s in enumerate(sentences, 1):  # ids count over the whole text, as for one piece
+        s.metadata["sent_id"] = f"{work.id_prefix}{k}"
+    return Document(sentences, "".join(doc.text for doc in docs), docs[0].model)

@@ -1,0 +1,98 @@
+"""HTTP connections with deadlines and a bound on their number: uvicorn's httptools protocol, stricter.
+
+* ``header_timeout``: a request's line and headers must arrive within this many seconds, counted from the
+  connection's start (or from the first byte of a later request on a keep-alive connection); else the
+  connection gets ``408`` and is closed. A client that connects and sends nothing is closed the same way.
+* ``body_timeout``: the body must arrive within this many seconds after the headers; else ``408`` and closed
+  (the app sees the client go away, so a request that is still being read never reaches a worker).
+* ``max_connections``: a connection beyond this many open ones gets ``503`` with ``Retry-After`` and is
+  closed at once, so half-sent requests cannot use up the process's file descriptors.
+
+Idle keep-alive connections are closed by uvicorn after ``timeout_keep_alive`` seconds, as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+__all__ = ["limited_protocol"]
+
+log = logging.getLogger("g2gt.serve")
+REASONS = {408: b"Request Timeout", 503: b"Service Unavailable"}
+
+
+def _response(status: int, text: str, retry_after: int | None = None) -> bytes:
+    body = text.encode("utf-8")
+    head = [b"HTTP/1.1 %d %s\r\n" % (status, REASONS[status]), b"content-type: text/plain; charset=utf-8\r\n",
+            b"content-length: %d\r\n" % len(body), b"connection: close\r\n"]
+    if retry_after is not None:
+        head.append(b"retry-after: %d\r\n" % retry_after)
+    return b"".join(head) + b"\r\n" + body
+
+
+def limited_protocol(header_timeout: float, body_timeout: float, max_connections: int) -> type:
+    """uvicorn's ``HttpToolsProtocol`` with the limits of the module docstring (0 = no limit), for
+    ``uvicorn.Config(http=...)``."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError as e:  # httptools is part of the serve extra
+        raise ImportError(f"g2gt serve needs httptools ({e}): pip install 'g2gt[serve]'") from None
+
+    class LimitedProtocol(HttpToolsProtocol):
+        _timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if max_connections and len(self.connections) > max_connections:
+                log.debug("refused a connection: %d open (g2gt serve --max-connections)", len(self.connections) - 1)
+                transport.write(_response(503, f"server busy: {max_connections} connections are open "
+                                               "(g2gt serve --max-connections); try again shortly", 1))
+                transport.close()
+                return
+            self._arm(header_timeout, "headers")
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            if self._timer is None:  # a later request on a keep-alive connection: its own deadline
+                self._arm(header_timeout, "headers")
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
+            if not self.pipeline:  # a pipelined request is not read until the one before it is answered
+                self._arm(body_timeout, "body")
+
+        def on_message_complete(self) -> None:
+            self._disarm()
+            super().on_message_complete()
+
+        def _arm(self, seconds: float, part: str) -> None:
+            self._disarm()
+            if seconds > 0:
+                self._timer = self.loop.call_later(seconds, self._expired, seconds, part)
+
+        def _disarm(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def _expired(self, seconds: float, part: str) -> None:
+            self._timer = None
+            if self.transport.is_closing():
+                return
+            option = "--header-timeout" if part == "headers" else "--body-timeout"
+            cycle = self.cycle if part == "body" else None
+            if cycle is None or not cycle.response_started:
+                self.transport.write(_response(408, f"request {part} not received within {seconds:g} s (g2gt "
+                                                    f"serve {option}); send the whole request at once"))
+            if cycle is not None:  # the app sees the client go away and answers nothing more
+                cycle.disconnected = True
+                cycle.message_event.set()
+            self.transport.close()
+
+    return LimitedProtocol
