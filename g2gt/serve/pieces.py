@@ -22,24 +22,29 @@ from dataclasses import replace
 from typing import Sequence
 
 from ..ud.document import Document
+from ..ud.tokenize.spans import line_breaks
+from .formats import surface_tokens
 from .service import Work
 
 __all__ = ["CHARS_PER_WORD", "split_work", "join_pieces"]
 
 CHARS_PER_WORD = 5  # the estimate Work.size uses for raw text
-_BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
-_SENTENCE_END = re.compile(r"[.!?][\"')\]»”’]*\s+")
+# where a piece may end, best first: after the white space (group 1)
+_BLANK_LINE = re.compile(r"(\s*\n[ \t\r\f\v]*\n\s*)")
+_LINE_BREAK = re.compile(r"(\s*\n\s*)")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]»”’]*(\s+)")
+_SPACE = re.compile(r"(\s+)")
 
 
 def _cut(text: str, start: int, end: int) -> int:
     """Where to end the piece that starts at ``start`` and should end near ``end`` (see the module docs)."""
     low = start + (end - start) // 2
-    for pattern in (_BLANK_LINE, re.compile(r"\n"), _SENTENCE_END, re.compile(r"\s+")):
+    for pattern in (_BLANK_LINE, _LINE_BREAK, _SENTENCE_END, _SPACE):
         last = None
         for m in pattern.finditer(text, low, end):
             last = m
         if last is not None:
-            return last.end()
+            return last.end(1)
     return end
 
 
@@ -91,6 +96,34 @@ def join_pieces(work: Work, docs: Sequence[Document]) -> Document:
         return Document(sentences, None, docs[0].model)
     for s in sentences[1:]:  # one text, one document: only its first sentence opens it
         s.metadata.pop("newdoc", None)
+    if not work.presegmented:
+        _mend_cuts(docs)
     for k, s in enumerate(sentences, 1):  # ids count over the whole text, as for one piece
         s.metadata["sent_id"] = f"{work.id_prefix}{k}"
     return Document(sentences, "".join(doc.text for doc in docs), docs[0].model)
+
+
+def _mend_cuts(docs: Sequence[Document]) -> None:
+    """What the segmenter wrote at the end and start of a piece as it would have written it mid-text: the
+    white space after the last token of a piece (``SpacesAfter=\\s`` is the default one space there, and no
+    white space at all is ``SpaceAfter=No``), and ``# newpar`` only after a blank line."""
+    before = None  # the white space at the end of the pieces so far, once a sentence was seen
+    for doc in docs:
+        if len(doc) and before is not None and line_breaks(before) < 2:
+            doc[0].metadata.pop("newpar", None)
+        if not len(doc):
+            continue
+        text = doc.text
+        trailing = text[len(text.rstrip()):]
+        before = trailing
+        if doc is docs[-1]:
+            continue
+        token = surface_tokens(doc[-1])[-1][0]
+        misc = token.get("misc")
+        if misc is None or isinstance(misc, dict):
+            misc = dict(misc or {})
+            if misc.get("SpacesAfter") == "\\s":
+                del misc["SpacesAfter"]
+            elif not trailing:
+                misc["SpaceAfter"] = "No"
+            token["misc"] = misc or None
