@@ -8,7 +8,8 @@ that fails fails its whole job, and the job's other pieces are dropped.
 Fair turns: the jobs that still have pieces to run stand in a rotation. A worker takes the key of the job at the
 front, then one piece from each job of that key in rotation order, round after round, while the batch holds at
 most ``max_size`` (always at least one piece); the jobs served move to the back. So a small request that
-arrives behind a large one is in the next batch, and waits at most one batch (not the whole large request).
+arrives behind a large one is in the next batch, and waits at most one batch (not the whole large request): a
+new job stands in the rotation ahead of every job that has had a turn.
 
 How long it waits for company: a worker that becomes free expects ``target`` = the jobs its last batch
 answered + the jobs that were queued before that batch's results went out: the clients it knows to be active
@@ -68,6 +69,7 @@ class Job:
     todo: deque = field(default_factory=deque)  # (index, size, payload) of the pieces not handed out yet
     results: list = field(default_factory=list)
     running: int = 0  # pieces in a worker's batch now
+    turns: int = 0  # batches that took a piece of it
 
     def __post_init__(self) -> None:
         if not self.todo:
@@ -171,7 +173,8 @@ class Batcher:
                 raise QueueFull(f"{len(self._queue)} requests are already waiting (g2gt serve --max-pending)")
             job.arrived = time.monotonic()
             job.state = "queued"
-            self._queue.append(job)
+            # ahead of the jobs that have had a turn already (they stand at the back, in rotation order)
+            self._queue.insert(sum(1 for j in self._queue if j.turns == 0), job)
             self._unfinished.add(job)
             self.stats["jobs"] += 1
             self._cond.notify()
@@ -254,6 +257,7 @@ class Batcher:
                 more = True
                 served[job] = None
         for job in served:  # served jobs go to the back of the rotation; finished ones leave it
+            job.turns += 1
             self._queue.remove(job)
             if job.todo:
                 self._queue.append(job)
