@@ -4,9 +4,11 @@ The batcher (:mod:`g2gt.serve.batching`) gives waiting requests their turns piec
 no longer holds the workers until it is done, and a client that goes away or runs out of time stops its
 request between two pieces.
 
-* raw text: cut after a blank line (a paragraph end) where one falls in the second half of a piece, else after
-  a line break, else after a sentence end (``.``, ``!``, ``?`` and a space), else at a space; the learned
-  segmenter reads paragraph blocks one by one anyway, so a cut at a blank line changes nothing;
+* raw text: cut after a blank line (a paragraph end) in the second half of a piece or up to twice its length,
+  else after a line break, else after a sentence end (``.``, ``!``, ``?`` and a space), else at a space; the
+  learned segmenter reads paragraph blocks one by one anyway, so a cut at a blank line changes nothing, and
+  the white space at a cut is written as it would have been mid-text; a cut inside a paragraph can end a
+  sentence the segmenter would have run on (an abbreviation's full stop, a very long sentence);
 * presegmented text: whole lines; sentences (word lists, CoNLL-U): whole sentences;
 * a request with coreference is one piece (its entities span the whole document).
 
@@ -36,20 +38,50 @@ _SENTENCE_END = re.compile(r"[.!?][\"')\]»”’]*(\s+)")
 _SPACE = re.compile(r"(\s+)")
 
 
+def _last(pattern: re.Pattern, text: str, low: int, high: int) -> re.Match | None:
+    last = None
+    for m in pattern.finditer(text, low, high):
+        last = m
+    return last
+
+
+def _ends_sentence(text: str, m: re.Match) -> bool:
+    """A full stop (or ! ?) that likely ends a sentence: not after a lone letter (an initial, "W. Graae"),
+    and followed by a capital letter or a digit (after any opening quotes or brackets)."""
+    before = text[max(0, m.start() - 2):m.start()]
+    if len(before) == 2 and before[1].isalpha() and not before[0].isalnum():
+        return False
+    after = text[m.end(1):m.end(1) + 4].lstrip("\"'“‘«([¿¡")
+    return bool(after) and (after[0].isupper() or after[0].isdigit())
+
+
 def _cut(text: str, start: int, end: int) -> int:
-    """Where to end the piece that starts at ``start`` and should end near ``end`` (see the module docs)."""
-    low = start + (end - start) // 2
-    for pattern in (_BLANK_LINE, _LINE_BREAK, _SENTENCE_END, _SPACE):
-        last = None
-        for m in pattern.finditer(text, low, end):
-            last = m
-        if last is not None:
-            return last.end(1)
-    return end
+    """Where to end the piece that starts at ``start`` and should end near ``end`` (see the module docs): after
+    the last blank line (else line break, else sentence end) in the second half of the piece, or the first one
+    up to twice its length; else the rest of the text if that is no longer; else after the last space in its
+    second half; else at ``end``."""
+    low, far = start + (end - start) // 2, min(len(text), end + (end - start))
+    found = None
+    for pattern in (_BLANK_LINE, _LINE_BREAK):
+        found = found or _last(pattern, text, low, end) or pattern.search(text, end, far)
+    if found is None:
+        ends = [m for m in _SENTENCE_END.finditer(text, low, end) if _ends_sentence(text, m)]
+        later = (m for m in _SENTENCE_END.finditer(text, end, far) if _ends_sentence(text, m))
+        found = ends[-1] if ends else next(later, None)
+    if found is None and far == len(text):  # the rest is at most twice a piece: one piece
+        return far
+    found = found or _last(_SPACE, text, low, end)
+    if found is None:
+        return end
+    cut = found.end(1)
+    while cut < len(text) and text[cut].isspace():  # all of the white space (the search may have stopped at end)
+        cut += 1
+    return cut
 
 
 def split_text(text: str, piece_chars: int) -> list[str]:
-    """``text`` in consecutive pieces of at most about ``piece_chars`` characters; they join to ``text``."""
+    """``text`` in consecutive pieces of about ``piece_chars`` characters (at most twice that); they join to
+    ``text``."""
     pieces, start = [], 0
     while len(text) - start > piece_chars:
         cut = _cut(text, start, start + piece_chars)
