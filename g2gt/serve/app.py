@@ -8,7 +8,7 @@ Routes::
     GET  /v1/models         the models with their descriptions, whether they predict enhanced UD, coreference
     POST /v1/parse          JSON in, a Document's JSON out (g2gt.ud.document; OpenAPI at /docs): its
                             sentences, and its entities with coref=true
-    GET  /health            queue and batch counters
+    GET  /health            queue and batch counters (requests and words waiting, batches, pieces run ...)
 
 Every request that needs a model becomes one job of the :class:`~g2gt.serve.batching.Batcher`, cut into
 pieces of about ``piece_words`` words (:mod:`g2gt.serve.pieces`) that take turns with other requests' pieces;
@@ -276,7 +276,7 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
 
     @app.get("/health", summary="queue and batch counters")
     async def health() -> dict:
-        return {"status": "ok", "pending": batcher.pending, **batcher.stats}
+        return {"status": "ok", "pending": batcher.pending, "queued_words": batcher.queued_size, **batcher.stats}
 
     return app
 
