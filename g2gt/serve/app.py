@@ -114,6 +114,23 @@ async def run_job(request: Request, batcher: Batcher, options: Options, work: Wo
                        status=503)
 
 
+def _parse_answer(doc, req: ParseRequest) -> JSONResponse:
+    """The JSON answer of ``/v1/parse``: the document's JSON, with each sentence's SVG and the CoNLL-U when asked."""
+    try:
+        out = doc.to_dict()  # the same JSON as g2gt.load()(text).to_json() and g2gt parse --format json
+    except ValueError as e:  # CoNLL-U input whose Entity= brackets do not read
+        raise RequestError(str(e)) from None
+    if req.svg:
+        from ..ud.draw import coref_marks, render_svg
+
+        marks = coref_marks(doc) if "entities" in out else [()] * len(doc)
+        for s, d, m in zip(doc, out["sentences"], marks):
+            d["svg"] = render_svg(s, marks=m)
+    if req.return_conllu:
+        out["conllu"] = doc.conllu()
+    return JSONResponse(out)
+
+
 def _check_unicode(req: ParseRequest) -> None:
     """Every text field of ``req`` is valid Unicode (JSON lets a lone surrogate such as \\ud800 through)."""
     for name in ("text", "conllu", "model"):
@@ -227,7 +244,7 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
         sentences = plan.work.sentences
         if plan.options is not None:
             sentences = await run_job(request, batcher, plan.options, plan.work, config)
-        return JSONResponse(finish_process(plan, sentences))
+        return await asyncio.to_thread(lambda: JSONResponse(finish_process(plan, sentences)))
 
     # ------------------------------------------------------------------ JSON API
     @app.get("/v1/models", summary="the models served")
@@ -260,19 +277,8 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
             work = Work(sentences=read_conllu_text(req.conllu or ""), split_long=False)
         doc = await run_job(request, batcher, Options(model.name, enhanced=req.enhanced, coref=req.coref), work,
                             config)
-        try:
-            out = doc.to_dict()  # the same JSON as g2gt.load()(text).to_json() and g2gt parse --format json
-        except ValueError as e:  # CoNLL-U input whose Entity= brackets do not read
-            raise RequestError(str(e)) from None
-        if req.svg:
-            from ..ud.draw import coref_marks, render_svg
-
-            marks = coref_marks(doc) if "entities" in out else [()] * len(doc)
-            for s, d, m in zip(doc, out["sentences"], marks):
-                d["svg"] = render_svg(s, marks=m)
-        if req.return_conllu:
-            out["conllu"] = doc.conllu()
-        return JSONResponse(out)
+        # written in a thread: a large answer's JSON would hold the event loop (every other client) meanwhile
+        return await asyncio.to_thread(_parse_answer, doc, req)
 
     @app.get("/health", summary="queue and batch counters")
     async def health() -> dict:

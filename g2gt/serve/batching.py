@@ -6,8 +6,9 @@ future gets the single piece's result, or for :meth:`Job.of_pieces` the list of 
 that fails fails its whole job, and the job's other pieces are dropped.
 
 Fair turns: the jobs that still have pieces to run stand in a rotation. A worker takes the key of the job at the
-front, then one piece from each job of that key in rotation order, round after round, while the batch holds at
-most ``max_size`` (always at least one piece); the jobs served move to the back. So a small request that
+front, then one piece from each job of that key in rotation order while the batch holds at most ``max_size``
+(always at least one piece); a job alone in its batch gets more pieces, round after round, up to
+``max_size``. The jobs served move to the back. So a small request that
 arrives behind a large one is in the next batch, and waits at most one batch (not the whole large request): a
 new job stands in the rotation ahead of every job that has had a turn.
 
@@ -241,11 +242,12 @@ class Batcher:
             return self._fill(key)
 
     def _fill(self, key: Hashable) -> list[tuple[Job, int, Any]]:
-        """One piece of each job of ``key`` in rotation order, round after round, within ``max_size``."""
+        """One piece of each job of ``key`` in rotation order, within ``max_size``; a job alone in the batch
+        gets more pieces, round after round (fewer, larger batches: less padding and fixed cost per call)."""
         batch: list[tuple[Job, int, Any]] = []
         served: dict[Job, None] = {}  # in the order served
         size, more = 0, True
-        while more:
+        while more and len(served) <= 1:  # more rounds for a job alone; with company, one piece each
             more = False
             for job in self._queue:
                 if job.key != key or not job.todo or (batch and size + job.todo[0][1] > self.max_size):
