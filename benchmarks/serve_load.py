@@ -11,7 +11,8 @@ then for ``--seconds`` runs at once:
 
 each client sending its next request when the last is answered (one connection per request). Then sends
 SIGTERM and times the exit. Prints per setting and size: requests, words per request, latency p50 / p99 / max,
-answers that were not 200; ``--markdown`` prints the table for docs/benchmarks.md.
+answers that were not 200, and the words answered per second; ``--markdown`` prints the table for
+docs/benchmarks.md.
 
     python benchmarks/serve_load.py --threads 1 --seconds 60 --piece-words 500 0 --markdown
 
@@ -96,7 +97,9 @@ async def run_load(port: int, bodies: dict[str, tuple[bytes, int]], clients: dic
 
     tasks = [client(size) for size in SIZES for _ in range(clients[size])]
     tasks += [slow_client(port, until, closed) for _ in range(slow)]
+    start = time.monotonic()
     await asyncio.gather(*tasks)
+    results["wall_s"] = time.monotonic() - start  # type: ignore[assignment]
     return results, closed
 
 
@@ -174,8 +177,12 @@ def main(argv: list[str] | None = None) -> int:
             bad = sum(1 for _, status in results[size] if status != 200)
             rows.append((piece_words, size, bodies[size][1], len(latencies), percentile(latencies, 50),
                          percentile(latencies, 99), max(latencies, default=float("nan")), bad))
-        notes.append(f"--piece-words {piece_words}: {len(closed)} slow connections closed by the server, "
-                     f"median after {percentile(closed, 50):.1f} s; SIGTERM -> exit {code} after {stop_s:.1f} s")
+        wall = results.pop("wall_s")
+        words = sum(bodies[size][1] for size in SIZES for _, status in results[size] if status == 200)
+        notes.append(f"--piece-words {piece_words}: {words:,} words answered in {wall:.0f} s ({words / wall:,.0f} "
+                     f"words/s, the last answers after the {args.seconds:g} s of sending); {len(closed)} slow "
+                     f"connections closed by the server, median after {percentile(closed, 50):.1f} s; SIGTERM -> "
+                     f"exit {code} after {stop_s:.1f} s")
     head = ("| --piece-words | size | words / request | requests | p50 s | p99 s | max s | not 200 |\n"
             "|---:|---|---:|---:|---:|---:|---:|---:|")
     lines = [f"| {p or '0 (never cut)'} | {size} | {words:,} | {n} | {p50:.2f} | {p99:.2f} | {mx:.2f} | {bad} |"

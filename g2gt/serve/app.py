@@ -83,7 +83,10 @@ async def run_job(request: Request, batcher: Batcher, options: Options, work: Wo
     """The request's :class:`~g2gt.ud.document.Document` (its pieces' joined), or the exception of the piece
     that failed; :class:`ClientGone` after taking the job back when the client disconnects first; a 503
     :class:`RequestError` when the queue is full, the server stops, or ``config.request_timeout_s`` passes."""
-    pieces = split_work(work, config.piece_words, coref=options.coref)
+    if work.size > 8 * max(config.piece_words, 1):  # a large text's cuts are looked for off the event loop
+        pieces = await asyncio.to_thread(split_work, work, config.piece_words, options.coref)
+    else:
+        pieces = split_work(work, config.piece_words, coref=options.coref)
     job = Job.of_pieces(options, [(p.size, p) for p in pieces])
     try:
         future = batcher.submit(job)

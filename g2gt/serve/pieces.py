@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from itertools import islice
 from typing import Sequence
 
 from ..ud.document import Document
@@ -31,11 +32,13 @@ from .service import Work
 __all__ = ["CHARS_PER_WORD", "split_work", "join_pieces"]
 
 CHARS_PER_WORD = 5  # the estimate Work.size uses for raw text
-# where a piece may end, best first: after the white space (group 1)
-_BLANK_LINE = re.compile(r"(\s*\n[ \t\r\f\v]*\n\s*)")
-_LINE_BREAK = re.compile(r"(\s*\n\s*)")
+# where a piece may end, best first: after group 1 and the white space that follows it (no pattern starts
+# with a repeat of white space: linear time on any text)
+_BLANK_LINE = re.compile(r"(\n[ \t\r\f\v]*\n)")
+_LINE_BREAK = re.compile(r"(\n)")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]»”’]*(\s+)")
 _SPACE = re.compile(r"(\s+)")
+_WHITE = re.compile(r"\s*")
 
 
 def _last(pattern: re.Pattern, text: str, low: int, high: int) -> re.Match | None:
@@ -55,6 +58,13 @@ def _ends_sentence(text: str, m: re.Match) -> bool:
     return bool(after) and (after[0].isupper() or after[0].isdigit())
 
 
+def _sentence_end(text: str, low: int, end: int) -> re.Match | None:
+    """The last likely sentence end in the last 256 characters of ``text[low:end]`` (a bounded search: linear
+    time on any text)."""
+    ends = [m for m in _SENTENCE_END.finditer(text, max(low, end - 256), end) if _ends_sentence(text, m)]
+    return ends[-1] if ends else None
+
+
 def _cut(text: str, start: int, end: int) -> int:
     """Where to end the piece that starts at ``start`` and should end near ``end`` (see the module docs): after
     the last blank line (else line break, else sentence end) in the second half of the piece, or the first one
@@ -65,18 +75,14 @@ def _cut(text: str, start: int, end: int) -> int:
     for pattern in (_BLANK_LINE, _LINE_BREAK):
         found = found or _last(pattern, text, low, end) or pattern.search(text, end, far)
     if found is None:
-        ends = [m for m in _SENTENCE_END.finditer(text, low, end) if _ends_sentence(text, m)]
-        later = (m for m in _SENTENCE_END.finditer(text, end, far) if _ends_sentence(text, m))
-        found = ends[-1] if ends else next(later, None)
+        found = _sentence_end(text, low, end) or next(
+            (m for m in islice(_SENTENCE_END.finditer(text, end, far), 64) if _ends_sentence(text, m)), None)
     if found is None and far == len(text):  # the rest is at most twice a piece: one piece
         return far
     found = found or _last(_SPACE, text, low, end)
     if found is None:
         return end
-    cut = found.end(1)
-    while cut < len(text) and text[cut].isspace():  # all of the white space (the search may have stopped at end)
-        cut += 1
-    return cut
+    return _WHITE.match(text, found.end(1)).end()  # all of the white space (the search may have stopped at end)
 
 
 def split_text(text: str, piece_chars: int) -> list[str]:
