@@ -119,6 +119,18 @@ def test_a_client_that_goes_away_stops_its_request_between_pieces():
         assert live.json("/v1/parse", {"sentences": [["next"]]})[0] == 200
 
 
+def test_a_request_over_the_time_limit_is_stopped_with_503():
+    live, model = stub_server(delay=0.005, piece_words=20, batch_words=20, request_timeout_s=0.5)
+    with live:
+        batcher = live.app.state.batcher
+        status, data = live.request("POST", "/v1/parse", json.dumps({"sentences": word_lists(40, 10)}),
+                                    {"Content-Type": "application/json"})  # 2 s of work
+        assert status == 503 and b"not finished within 0.5 s (g2gt serve --request-timeout)" in data
+        assert wait_for(lambda: batcher.stats["running"] == 0, timeout=10)
+        assert model.words <= 200  # of 400: the rest was dropped
+        assert live.json("/v1/parse", {"sentences": [["next"]]})[0] == 200
+
+
 # --------------------------------------------------------------------------- slow and half-sent clients
 @pytest.mark.parametrize("sent, part", [
     (b"", "headers"),
