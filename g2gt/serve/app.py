@@ -15,8 +15,8 @@ pieces of about ``piece_words`` words (:mod:`g2gt.serve.pieces`) that take turns
 while it runs, the handler also listens for the client going away and then takes the job back (its pieces not
 run yet are dropped, its slot is free again), and stops it after ``request_timeout_s``. Mistakes are answered
 400 (413 for a body over the limit, 503 with ``Retry-After`` when the queue is full, the time limit ran out or
-the server is stopping) with one line of plain text. No route reads or writes a file named by the client: the page's three files are read once,
-here, at start-up.
+the server is stopping) with one line of plain text. No route reads or writes a file named by the client: the
+page's three files are read once, here, at start-up.
 """
 
 from __future__ import annotations
