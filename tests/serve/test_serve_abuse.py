@@ -187,6 +187,10 @@ def test_shutdown_answers_unfinished_requests_503_and_exits_promptly():
         assert wait_for(lambda: batcher.stats["jobs"] == 2 and model.words > 0, timeout=10)
         start = time.monotonic()
         live.server.should_exit = True  # what SIGTERM does
+        assert wait_for(lambda: not live.server.servers or not any(x.is_serving() for x in live.server.servers),
+                        timeout=5)
+        with pytest.raises(OSError):  # no new connections
+            live.request("GET", "/health", timeout=5)
         for t in clients:
             t.join(30)
         live.thread.join(30)
