@@ -61,7 +61,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="a request's body must arrive within this long after its headers, else 408 and the "
                         "connection is closed (default: 30; 0 = no limit)")
     p.add_argument("--max-connections", type=non_negative_int, default=1000,
-                   help="open connections; one more is answered 503 and closed at once (default: 1000; "
+                   help="open connections; one more closes the connection that has waited longest for its "
+                        "request's headers (408), or is answered 503 when none is waiting (default: 1000; "
                         "0 = no limit)")
     p.add_argument("--release-memory-after", type=float, default=2.0, metavar="SECONDS",
                    help="give freed memory back to the system after this long without requests (default: 2; "

@@ -67,7 +67,7 @@ class ServeConfig:
     request_timeout_s: float = 120.0  # a request not answered after this long is stopped: 503 (0 = no limit)
     header_timeout_s: float = 10.0  # request line and headers must arrive within this (0 = no limit)
     body_timeout_s: float = 30.0  # the body must arrive within this after the headers (0 = no limit)
-    max_connections: int = 1000  # open connections; more are answered 503 and closed (0 = no limit)
+    max_connections: int = 1000  # open connections (g2gt.serve.protocol: who makes room, who gets 503; 0 = no limit)
 
 
 class ClientGone(Exception):

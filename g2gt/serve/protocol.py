@@ -5,8 +5,11 @@
   connection gets ``408`` and is closed. A client that connects and sends nothing is closed the same way.
 * ``body_timeout``: the body must arrive within this many seconds after the headers; else ``408`` and closed
   (the app sees the client go away, so a request that is still being read never reaches a worker).
-* ``max_connections``: a connection beyond this many open ones gets ``503`` with ``Retry-After`` and is
-  closed at once, so half-sent requests cannot use up the process's file descriptors.
+* ``max_connections``: at most this many connections are open. One more makes room by closing the connection
+  that has waited longest for its request's headers (it gets ``408``): clients that send a request at once
+  still get in while slow ones hold the slots. When no connection is waiting for headers (all are reading a
+  body or being answered), the new one gets ``503`` with ``Retry-After`` and is closed at once. So half-sent
+  requests can neither use up the process's file descriptors nor lock out other clients.
 
 Idle keep-alive connections are closed by uvicorn after ``timeout_keep_alive`` seconds, as before.
 """
@@ -39,17 +42,26 @@ def limited_protocol(header_timeout: float, body_timeout: float, max_connections
     except ImportError as e:  # httptools is part of the serve extra
         raise ImportError(f"g2gt serve needs httptools ({e}): pip install 'g2gt[serve]'") from None
 
+    waiting: dict[LimitedProtocol, float] = {}  # connections waiting for headers, oldest first: when it started
+
     class LimitedProtocol(HttpToolsProtocol):
         _timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             if max_connections and len(self.connections) > max_connections:
-                log.debug("refused a connection: %d open (g2gt serve --max-connections)", len(self.connections) - 1)
-                transport.write(_response(503, f"server busy: {max_connections} connections are open "
-                                               "(g2gt serve --max-connections); try again shortly", 1))
-                transport.close()
-                return
+                if waiting:  # make room: the connection that has waited longest for its headers goes
+                    oldest, since = next(iter(waiting.items()))
+                    oldest._close(408, f"request headers not received after {self.loop.time() - since:.1f} s, "
+                                       "and the server needed the connection (g2gt serve --max-connections); "
+                                       "send the whole request at once")
+                else:
+                    log.debug("refused a connection: %d open (g2gt serve --max-connections)",
+                              len(self.connections) - 1)
+                    transport.write(_response(503, f"server busy: {max_connections} connections are open "
+                                                   "(g2gt serve --max-connections); try again shortly", 1))
+                    transport.close()
+                    return
             self._arm(header_timeout, "headers")
 
         def connection_lost(self, exc) -> None:
@@ -73,24 +85,32 @@ def limited_protocol(header_timeout: float, body_timeout: float, max_connections
 
         def _arm(self, seconds: float, part: str) -> None:
             self._disarm()
+            if part == "headers":
+                waiting[self] = self.loop.time()
             if seconds > 0:
                 self._timer = self.loop.call_later(seconds, self._expired, seconds, part)
 
         def _disarm(self) -> None:
+            waiting.pop(self, None)
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
 
         def _expired(self, seconds: float, part: str) -> None:
-            self._timer = None
+            option = "--header-timeout" if part == "headers" else "--body-timeout"
+            self._close(408, f"request {part} not received within {seconds:g} s (g2gt serve {option}); send the "
+                             "whole request at once", part == "body")
+
+        def _close(self, status: int, text: str, reading_body: bool = False) -> None:
+            """Answer ``status`` (unless an answer has started) and close; the app, if it runs, sees the client
+            go away and answers nothing more."""
+            self._disarm()
             if self.transport.is_closing():
                 return
-            option = "--header-timeout" if part == "headers" else "--body-timeout"
-            cycle = self.cycle if part == "body" else None
+            cycle = self.cycle if reading_body else None
             if cycle is None or not cycle.response_started:
-                self.transport.write(_response(408, f"request {part} not received within {seconds:g} s (g2gt "
-                                                    f"serve {option}); send the whole request at once"))
-            if cycle is not None:  # the app sees the client go away and answers nothing more
+                self.transport.write(_response(status, text))
+            if cycle is not None:
                 cycle.disconnected = True
                 cycle.message_event.set()
             self.transport.close()

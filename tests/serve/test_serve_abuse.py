@@ -154,16 +154,40 @@ def test_a_half_sent_request_is_closed_after_the_read_timeout(quick, sent, part)
     assert quick.request("GET", "/health")[0] == 200
 
 
-def test_connections_beyond_the_bound_get_503_at_once():
+def test_at_the_bound_the_longest_waiting_half_sent_request_makes_room():
     live, _ = stub_server(header_timeout_s=10, max_connections=2)
     with live:
         idle = [socket.create_connection(("127.0.0.1", live.port)) for _ in range(2)]
         assert wait_for(lambda: len(live.server.server_state.connections) == 2, timeout=5)
+        idle[1].sendall(b"GET /health HTTP/1.1\r\n")  # half of its headers
+        assert live.request("GET", "/health")[0] == 200  # a third connection gets in
+        data, seconds = read_until_closed(idle[0], timeout=5)  # the oldest is closed to make room
+        assert data.startswith(b"HTTP/1.1 408") and b"needed the connection" in data and seconds < 2
+        later = socket.create_connection(("127.0.0.1", live.port))  # the bound again: idle[1] + later
+        assert live.request("GET", "/health")[0] == 200  # now idle[1], the older of the two, makes room
+        data, _ = read_until_closed(idle[1], timeout=5)
+        assert data.startswith(b"HTTP/1.1 408")
+        later.close()
+        for sock in idle:
+            sock.close()
+
+
+def test_at_the_bound_with_every_connection_busy_a_new_one_gets_503_at_once():
+    live, _ = stub_server(body_timeout_s=10, max_connections=2)
+    with live:
+        busy = []
+        for _ in range(2):  # headers sent, body still coming: not waiting for headers
+            sock = socket.create_connection(("127.0.0.1", live.port))
+            sock.sendall(b"POST /v1/parse HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 100\r\n\r\n{")
+            busy.append(sock)
+        assert wait_for(lambda: len(live.server.server_state.connections) == 2, timeout=5)
+        time.sleep(0.2)
         extra = socket.create_connection(("127.0.0.1", live.port))
         data, seconds = read_until_closed(extra, timeout=5)
         extra.close()
         assert data.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in data and seconds < 2
-        for sock in idle:
+        for sock in busy:
             sock.close()
         assert wait_for(lambda: not live.server.server_state.connections, timeout=5)
         assert live.request("GET", "/health")[0] == 200
