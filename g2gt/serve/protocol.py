@@ -6,10 +6,11 @@
 * ``body_timeout``: the body must arrive within this many seconds after the headers; else ``408`` and closed
   (the app sees the client go away, so a request that is still being read never reaches a worker).
 * ``max_connections``: at most this many connections are open. One more makes room by closing the connection
-  that has waited longest for its request's headers (it gets ``408``): clients that send a request at once
-  still get in while slow ones hold the slots. When no connection is waiting for headers (all are reading a
-  body or being answered), the new one gets ``503`` with ``Retry-After`` and is closed at once. So half-sent
-  requests can neither use up the process's file descriptors nor lock out other clients.
+  that has waited longest for its request's headers, if that is at least a second (a quarter of
+  ``header_timeout`` if less; it gets ``408``): clients that send a request at once still get in while slow
+  ones hold the slots. Otherwise (all connections are younger, reading a body or being answered) the new one
+  gets ``503`` with ``Retry-After`` and is closed at once. So half-sent requests can neither use up the
+  process's file descriptors nor lock out other clients.
 
 Idle keep-alive connections are closed by uvicorn after ``timeout_keep_alive`` seconds, as before.
 """
@@ -43,6 +44,9 @@ def limited_protocol(header_timeout: float, body_timeout: float, max_connections
         raise ImportError(f"g2gt serve needs httptools ({e}): pip install 'g2gt[serve]'") from None
 
     waiting: dict[LimitedProtocol, float] = {}  # connections waiting for headers, oldest first: when it started
+    # a connection younger than this is never closed to make room (a client that sends its request at once is
+    # read within milliseconds; a flood of new connections must not push it out before)
+    min_wait = min(1.0, header_timeout / 4) if header_timeout > 0 else 1.0
 
     class LimitedProtocol(HttpToolsProtocol):
         _timer: asyncio.TimerHandle | None = None
@@ -50,8 +54,8 @@ def limited_protocol(header_timeout: float, body_timeout: float, max_connections
         def connection_made(self, transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             if max_connections and len(self.connections) > max_connections:
-                if waiting:  # make room: the connection that has waited longest for its headers goes
-                    oldest, since = next(iter(waiting.items()))
+                oldest, since = next(iter(waiting.items()), (None, 0.0))
+                if oldest is not None and self.loop.time() - since >= min_wait:  # it makes room
                     oldest._close(408, f"request headers not received after {self.loop.time() - since:.1f} s, "
                                        "and the server needed the connection (g2gt serve --max-connections); "
                                        "send the whole request at once")

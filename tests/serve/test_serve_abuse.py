@@ -160,6 +160,7 @@ def test_at_the_bound_the_longest_waiting_half_sent_request_makes_room():
         idle = [socket.create_connection(("127.0.0.1", live.port)) for _ in range(2)]
         assert wait_for(lambda: len(live.server.server_state.connections) == 2, timeout=5)
         idle[1].sendall(b"GET /health HTTP/1.1\r\n")  # half of its headers
+        time.sleep(1.1)  # a connection that waited less than a second is never closed to make room
         assert live.request("GET", "/health")[0] == 200  # a third connection gets in
         data, seconds = read_until_closed(idle[0], timeout=5)  # the oldest is closed to make room
         assert data.startswith(b"HTTP/1.1 408") and b"needed the connection" in data and seconds < 2
@@ -170,6 +171,18 @@ def test_at_the_bound_the_longest_waiting_half_sent_request_makes_room():
         later.close()
         for sock in idle:
             sock.close()
+
+
+def test_at_the_bound_a_connection_younger_than_a_second_is_not_pushed_out():
+    live, _ = stub_server(header_timeout_s=10, max_connections=1)
+    with live:
+        young = socket.create_connection(("127.0.0.1", live.port))
+        assert wait_for(lambda: len(live.server.server_state.connections) == 1, timeout=5)
+        assert live.request("GET", "/health")[0] == 503
+        young.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")  # it sends its request: answered
+        data, _ = read_until_closed(young, timeout=1)
+        young.close()
+        assert data.startswith(b"HTTP/1.1 200")
 
 
 def test_at_the_bound_with_every_connection_busy_a_new_one_gets_503_at_once():
