@@ -108,6 +108,8 @@ def start_server(args, piece_words: int) -> tuple[subprocess.Popen, int]:
     cmd = [sys.executable, "-m", "g2gt", "serve", "--port", "0", "--threads", str(args.threads), "--model",
            args.model, "--piece-words", str(piece_words), "--header-timeout", str(args.header_timeout),
            "--request-timeout", str(args.request_timeout)]
+    if args.max_connections is not None:
+        cmd += ["--max-connections", str(args.max_connections)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                             cwd=Path(__file__).resolve().parents[1])
     while True:
@@ -149,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slow-clients", type=int, default=200)
     ap.add_argument("--header-timeout", type=float, default=10.0)
     ap.add_argument("--request-timeout", type=float, default=120.0)
+    ap.add_argument("--max-connections", type=int, default=None, help="the server's (default: its own)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
 

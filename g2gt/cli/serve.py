@@ -60,10 +60,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
                    help="a request's body must arrive within this long after its headers, else 408 and the "
                         "connection is closed (default: 30; 0 = no limit)")
-    p.add_argument("--max-connections", type=non_negative_int, default=1000,
-                   help="open connections; one more closes the connection that has waited longest for its "
-                        "request's headers (408), or is answered 503 when none is waiting (default: 1000; "
-                        "0 = no limit)")
+    from ..serve.protocol import default_max_connections
+
+    p.add_argument("--max-connections", type=non_negative_int, default=default_max_connections(),
+                   help="open connections; one more closes the connection that has waited longest (a second or "
+                        "more) for its request's headers (408), else it is answered 503 (default: the open-file "
+                        "limit less 128, at most 10,000: here %(default)s; 0 = no limit)")
     p.add_argument("--release-memory-after", type=float, default=2.0, metavar="SECONDS",
                    help="give freed memory back to the system after this long without requests (default: 2; "
                         "0 = never)")

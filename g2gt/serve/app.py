@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -40,6 +40,7 @@ from .limits import BodyLimit
 from .memory import release_free_memory
 from .openapi_page import openapi_html
 from .pieces import join_pieces, split_work
+from .protocol import default_max_connections
 from .schema import ParseRequest, ParseResponse
 from .service import Options, ParseService, Work
 from .udpipe import finish_process, models_json, plan_process, read_params, resolve_model
@@ -67,7 +68,8 @@ class ServeConfig:
     request_timeout_s: float = 120.0  # a request not answered after this long is stopped: 503 (0 = no limit)
     header_timeout_s: float = 10.0  # request line and headers must arrive within this (0 = no limit)
     body_timeout_s: float = 30.0  # the body must arrive within this after the headers (0 = no limit)
-    max_connections: int = 1000  # open connections (g2gt.serve.protocol: who makes room, who gets 503; 0 = no limit)
+    # open connections (g2gt.serve.protocol: who makes room, who gets 503; 0 = no limit)
+    max_connections: int = field(default_factory=default_max_connections)
 
 
 class ClientGone(Exception):

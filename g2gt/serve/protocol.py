@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-__all__ = ["limited_protocol"]
+__all__ = ["limited_protocol", "default_max_connections"]
 
 log = logging.getLogger("g2gt.serve")
 REASONS = {408: b"Request Timeout", 503: b"Service Unavailable"}
@@ -33,6 +33,20 @@ def _response(status: int, text: str, retry_after: int | None = None) -> bytes:
     if retry_after is not None:
         head.append(b"retry-after: %d\r\n" % retry_after)
     return b"".join(head) + b"\r\n" + body
+
+
+def default_max_connections() -> int:
+    """The default bound on open connections: the process's open-file limit less 128 (for the models, logs and
+    listening socket), at most 10,000, at least 64; 1,000 where the limit cannot be read."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 1000
+    if soft == resource.RLIM_INFINITY:
+        return 10_000
+    return max(64, min(10_000, soft - 128))
 
 
 def limited_protocol(header_timeout: float, body_timeout: float, max_connections: int) -> type:
