@@ -181,11 +181,16 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((piece_words, size, bodies[size][1], len(latencies), percentile(latencies, 50),
                          percentile(latencies, 99), max(latencies, default=float("nan")), bad))
         wall = results.pop("wall_s")
+        counts: dict[int, int] = {}
+        for size in SIZES:
+            for _, status in results[size]:
+                counts[status] = counts.get(status, 0) + 1
         words = sum(bodies[size][1] for size in SIZES for _, status in results[size] if status == 200)
         notes.append(f"--piece-words {piece_words}: {words:,} words answered in {wall:.0f} s ({words / wall:,.0f} "
                      f"words/s, the last answers after the {args.seconds:g} s of sending); {len(closed)} slow "
                      f"connections closed by the server, median after {percentile(closed, 50):.1f} s; SIGTERM -> "
-                     f"exit {code} after {stop_s:.1f} s")
+                     f"exit {code} after {stop_s:.1f} s; answers by status (0 = none): "
+                     + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
     head = ("| --piece-words | size | words / request | requests | p50 s | p99 s | max s | not 200 |\n"
             "|---:|---|---:|---:|---:|---:|---:|---:|")
     lines = [f"| {p or '0 (never cut)'} | {size} | {words:,} | {n} | {p50:.2f} | {p99:.2f} | {mx:.2f} | {bad} |"
