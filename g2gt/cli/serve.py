@@ -23,8 +23,10 @@ def register(subparsers) -> None:
 def _configure(p: argparse.ArgumentParser) -> None:
     p.description = ("Load the models once and parse over HTTP: UDPipe's REST API (GET /models, GET|POST "
                      "/process), a JSON API (POST /v1/parse, OpenAPI at /docs) and a web page at /. "
-                     "Concurrent requests are parsed together in one batch. SIGTERM (or Ctrl-C) finishes the "
-                     "requests in flight, then exits.")
+                     "Concurrent requests are parsed together in one batch; large requests are cut into pieces "
+                     "that take turns with the others, so a short request never waits for a long one to finish. "
+                     "SIGTERM (or Ctrl-C) stops accepting, finishes the requests accepted within "
+                     "--graceful-timeout, answers any still unfinished 503, then exits.")
     p.epilog = "examples:\n" + EXAMPLES
     p.add_argument("--model", action="append", metavar="NAME|DIR|NAME=DIR",
                    help="a shipped model, a model folder, or NAME=DIR to serve it as NAME; repeat for several "
@@ -45,12 +47,31 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-words", type=positive_int, default=2000,
                    help="words per batch, about (default: 2000)")
     p.add_argument("--max-pending", type=positive_int, default=1024,
-                   help="requests that may wait for a worker; more get 503 (default: 1024)")
+                   help="requests that may wait for a worker; more get 503 with Retry-After (default: 1024)")
+    p.add_argument("--piece-words", type=non_negative_int, default=500,
+                   help="requests are cut into pieces of about this many words, and the workers take the "
+                        "pieces of all waiting requests in turn (default: 500; 0 = never cut)")
+    p.add_argument("--request-timeout", type=float, default=120.0, metavar="SECONDS",
+                   help="a request not answered after this long is stopped and gets 503 (default: 120; "
+                        "0 = no limit)")
+    p.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="a request's line and headers must arrive within this long after it starts, else "
+                        "408 and the connection is closed (default: 10; 0 = no limit)")
+    p.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="a request's body must arrive within this long after its headers, else 408 and the "
+                        "connection is closed (default: 30; 0 = no limit)")
+    from ..serve.protocol import default_max_connections
+
+    p.add_argument("--max-connections", type=non_negative_int, default=default_max_connections(),
+                   help="open connections; one more closes the connection that has waited longest (a second or "
+                        "more) for its request's headers (408), else it is answered 503 (default: the open-file "
+                        "limit less 128, at most 10,000: here %(default)s; 0 = no limit)")
     p.add_argument("--release-memory-after", type=float, default=2.0, metavar="SECONDS",
                    help="give freed memory back to the system after this long without requests (default: 2; "
                         "0 = never)")
     p.add_argument("--graceful-timeout", type=non_negative_int, default=30,
-                   help="seconds to finish requests in flight after SIGTERM (default: 30)")
+                   help="seconds to finish the requests accepted before SIGTERM; those still unfinished a "
+                        "little before it ends get 503 (default: 30)")
     p.add_argument("--access-log", action="store_true", help="log every request on stdout")
     add_common_options(p, uses=("device", "threads", "batch_tokens", "debug"), batch_tokens=500)
     p.set_defaults(func=run_serve)
@@ -59,11 +80,15 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     try:
         import fastapi  # noqa: F401
+        import httptools  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as e:
         raise UsageError(f"g2gt serve needs the serve extra ({e.name} is missing): pip install 'g2gt[serve]'") from None
     if args.max_body_mb <= 0 or args.batch_wait_ms < 0:
         raise UsageError("--max-body-mb must be > 0 and --batch-wait-ms >= 0")
+    for flag in ("request_timeout", "header_timeout", "body_timeout"):
+        if getattr(args, flag) < 0:
+            raise UsageError(f"--{flag.replace('_', '-')} must be >= 0 seconds (0 = no limit)")
     device = apply_runtime(args)
     from ..serve.server import announce, bind, make_server
 
@@ -85,7 +110,10 @@ def run_serve(args: argparse.Namespace) -> int:
     config = ServeConfig(max_body_bytes=int(args.max_body_mb * 2**20), max_sentence_words=args.max_sentence_words,
                          batch_wait_ms=args.batch_wait_ms, batch_words=args.batch_words,
                          max_pending=args.max_pending, workers=args.workers,
-                         release_memory_s=max(0.0, args.release_memory_after), batch_tokens=args.batch_tokens)
+                         release_memory_s=max(0.0, args.release_memory_after), batch_tokens=args.batch_tokens,
+                         piece_words=args.piece_words, request_timeout_s=args.request_timeout,
+                         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout,
+                         max_connections=args.max_connections)
     app = create_app(models, config)
     server = make_server(app, access_log=args.access_log, graceful_timeout=args.graceful_timeout,
                          log_level="debug" if args.debug else "warning")

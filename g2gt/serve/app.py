@@ -8,13 +8,15 @@ Routes::
     GET  /v1/models         the models with their descriptions, whether they predict enhanced UD, coreference
     POST /v1/parse          JSON in, a Document's JSON out (g2gt.ud.document; OpenAPI at /docs): its
                             sentences, and its entities with coref=true
-    GET  /health            queue and batch counters
+    GET  /health            queue and batch counters (requests and words waiting, batches, pieces run ...)
 
-Every request that needs a model becomes one job of the :class:`~g2gt.serve.batching.Batcher`; while it
-waits, the handler also listens for the client going away and then takes the job back (its slot is free
-again). Mistakes are answered 400 (413 for a body over the limit, 503 when the queue is full) with one line
-of plain text. No route reads or writes a file named by the client: the page's three files are read once,
-here, at start-up.
+Every request that needs a model becomes one job of the :class:`~g2gt.serve.batching.Batcher`, cut into
+pieces of about ``piece_words`` words (:mod:`g2gt.serve.pieces`) that take turns with other requests' pieces;
+while it runs, the handler also listens for the client going away and then takes the job back (its pieces not
+run yet are dropped, its slot is free again), and stops it after ``request_timeout_s``. Mistakes are answered
+400 (413 for a body over the limit, 503 with ``Retry-After`` when the queue is full, the time limit ran out or
+the server is stopping) with one line of plain text. No route reads or writes a file named by the client: the
+page's three files are read once, here, at start-up.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -32,11 +34,13 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 
 from ..ud.io import sentence_from_words
 from .adapter import LoadedModel
-from .batching import Batcher, Job, QueueFull
-from .formats import RequestError, read_conllu_text
+from .batching import Batcher, Job, QueueFull, ShuttingDown
+from .formats import RequestError, check_unicode, read_conllu_text
 from .limits import BodyLimit
 from .memory import release_free_memory
 from .openapi_page import openapi_html
+from .pieces import join_pieces, split_work
+from .protocol import default_max_connections
 from .schema import ParseRequest, ParseResponse
 from .service import Options, ParseService, Work
 from .udpipe import finish_process, models_json, plan_process, read_params, resolve_model
@@ -60,6 +64,12 @@ class ServeConfig:
     workers: int = 1
     release_memory_s: float = 2.0  # give freed memory back after this long without requests (0 = never)
     batch_tokens: int = 500  # padded words per model call within a batch (length-sorted)
+    piece_words: int = 500  # requests are cut into pieces of about this many words that take turns (0 = never)
+    request_timeout_s: float = 120.0  # a request not answered after this long is stopped: 503 (0 = no limit)
+    header_timeout_s: float = 10.0  # request line and headers must arrive within this (0 = no limit)
+    body_timeout_s: float = 30.0  # the body must arrive within this after the headers (0 = no limit)
+    # open connections (g2gt.serve.protocol: who makes room, who gets 503; 0 = no limit)
+    max_connections: int = field(default_factory=default_max_connections)
 
 
 class ClientGone(Exception):
@@ -71,17 +81,25 @@ async def _disconnected(receive) -> None:
         pass
 
 
-async def run_job(request: Request, batcher: Batcher, options: Options, work: Work):
-    """The job's result (or its exception), or :class:`ClientGone` after taking the job back when the client
-    disconnects first."""
-    job = Job(options, work.size, work)
+async def run_job(request: Request, batcher: Batcher, options: Options, work: Work, config: ServeConfig):
+    """The request's :class:`~g2gt.ud.document.Document` (its pieces' joined), or the exception of the piece
+    that failed; :class:`ClientGone` after taking the job back when the client disconnects first; a 503
+    :class:`RequestError` when the queue is full, the server stops, or ``config.request_timeout_s`` passes."""
+    if work.size > 8 * max(config.piece_words, 1):  # a large text's cuts are looked for off the event loop
+        pieces = await asyncio.to_thread(split_work, work, config.piece_words, options.coref)
+    else:
+        pieces = split_work(work, config.piece_words, coref=options.coref)
+    job = Job.of_pieces(options, [(p.size, p) for p in pieces])
     try:
         future = batcher.submit(job)
+    except ShuttingDown as e:
+        raise RequestError(f"{e}; try again shortly", status=503) from None
     except QueueFull as e:
         raise RequestError(f"server busy: {e}; try again shortly", status=503) from None
     gone = asyncio.ensure_future(_disconnected(request.receive))
+    limit = config.request_timeout_s if config.request_timeout_s > 0 else None
     try:
-        done, _ = await asyncio.wait((future, gone), return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait((future, gone), timeout=limit, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         batcher.cancel(job)
         raise
@@ -89,9 +107,51 @@ async def run_job(request: Request, batcher: Batcher, options: Options, work: Wo
         if not gone.done():
             gone.cancel()
     if future in done:
-        return future.result()
+        try:
+            return join_pieces(work, future.result())
+        except ShuttingDown as e:
+            raise RequestError(str(e), status=503) from None
     batcher.cancel(job)
-    raise ClientGone()
+    if gone in done:
+        raise ClientGone()
+    raise RequestError(f"the request was not finished within {limit:g} s (g2gt serve --request-timeout) and was "
+                       "stopped; send less text per request, or try again when the server is less busy",
+                       status=503)
+
+
+def _parse_answer(doc, req: ParseRequest) -> JSONResponse:
+    """The JSON answer of ``/v1/parse``: the document's JSON, with each sentence's SVG and the CoNLL-U when asked."""
+    try:
+        out = doc.to_dict()  # the same JSON as g2gt.load()(text).to_json() and g2gt parse --format json
+    except ValueError as e:  # CoNLL-U input whose Entity= brackets do not read
+        raise RequestError(str(e)) from None
+    if req.svg:
+        from ..ud.draw import coref_marks
+        from ..ud.io.svg import render_svg
+
+        marks = coref_marks(doc) if "entities" in out else [()] * len(doc)
+        for s, d, m in zip(doc, out["sentences"], marks):
+            d["svg"] = render_svg(s, marks=m)
+    if req.return_conllu:
+        out["conllu"] = doc.conllu()
+    return JSONResponse(out)
+
+
+def _check_unicode(req: ParseRequest) -> None:
+    """Every text field of ``req`` is valid Unicode (JSON lets a lone surrogate such as \\ud800 through)."""
+    for name in ("text", "conllu", "model"):
+        value = getattr(req, name)
+        if value is not None:
+            check_unicode(value, name)
+    for i, words in enumerate(req.sentences or ()):
+        for j, word in enumerate(words):
+            check_unicode(word, f"sentences[{i}][{j}]")
+
+
+def _plain(text: str, status: int, headers: dict | None = None) -> PlainTextResponse:
+    """A plain-text answer; characters UTF-8 cannot encode (lone surrogates) are written as escapes."""
+    return PlainTextResponse(text.encode("utf-8", "backslashreplace").decode("utf-8"), status_code=status,
+                             headers=headers)
 
 
 def _tokens_input(sentences: list[list[str]]) -> list:
@@ -141,12 +201,11 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
 
     @app.exception_handler(RequestError)
     async def _request_error(request: Request, exc: RequestError):
-        return PlainTextResponse(str(exc), status_code=exc.status,
-                                 headers={"Retry-After": "1"} if exc.status == 503 else None)
+        return _plain(str(exc), exc.status, {"Retry-After": "1"} if exc.status == 503 else None)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
-        return PlainTextResponse(_validation_message(exc), status_code=400)
+        return _plain(_validation_message(exc), 400)
 
     @app.exception_handler(ClientGone)
     async def _gone(request: Request, exc: ClientGone):
@@ -155,8 +214,7 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):
         log.exception("internal error", exc_info=exc)
-        return PlainTextResponse(f"internal error: {type(exc).__name__}: {exc} (a bug: please report it)",
-                                 status_code=500)
+        return _plain(f"internal error: {type(exc).__name__}: {exc} (a bug: please report it)", 500)
 
     # ------------------------------------------------------------------ page
     @app.get("/", include_in_schema=False)
@@ -191,8 +249,8 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
         plan = plan_process(models, params)
         sentences = plan.work.sentences
         if plan.options is not None:
-            sentences = await run_job(request, batcher, plan.options, plan.work)
-        return JSONResponse(finish_process(plan, sentences))
+            sentences = await run_job(request, batcher, plan.options, plan.work, config)
+        return await asyncio.to_thread(lambda: JSONResponse(finish_process(plan, sentences)))
 
     # ------------------------------------------------------------------ JSON API
     @app.get("/v1/models", summary="the models served")
@@ -204,6 +262,7 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
     @app.post("/v1/parse", summary="parse text, tokenized sentences or CoNLL-U",
               responses={200: {"model": ParseResponse}})
     async def v1_parse(req: ParseRequest, request: Request) -> JSONResponse:
+        _check_unicode(req)
         given = [k for k in ("text", "sentences", "conllu") if getattr(req, k) is not None]
         if len(given) != 1:
             raise RequestError("give exactly one of text, sentences or conllu" +
@@ -222,25 +281,14 @@ def create_app(models: Mapping[str, LoadedModel], config: ServeConfig | None = N
             work = Work(sentences=_tokens_input(req.sentences))
         else:
             work = Work(sentences=read_conllu_text(req.conllu or ""), split_long=False)
-        doc = await run_job(request, batcher, Options(model.name, enhanced=req.enhanced, coref=req.coref), work)
-        try:
-            out = doc.to_dict()  # the same JSON as g2gt.load()(text).to_json() and g2gt parse --format json
-        except ValueError as e:  # CoNLL-U input whose Entity= brackets do not read
-            raise RequestError(str(e)) from None
-        if req.svg:
-            from ..ud.draw import coref_marks
-            from ..ud.io.svg import render_svg
-
-            marks = coref_marks(doc) if "entities" in out else [()] * len(doc)
-            for s, d, m in zip(doc, out["sentences"], marks):
-                d["svg"] = render_svg(s, marks=m)
-        if req.return_conllu:
-            out["conllu"] = doc.conllu()
-        return JSONResponse(out)
+        doc = await run_job(request, batcher, Options(model.name, enhanced=req.enhanced, coref=req.coref), work,
+                            config)
+        # written in a thread: a large answer's JSON would hold the event loop (every other client) meanwhile
+        return await asyncio.to_thread(_parse_answer, doc, req)
 
     @app.get("/health", summary="queue and batch counters")
     async def health() -> dict:
-        return {"status": "ok", "pending": batcher.pending, **batcher.stats}
+        return {"status": "ok", "pending": batcher.pending, "queued_words": batcher.queued_size, **batcher.stats}
 
     return app
 

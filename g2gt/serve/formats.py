@@ -1,6 +1,7 @@
 """Text formats of the server: request decoding, UDPipe's input / output formats, sentence surgery.
 
 * :func:`decode_utf8`: bytes -> str, or a :class:`RequestError` naming the first bad byte's offset;
+  :func:`check_unicode`: the same for text that holds a lone surrogate (JSON's ``"\\ud800"``);
 * readers (``conllu``, ``horizontal``, ``vertical``): text -> :class:`g2gt.ud.io.Sentence` objects, errors with
   the line number;
 * writers (``conllu``, ``horizontal``, ``vertical``, ``plaintext``): sentences -> text, as UDPipe writes them
@@ -24,7 +25,7 @@ from ..ud.io.surface import space_after as _space_after
 from ..ud.io.surface import surface_tokens as _walk
 from ..ud.limits import SentenceTooLong, limit_sentence_words, max_sentence_words
 
-__all__ = ["RequestError", "decode_utf8", "READERS", "WRITERS", "read_conllu_text", "read_horizontal",
+__all__ = ["RequestError", "decode_utf8", "check_unicode", "READERS", "WRITERS", "read_conllu_text", "read_horizontal",
            "read_vertical", "surface_tokens", "rebuild", "merge_sentences", "limit_lengths"]
 
 
@@ -44,6 +45,18 @@ def decode_utf8(data: bytes, what: str) -> str:
     except UnicodeDecodeError as e:
         raise RequestError(f"{what}: byte {e.start} (0x{data[e.start]:02x}) is not valid UTF-8; send UTF-8 "
                            "text") from None
+
+
+def check_unicode(text: str, what: str) -> None:
+    """:class:`RequestError` naming the first lone surrogate of ``text`` (not a character: no UTF-8 for it)."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise RequestError(f"{what}: character {e.start} is a lone surrogate (U+{ord(text[e.start]):04X}), which "
+                           "is not valid Unicode; send well-formed text (in JSON, a \\uD8xx escape must be "
+                           "followed by its \\uDCxx partner)") from None
 
 
 # --------------------------------------------------------------------------- readers

@@ -1,8 +1,13 @@
 """Run the app under uvicorn on a socket bound here (so ``port=0`` gets a free port whose number we can print).
 
-uvicorn handles SIGTERM and SIGINT when it runs in the main thread: it stops accepting connections, lets the
-requests in flight finish (up to ``graceful_timeout`` seconds), then runs the app's shutdown, which lets the
-batcher finish its queue.
+uvicorn handles SIGTERM and SIGINT when it runs in the main thread: it stops accepting connections and lets the
+requests in flight finish (up to ``graceful_timeout`` seconds), then runs the app's shutdown. The server made
+here also tells the app's batcher (``app.state.batcher``) at once: it refuses new requests (503), keeps
+working through the accepted ones, and a little before the grace period ends answers those still unfinished
+with 503 (:meth:`g2gt.serve.batching.Batcher.drain`), so every client gets an answer, never a 500, and the
+process exits as soon as the answers are out.
+
+Connections get the read deadlines and the bound of :mod:`g2gt.serve.protocol`.
 """
 
 from __future__ import annotations
@@ -31,14 +36,36 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def drain_grace(graceful_timeout: float) -> float:
+    """Seconds after SIGTERM at which requests still unfinished get 503: the grace period less a margin (a
+    fifth of it, at most 2 s) for those answers to go out before uvicorn would cancel the handlers."""
+    return max(0.0, graceful_timeout - min(2.0, graceful_timeout / 5))
+
+
 def make_server(app: Callable, access_log: bool = False, graceful_timeout: int | None = 30,
-                log_level: str = "warning"):
-    """A ``uvicorn.Server`` for ``app`` (run it with ``server.run(sockets=[sock])``)."""
+                log_level: str = "warning", keep_alive: float = 5.0):
+    """A ``uvicorn.Server`` for ``app`` (run it with ``server.run(sockets=[sock])``); the read timeouts and the
+    bound on connections (:mod:`g2gt.serve.protocol`) are those of the app's ``ServeConfig``."""
     import uvicorn
 
+    from .app import ServeConfig
+    from .protocol import limited_protocol
+
+    limits = getattr(getattr(app, "state", None), "config", None) or ServeConfig()
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets=None) -> None:
+            batcher = getattr(getattr(app, "state", None), "batcher", None)
+            if batcher is not None:
+                batcher.drain(None if graceful_timeout is None else drain_grace(graceful_timeout))
+            await super().shutdown(sockets)
+
     config = uvicorn.Config(app, access_log=access_log, log_level=log_level, lifespan="on",
-                            timeout_graceful_shutdown=graceful_timeout, server_header=False)
-    return uvicorn.Server(config)
+                            timeout_graceful_shutdown=graceful_timeout, server_header=False,
+                            http=limited_protocol(limits.header_timeout_s, limits.body_timeout_s,
+                                                  limits.max_connections),
+                            timeout_keep_alive=keep_alive)
+    return Server(config)
 
 
 def announce(sock: socket.socket, models: list[str], workers: int, threads: int) -> None:

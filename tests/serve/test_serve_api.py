@@ -322,3 +322,25 @@ def test_two_workers_share_the_models(models):
             agree += sum(w["head"] == h for w, h in zip(s["words"], d.heads))
             total += len(d)
     assert agree == total  # batch-mates change padding, not the parse: padded keys get no weight
+
+
+@pytest.mark.parametrize("layout", ["paragraphs", "one line", "presegmented", "word lists"])
+def test_a_request_cut_into_pieces_is_answered_as_one(models, layout):
+    from g2gt.data import EWT_SAMPLE_DEV
+    from g2gt.serve.pieces import join_pieces, split_work
+    from g2gt.serve.service import Options, ParseService, Work
+    from g2gt.ud.io import read_conllu, sentence_from_words
+
+    sents = read_conllu(EWT_SAMPLE_DEV)[:24]
+    texts = [s.text for s in sents]
+    work = {"paragraphs": Work(text="\n\n".join(" ".join(texts[i:i + 3]) for i in range(0, 24, 3)), id_prefix="s"),
+            "one line": Work(text=" ".join(texts), id_prefix="s"),
+            "presegmented": Work(text="\n".join(texts), presegmented=True, id_prefix="s"),
+            "word lists": Work(sentences=[sentence_from_words(s.forms, sent_id=str(k))
+                                          for k, s in enumerate(sents, 1)])}[layout]
+    service = ParseService(models)
+    whole = service.run(Options("en_combined"), [work])[0]
+    pieces = split_work(work, 60)
+    assert len(pieces) > 3
+    joined = join_pieces(work, service.run(Options("en_combined"), pieces))
+    assert joined.to_dict() == whole.to_dict()  # ids, offsets, white space in MISC, # newdoc / # newpar

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 import time
 import uuid
@@ -20,11 +21,11 @@ from g2gt.serve.server import bind, make_server  # noqa: E402
 class LiveServer:
     """``app`` served by uvicorn on ``127.0.0.1:<free port>`` in a daemon thread."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, graceful_timeout: int = 5) -> None:
         self.app = app
         self.sock = bind("127.0.0.1", 0)
         self.port = self.sock.getsockname()[1]
-        self.server = make_server(app, graceful_timeout=5)
+        self.server = make_server(app, graceful_timeout=graceful_timeout)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def __enter__(self) -> "LiveServer":
@@ -82,6 +83,22 @@ def multipart(fields: dict[str, str | bytes]) -> tuple[bytes, str]:
                    "Content-Type: text/plain; charset=utf-8\r\n\r\n".encode("ascii") + data + b"\r\n")
     out.append(f"--{boundary}--\r\n".encode("ascii"))
     return b"".join(out), f"multipart/form-data; boundary={boundary}"
+
+
+def read_until_closed(sock: socket.socket, timeout: float) -> tuple[bytes, float]:
+    """Everything ``sock`` receives until the server closes it (or ``timeout`` passes), and the seconds taken."""
+    start = time.monotonic()
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while time.monotonic() - start < timeout:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return data, time.monotonic() - start
 
 
 def wait_for(predicate, timeout: float = 10.0, step: float = 0.02) -> bool:

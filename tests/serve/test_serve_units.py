@@ -97,12 +97,12 @@ def test_batcher_does_not_count_a_job_sent_after_the_answer_as_a_second_client()
     job = Job("k", 1, "next")
     job.arrived, job.state = answered + 0.001, "queued"
     batcher._queue.append(job)
-    assert batcher._take(1, answered, idle_done=True) == [job]
+    assert batcher._take(1, answered, idle_done=True) == [(job, 0, "next")]
     assert batcher.stats["company_waits"] == 0  # taken at once
     early = Job("k", 1, "other client")  # queued before the answer went out: a second active client
     early.arrived, early.state = answered - 1.0, "queued"
     batcher._queue.append(early)
-    assert batcher._take(1, answered, idle_done=True) == [early]
+    assert batcher._take(1, answered, idle_done=True) == [(early, 0, "other client")]
     assert batcher.stats["company_waits"] == 1  # target 2: it waited (up to max_wait) for the company it expected
 
 
@@ -304,3 +304,17 @@ def test_parse_service_isolates_the_request_that_fails():
     assert out[0].text == "one two" and out[0].model == "fake"
     assert model.nlp.parser.calls == 1 + 4  # one joint call, then each request alone to find the bad one
     assert [s.sent_id for s in out[0]] == ["1"]
+
+
+def test_split_text_cuts_after_white_space_preferring_paragraphs():
+    from g2gt.serve.pieces import split_text
+
+    text = "One two three. Four five six.\n\nSeven eight. Nine ten eleven twelve.\nThirteen fourteen. " * 20
+    for size in (15, 40, 90, 400):
+        pieces = split_text(text, size)
+        assert "".join(pieces) == text
+        assert all(p and not p[0].isspace() for p in pieces)
+        assert all(len(p.rstrip()) <= 2 * size for p in pieces)
+    assert all(p.endswith("\n\n") for p in split_text(text, 90)[:-1])  # a blank line in every window
+    assert split_text("x" * 35, 10) == ["x" * 10, "x" * 10, "x" * 15]  # no white space: hard cuts
+    assert split_text("", 10) == [""]
