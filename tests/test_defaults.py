@@ -16,7 +16,8 @@ import pytest
 from g2gt.cli.main import build_parser
 from g2gt.core.config import TrainConfig
 
-SKIP = {"command", "task", "func", "device", "threads", "progress", "debug", "out", "resume", "overwrite"}
+SKIP = {"command", "task", "func", "device", "threads", "progress", "debug", "log_level", "out", "resume",
+        "overwrite"}
 
 
 def _cli_defaults(argv: list[str]) -> dict:

@@ -129,7 +129,6 @@ def _install_log_handler(level: str) -> None:
     if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
         logger.addHandler(_StderrHandler())
     logger.setLevel(level)
-    logger.propagate = False
 
 
 def main(argv: list[str] | None = None) -> int:

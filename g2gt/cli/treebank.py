@@ -319,12 +319,12 @@ def _configure_package(p: argparse.ArgumentParser) -> None:
 
 def run_package(args: argparse.Namespace) -> int:
     from ..core.registry import is_model_folder
-    from ..core.package import build_package
+    from ..ud.recipe.export import package_pipeline
 
     if not is_model_folder(args.model):
         raise UsageError(f"MODEL_DIR {args.model}: not a model folder (expected parser.pt and model.json, as "
                          "'g2gt train pipeline' writes in OUT/model)")
     check_folder_path(args.out, "-o")
-    out = build_package(args.model, args.name, args.out, version=args.pkg_version, max_mb=args.max_mb)
+    out = package_pipeline(args.model, args.name, args.out, version=args.pkg_version, max_mb=args.max_mb)
     print(f"wrote {out}: pip install {out}", file=sys.stderr)
     return 0

@@ -49,6 +49,8 @@ KIND_FILES = {"pipeline": "parser.pt", "translator": "translator.pt"}
 #: kind -> what it is, for messages
 KINDS = {"pipeline": "a UD pipeline (g2gt.load, g2gt parse)",
          "translator": "a translator (g2gt.Translator.load, g2gt translate)"}
+_SINGULAR = {"pipeline": "UD pipeline", "translator": "translator"}
+_PLURAL = {"pipeline": "UD pipelines", "translator": "translators"}
 UNKNOWN_LICENSE = "unknown: the model card does not say; a model carries the licence of its training data"
 #: where shipped models live: package data in g2gt/models/NAME/
 PACKAGED_DIR = Path(__file__).resolve().parents[1] / "models"
@@ -187,7 +189,8 @@ def find_model(name_or_path: str | os.PathLike, kind: str = "pipeline") -> Path:
         if p.exists():
             return p
         raise FileNotFoundError(f"{name_or_path}: no such file or folder; give a model's name, a model or training "
-                                f"folder or a checkpoint file (models: {_listing(kind)})")
+                                f"folder or a checkpoint file (shipped and installed {_PLURAL[kind]}: "
+                                f"{_listing(kind)})")
     name = str(name_or_path)
     registered = _registered(kind)
     resolved = resolve_name(name, kind)
@@ -195,8 +198,12 @@ def find_model(name_or_path: str | os.PathLike, kind: str = "pipeline") -> Path:
         if Path(name).exists():
             _log.warning("%s: loading the model %s (%s), not the %s %s in this folder; give ./%s to load that",
                          name, resolved, registered[resolved], "folder" if Path(name).is_dir() else "file", name, name)
+        elif resolved != name:
+            _log.info("%s: the language's model %s (%s)", name, resolved, registered[resolved])
         return registered[resolved]
     if Path(name).exists():
+        _log.info("%s: the %s %s in this folder (no model has that name)", name,
+                  "folder" if Path(name).is_dir() else "file", name)
         return Path(name)
     other = {k: n for k in KIND_FILES if k != kind for n in _registered(k) if n == name}
     if other:
@@ -210,9 +217,10 @@ def find_model(name_or_path: str | os.PathLike, kind: str = "pipeline") -> Path:
         found = sorted(p.parent.name for p in repo.glob(f"{name}_*/pyproject.toml"))
         if found:
             hint = f"; this language's model packages are in the g2gt repository: pip install models/{found[0]}"
-    raise FileNotFoundError(f"{name}: not a model's name, a language with a model, or a file or folder (models: "
-                            f"{_listing(kind)}){hint}; give a model's name, a model or training folder or a "
-                            "checkpoint file, or install a model package (pip install models/NAME)")
+    raise FileNotFoundError(f"{name}: not a shipped or installed {_SINGULAR[kind]}, a language with one, or a file or "
+                            f"folder (shipped and installed {_PLURAL[kind]}: {_listing(kind)}){hint}; give a model's "
+                            "name, a model or training folder or a checkpoint file, or install a model package "
+                            "(pip install models/NAME)")
 
 
 def _listing(kind: str) -> str:

@@ -88,9 +88,9 @@ def resolve_dtype(dtype: torch.dtype | str | None, device: str | torch.device = 
         return torch.qint8 if int8 and int8_linear_quantizer() is not None else torch.float32
     dt = dtype if isinstance(dtype, torch.dtype) else DTYPE_NAMES.get(str(dtype).removeprefix("torch."))
     if dt is None or not (dt.is_floating_point or dt is torch.qint8):
-        raise ValueError(f"dtype must be auto, {', '.join(DTYPE_NAMES)} or a torch dtype, got {dtype!r}")
+        raise Error(f"dtype must be auto, {', '.join(DTYPE_NAMES)} or a torch dtype, got {dtype!r}")
     if dt is torch.qint8 and dev.type != "cpu":
-        raise ValueError(f"dtype='int8' (dynamic int8 quantization) runs on the CPU only, not on {dev}; "
+        raise Error(f"dtype='int8' (dynamic int8 quantization) runs on the CPU only, not on {dev}; "
                          "use bfloat16 on a GPU")
     return dt
 

@@ -146,7 +146,6 @@ class Pipeline(StageList):
 
             set_threads(threads)
         where = find_model(name_or_path)
-        _log.info("model %s: %s", name_or_path, where)
         folder = where if is_model_folder(where) else None
         has = (lambda part: folder is not None and (folder / PART_FILES[part]).is_file())
         parser = None
@@ -188,9 +187,10 @@ class Pipeline(StageList):
                 stage = spec.factory(context, **options)
             if stage is not None:
                 nlp._insert(name, stage, spec.after)
-        nlp.recipe = dict(name_or_path=str(name_or_path), device=device, dtype=dtype, exclude=exclude,
+        nlp.recipe = dict(name_or_path=str(name_or_path), device=str(device), dtype=dtype, exclude=exclude,
                           config=config, tokenizer=tokenizer,
                           modules=tuple(sorted({s.factory.__module__ for s in registered_stages().values()})))
+        _log.debug("loaded %s from %s (%s)", name_or_path, where, nlp.stages_repr())
         return nlp
 
     def save(self, path: str | os.PathLike, storage_dtype: str = "float16", card: dict | None = None,

@@ -15,7 +15,7 @@ import pytest
 
 from g2gt.cli.main import main
 from g2gt.core.registry import find_model, installed_models, is_model_folder, model_card
-from g2gt.core.package import build_package
+from g2gt.ud.recipe.export import package_pipeline
 
 CARD = {"name": "xx_fake", "description": "a fake model \"for\" tests", "language": "xx",
         "dev_scores_official_scorer": {"raw text": {"Tokens": 99.0, "LAS": 50.0}}}
@@ -45,7 +45,7 @@ def _install(wheel, site):
 
 
 def test_package_folder_and_wheel(model_dir, tmp_path, monkeypatch):
-    out = build_package(model_dir, "xx_fake", tmp_path / "models" / "xx_fake", version="1.2.3")
+    out = package_pipeline(model_dir, "xx_fake", tmp_path / "models" / "xx_fake", version="1.2.3")
     pkg = out / "g2gt_model_xx_fake"
     assert sorted(p.name for p in (pkg / "model").iterdir()) == ["model.json", "parser.pt", "segmenter.pt"]
     text = (out / "pyproject.toml").read_text()
@@ -108,10 +108,10 @@ def test_entry_point_discovery_with_a_fake_distribution(model_dir, tmp_path, mon
 
 def test_package_refusals(model_dir, tmp_path, capsys):
     with pytest.raises(ValueError, match="over the 0.0001 MB limit"):
-        build_package(model_dir, "xx_fake", tmp_path / "p", max_mb=0.0001)
+        package_pipeline(model_dir, "xx_fake", tmp_path / "p", max_mb=0.0001)
     assert not (tmp_path / "p").exists()
     with pytest.raises(ValueError, match="lowercase letters"):
-        build_package(model_dir, "Bad-Name", tmp_path / "p")
+        package_pipeline(model_dir, "Bad-Name", tmp_path / "p")
     assert main(["package", str(tmp_path), "--name", "xx_fake", "-o", str(tmp_path / "p")]) == 2
     assert "not a model folder" in capsys.readouterr().err
     assert main(["package", str(model_dir), "--name", "xx_fake", "-o", str(tmp_path / "p")]) == 0
@@ -121,7 +121,7 @@ def test_package_refusals(model_dir, tmp_path, capsys):
 @pytest.mark.slow
 def test_pip_installs_a_package_offline(model_dir, tmp_path):
     """The real thing: pip builds the wheel with the package's own backend, without an index."""
-    out = build_package(model_dir, "xx_fake", tmp_path / "xx_fake")
+    out = package_pipeline(model_dir, "xx_fake", tmp_path / "xx_fake")
     target = tmp_path / "target"
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--target", str(target),
                         str(out)], capture_output=True, text=True)
@@ -135,7 +135,7 @@ def test_readme_lists_the_command_of_every_part(model_dir, tmp_path):
                 "parser": "g2gt train parser --out r/parser\ng2gt train parser --out r/parser --resume",
                 "enhancer": "g2gt train pipeline --out r --resume", "pipeline": "g2gt train pipeline --out r --resume"}
     (model_dir / "model.json").write_text(json.dumps({**CARD, "commands": commands}))
-    readme = (build_package(model_dir, "xx_fake", tmp_path / "p") / "README.md").read_text()
+    readme = (package_pipeline(model_dir, "xx_fake", tmp_path / "p") / "README.md").read_text()
     block = readme[readme.index("```bash", readme.index("Trained with")):]
     block = block[:block.index("```\n", 7)].splitlines()[1:]
     assert block == ["# segmenter", commands["segmenter"], "# parser", *commands["parser"].splitlines(),

@@ -56,7 +56,7 @@ def test_names_resolve_by_kind_and_language(fake_models):
     assert resolve_name("fr") == "fr_alpha"  # a language code: its first model by name (fr_alpha by its name)
     assert find_model("xx") == shipped / "xx_one" and find_model("en") == shipped / "en_big"
     assert resolve_name("de") == "de"  # no model of that language: unchanged, reported as unknown
-    with pytest.raises(FileNotFoundError, match="not a model's name, a language with a model"):
+    with pytest.raises(FileNotFoundError, match="not a shipped or installed UD pipeline, a language with one"):
         find_model("de")
     assert find_model("en_de_tiny", kind="translator") == installed / "en_de_tiny"
     with pytest.raises(FileNotFoundError, match="en_de_tiny is a translator .*, not a UD pipeline"):
@@ -73,7 +73,12 @@ def test_a_folder_never_shadows_a_model_name(fake_models, tmp_path, monkeypatch,
     assert "give ./xx_one to load that" in caplog.text
     assert find_model("./xx_one") == Path("./xx_one") and find_model(work / "xx_one") == work / "xx_one"
     _model(work / "mine")
-    assert find_model("mine") == Path("mine")  # an existing folder under a name that is no model's
+    caplog.clear()
+    with caplog.at_level("INFO", logger="g2gt"):
+        assert find_model("mine") == Path("mine")  # an existing folder under a name that is no model's
+        assert find_model("fr") == fake_models[1] / "fr_alpha"
+    assert "mine: the folder mine in this folder (no model has that name)" in caplog.text
+    assert "fr: the language's model fr_alpha" in caplog.text  # what was loaded and from where
     with pytest.raises(FileNotFoundError, match="nothere/: no such file or folder"):
         find_model("nothere/")
 

@@ -554,15 +554,13 @@ def test_mha_call_returns_weights_like_multihead_attention(average):
 
 
 @pytest.mark.filterwarnings(MIXED_MASKS_WARNING)
-def test_is_causal_equals_multihead_attention_with_causal_mask():
+def test_causal_equals_multihead_attention_with_causal_mask():
     mha = make_mha()
     ga = GraphAttention.from_multihead_attention(mha)
     x, _, kpm = inputs()
     causal = torch.nn.Transformer.generate_square_subsequent_mask(6, dtype=torch.float64)
     ref, _ = mha(x, x, x, attn_mask=causal, is_causal=True, need_weights=False)
-    with pytest.warns(DeprecationWarning, match="is_causal.*causal"):
-        old = graph(ga, x, is_causal=True)  # the nn.MultiheadAttention spelling, deprecated here
-    for out in (old, graph(ga, x, causal=True),
+    for out in (graph(ga, x, causal=True),
                 ga(x, x, x, is_causal=True, need_weights=False)[0], graph(ga, x, attn_mask=causal, causal=True)):
         torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-10)
     ref_p, _ = mha(x, x, x, key_padding_mask=kpm, attn_mask=causal, need_weights=False)

@@ -126,7 +126,7 @@ def test_wrong_kind_of_checkpoint_is_a_clear_error(translator, tmp_path):
                parser)
     with pytest.raises(CheckpointError, match=r"parser\.pt: not a translation model: it holds a parser"):
         Translator.load(parser, device="cpu")
-    with pytest.raises(FileNotFoundError, match="not an installed translation model"):
+    with pytest.raises(FileNotFoundError, match="not a shipped or installed translator"):
         Translator.load("no_such_model_here", device="cpu")
 
 

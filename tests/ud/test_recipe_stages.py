@@ -91,7 +91,7 @@ def test_finished_segmenter_without_expander_gets_only_the_expander(run):
 
 
 def test_card_lists_every_stage_command_and_the_pipeline(run, tmp_path):
-    from g2gt.core.package import build_package
+    from g2gt.ud.recipe.export import package_pipeline
 
     _, out, cmds, _ = run
     card = json.loads((out / "model" / "model.json").read_text())
@@ -100,7 +100,7 @@ def test_card_lists_every_stage_command_and_the_pipeline(run, tmp_path):
         "parser": cmds["parser"],  # trained on its own, reused
         "enhancer": cmds["pipeline"],  # trained by the pipeline
         "pipeline": cmds["pipeline"]}
-    readme = (build_package(out / "model", "en_mwt", tmp_path / "pkg") / "README.md").read_text()
+    readme = (package_pipeline(out / "model", "en_mwt", tmp_path / "pkg") / "README.md").read_text()
     for text in cmds.values():
         assert f"\n{text}\n" in readme
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["export_model", "stage_commands", "source_commands", "package_readme", "MAX_MODEL_MB"]
+__all__ = ["export_model", "stage_commands", "source_commands", "package_pipeline", "package_readme", "MAX_MODEL_MB"]
 
 MAX_MODEL_MB = 25.0  # the package-data budget of one shipped model (all parts together)
 
@@ -149,3 +149,25 @@ def package_readme(name: str, card: dict) -> str:
     lines += _commands(card.get("commands") or {})
     lines += [f"The model card is `g2gt_model_{name}/model/model.json`.", ""]
     return "\n".join(lines)
+
+
+def package_pipeline(model_dir: str | os.PathLike, name: str, out: str | os.PathLike, version: str | None = None,
+                     max_mb: float | None = None):
+    """Write the installable package of the pipeline in ``model_dir`` (``g2gt package``): the folder layout of
+    :func:`g2gt.core.package.build_package`, with the README of :func:`package_readme`.
+
+    Args:
+        model_dir: a pipeline's model folder (``parser.pt``, ``model.json`` ...).
+        name: the model's name (``fr_sequoia``).
+        out: the package folder to write (``models/NAME``).
+        version: the package version (default: this library's).
+        max_mb: refuse larger models (default: the package limit).
+
+    Returns:
+        ``out`` as a ``Path``.
+    """
+    from ...core.package import MAX_PACKAGE_MB, build_package
+    from ...core.registry import model_card
+
+    return build_package(model_dir, name, out, readme=package_readme(name, model_card(model_dir)), version=version,
+                         max_mb=MAX_PACKAGE_MB if max_mb is None else max_mb)
