@@ -128,7 +128,7 @@ class Pipeline(StageList):
         """
         from ..core.registry import find_model, is_model_folder, model_card
         from .stage import PART_FILES
-        from ..core.runtime import resolve_device
+        from ..core.runtime import resolve_device, resolve_dtype
 
         if tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {tokenizer!r}")
@@ -140,7 +140,8 @@ class Pipeline(StageList):
             if unknown:
                 raise ValueError(f"{what}: unknown stage(s) {', '.join(map(repr, unknown))}; the stages are "
                                  f"{', '.join(known)}")
-        device = resolve_device(device)
+        device = resolve_device(device)  # read once here: every stage gets a torch.device and a torch.dtype
+        stage_dtype = resolve_dtype(dtype, device)  # "auto" never picks int8 for a stage other than the parser
         if threads is not None:
             from ..core.runtime import set_threads
 
@@ -152,11 +153,11 @@ class Pipeline(StageList):
         if "parse" not in exclude:
             from .parse import Parser
 
-            parser = _configured(Parser.load(where, device, dtype), config.get("parse"), "parse")
+            parser = _configured(Parser.load(where, device, resolve_dtype(dtype, device, int8=True)), config.get("parse"), "parse")
         if tokenizer in ("auto", "model") and has("segmenter") and "tokenize" not in exclude:
             from .tokenize import Segmenter
 
-            tok: Callable = Segmenter.load(folder / PART_FILES["segmenter"], device, dtype)
+            tok: Callable = Segmenter.load(folder / PART_FILES["segmenter"], device, stage_dtype)
         elif tokenizer == "model":
             raise ValueError(f"tokenizer='model': the model {name_or_path} has no learned tokenizer "
                              f"({PART_FILES['segmenter']}); use tokenizer='rule'")
@@ -170,12 +171,12 @@ class Pipeline(StageList):
             def load_enhancer(file=file, options=enhance_options):
                 from .enhance import Enhancer
 
-                return _configured(Enhancer.load(file, device, dtype), options, "enhance")
+                return _configured(Enhancer.load(file, device, stage_dtype), options, "enhance")
 
             enhance = LazyStage(load_enhancer, "Enhancer", file)
         card = model_card(folder) if folder is not None else {}
         nlp = cls(tok, parser, enhance, card, str(name_or_path))
-        context = StageContext(folder, str(name_or_path), device, dtype, card)
+        context = StageContext(folder, str(name_or_path), device, stage_dtype, card)
         for name, spec in registered_stages().items():
             if name in exclude:
                 continue

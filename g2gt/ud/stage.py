@@ -142,8 +142,8 @@ class StageContext:
 
     folder: Path | None
     name_or_path: str
-    device: str
-    dtype: Any
+    device: torch.device
+    dtype: torch.dtype
     card: dict = field(default_factory=dict)
 
 
