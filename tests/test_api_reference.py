@@ -29,7 +29,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 from griffe import Docstring, DocstringSectionKind, parse_google
 
 REPO = Path(__file__).resolve().parents[1]
