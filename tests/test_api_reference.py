@@ -189,7 +189,7 @@ def resolve(path: str):
 
 
 def class_targets(path: str, cls) -> list[tuple[str, object, str | None, bool]]:
-    """The constructor and the public methods (``__call__`` too) a class defines itself.
+    """The constructor (when the package defines it) and the public methods (``__call__`` too) a class defines.
 
     Args:
         path: the class's dotted path.
@@ -198,7 +198,9 @@ def class_targets(path: str, cls) -> list[tuple[str, object, str | None, bool]]:
     Returns:
         ``(name, function, docstring, is_class)`` for each.
     """
-    out = [(path, cls.__init__, cls.__doc__, True)] if "__init__" in vars(cls) or cls.__doc__ else []
+    init = cls.__init__  # a constructor of the package's own (a dataclass's too), not object's, Exception's or
+    own = getattr(init, "__module__", "").split(".")[0] == "g2gt"  # a Protocol's
+    out = [(path, init, cls.__doc__, True)] if own else []
     for name, member in vars(cls).items():
         if name.startswith("_") and name != "__call__":
             continue

@@ -124,7 +124,14 @@ def _registered(kind: str | None) -> dict[str, Path]:
 
 def available_models(kind: str | None = None) -> list[str]:
     """Names of the models of ``kind`` (``"pipeline"``, ``"translator"``; None: every kind) this installation
-    can load by name: shipped ones and installed packages."""
+    can load by name: shipped ones and installed packages.
+
+    Args:
+        kind: ``"pipeline"``, ``"translator"`` or ``None`` (every kind).
+
+    Returns:
+        The names.
+    """
     return sorted(_registered(kind))
 
 
@@ -153,7 +160,15 @@ def _language(folder: Path) -> str | None:
 def language_default(code: str, kind: str = "pipeline") -> str | None:
     """The model a language code (``"fr"``) stands for: :data:`DEFAULT_MODEL` when it is of that language,
     else the first shipped model of that language, else the first installed one (by name); None when no
-    model of ``kind`` is of that language."""
+    model of ``kind`` is of that language.
+
+    Args:
+        code: a language code (``"fr"``).
+        kind: ``"pipeline"`` (default) or ``"translator"``.
+
+    Returns:
+        The model's name, or ``None``.
+    """
     if not _LANGUAGE.match(code or ""):
         return None
     shipped, installed = shipped_models(kind), installed_models(kind)
@@ -180,7 +195,18 @@ def find_model(name_or_path: str | os.PathLike, kind: str = "pipeline") -> Path:
     path, a model's name as that model, a language code as its default model, another existing path as it is.
 
     Raises ``FileNotFoundError`` saying what was looked for and naming the available models; a model of
-    another kind is named as such (``en_de_multi30k is a translator ...``)."""
+    another kind is named as such (``en_de_multi30k is a translator ...``).
+
+    Args:
+        name_or_path: a model's name, a language code or a path.
+        kind: ``"pipeline"`` (default) or ``"translator"``.
+
+    Returns:
+        The model's folder or file.
+
+    Raises:
+        FileNotFoundError: nothing of that name or path, naming the available models.
+    """
     _check_kind(kind)
     if looks_like_path(name_or_path):
         p = Path(name_or_path).expanduser()
@@ -224,7 +250,15 @@ def model_card(name_or_path: str | os.PathLike, kind: str | None = None) -> dict
     """The ``model.json`` card of a model folder (found by :func:`find_model`; ``kind`` None: a name of any
     kind), with ``kind``, ``language`` and ``license`` always present: a card that lacks a language gets the
     code its name starts with (``fr_sequoia`` -> ``fr``; None when the name has none), one that lacks a licence
-    :data:`UNKNOWN_LICENSE`."""
+    :data:`UNKNOWN_LICENSE`.
+
+    Args:
+        name_or_path: a model's name, a language code or a path.
+        kind: the model kind to look for (``None``: any kind).
+
+    Returns:
+        The card, as a dict.
+    """
     where = _find_any(name_or_path) if kind is None else find_model(name_or_path, kind)
     file = where / "model.json"
     card = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}

@@ -33,7 +33,18 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     available, else the CPU; any other name (or ``torch.device``) is checked and returned as a ``torch.device``.
 
     Raises :class:`DeviceError` (a :class:`g2gt.Error`) for a name that is not a device, for a CUDA device
-    this machine lacks, or for a device type g2gt does not run on."""
+    this machine lacks, or for a device type g2gt does not run on.
+
+    Args:
+        device: ``"auto"`` (default), a device name (``"cpu"``, ``"cuda:1"`` ...) or a ``torch.device``.
+
+    Returns:
+        The ``torch.device``.
+
+    Raises:
+        DeviceError: a name that is not a device, a CUDA device this machine lacks, or a device type g2gt does not run
+            on.
+    """
     if isinstance(device, torch.device) and device.type == "cpu":
         return device
     if str(device) == "auto":
@@ -69,6 +80,9 @@ def resolve_dtype(dtype: torch.dtype | str | None, device: str | torch.device = 
             ``"int8"`` or a ``torch.dtype`` force one; ``None`` is float32.
         device: where the model runs (:func:`resolve_device`).
         int8: whether ``"auto"`` may pick int8 (a model whose int8 accuracy was measured: the parser).
+
+    Returns:
+        A floating ``torch.dtype``, or ``torch.qint8``.
 
     Raises:
         ValueError: a name that is no precision, or int8 on a GPU.
