@@ -30,7 +30,17 @@ def find_translator(name_or_path: str | os.PathLike) -> Path:
       else ``last.pt``;
     * a translator's name (shipped or installed, :func:`g2gt.core.registry.find_model`): its ``translator.pt``.
 
-    Raises ``FileNotFoundError`` saying what was looked for and naming the available translators."""
+    Raises ``FileNotFoundError`` saying what was looked for and naming the available translators.
+
+    Args:
+        name_or_path: a file, a model or training folder, or a translator's name.
+
+    Returns:
+        The checkpoint file.
+
+    Raises:
+        FileNotFoundError: nothing found, naming the available translators.
+    """
     from ..core.checkpoint import resolve_checkpoint
     from ..core.registry import find_model, is_model_folder
 
@@ -42,7 +52,15 @@ def find_translator(name_or_path: str | os.PathLike) -> Path:
 def training_card(folder: str | os.PathLike, data_name: str = "dev") -> dict:
     """Card facts read from a training folder of ``g2gt train seq2seq``: the model's size and recipe
     (``config.json``) and the final beam-search scores on the dev set (``final.json``), under
-    ``scores[data_name]``. Missing files give fewer facts, never an error."""
+    ``scores[data_name]``. Missing files give fewer facts, never an error.
+
+    Args:
+        folder: the training folder.
+        data_name: the key of the dev scores under ``scores``.
+
+    Returns:
+        The card facts, as a dict.
+    """
     folder = Path(folder)
 
     def read(name: str) -> dict:
@@ -115,7 +133,22 @@ def build_translation_package(translator, name: str, out: str | os.PathLike, car
     and ``README.md``, through :func:`g2gt.core.package.build_package`. Returns ``out``.
 
     Raises ``ValueError`` for a bad name or a model over ``max_mb`` (default: the package limit); then nothing
-    is left in ``out``."""
+    is left in ``out``.
+
+    Args:
+        translator: the :class:`~g2gt.seq2seq.Translator`.
+        name: the package's model name.
+        out: the folder to write.
+        card: card facts over the translator's own (``None``: none).
+        version: the package version (``None``: this library's).
+        max_mb: size limit in MB (``None``: the package limit).
+
+    Returns:
+        ``out``.
+
+    Raises:
+        ValueError: a bad name or a model over ``max_mb``; nothing is left in ``out``.
+    """
     from ..core.package import MAX_PACKAGE_MB, build_package
 
     card = {**translator.card, **(card or {}), "name": name, "kind": "translator"}

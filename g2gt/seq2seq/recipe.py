@@ -80,7 +80,15 @@ class _ReportingTrainer(Trainer):
 @dataclass
 class Seq2SeqRun:
     """What :func:`train_seq2seq` returns: the best model (``best.pt``) with its task, the evaluation
-    history, the final beam-search scores on the whole dev set (``None`` when skipped) and the updates."""
+    history, the final beam-search scores on the whole dev set (``None`` when skipped) and the updates.
+
+    Args:
+        model: the best model (``best.pt``).
+        task: its task.
+        history: the evaluation history.
+        final: the final beam-search scores on the whole dev set (``None`` when skipped).
+        steps: the number of updates.
+    """
 
     model: G2GTransformer
     task: Seq2SeqTask
@@ -143,6 +151,23 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
     BLEU, chrF, whether it is the best so far); without progress bars (``train_config.progress=False``) a line
     of the training loss comes every ``eval_every / 4`` updates too; the final decoding of the dev set is
     announced, then its scores printed.
+
+    Args:
+        src_train: training sources: strings, or :class:`g2gt.ud.io.sentence.Sentence` objects for graph to sequence.
+        tgt_train: training targets, one per source.
+        src_dev: dev sources, as ``src_train``.
+        tgt_dev: dev targets, one per source.
+        out_dir: the run's folder.
+        config: the model, subwords and data settings (``None``: :class:`Seq2SeqConfig`'s defaults).
+        train_config: the optimisation settings (``None``: :func:`seq2seq_train_config`).
+        resume: continue the run in ``out_dir``.
+        overwrite: replace the run in ``out_dir``.
+
+    Returns:
+        A :class:`Seq2SeqRun`: the best model, its task, the history and the final scores.
+
+    Raises:
+        g2gt.core.run.RunExists: ``out_dir`` holds a run and neither ``resume`` nor ``overwrite`` is set.
     """
     from ..core.run import resume_checkpoint, run_training
     from ..core.runtime import autocast_dtype
@@ -225,6 +250,19 @@ def final_evaluation(out_dir: str | os.PathLike, src_dev: Sequence, tgt_dev: Seq
     ``bleu_lowercase`` / ``chrf_lowercase``, ``beam``, ``length_penalty`` and ``translate_seconds``.
     ``checkpoint``: another checkpoint of the folder, e.g. ``averaged.pt``, whose files are then
     ``dev.averaged.hyp`` and ``final.averaged.json``.
+
+    Args:
+        out_dir: the training folder.
+        src_dev: dev sources.
+        tgt_dev: dev references.
+        beam: beam size.
+        length_penalty: length penalty exponent.
+        device: where to decode.
+        progress: show a progress bar.
+        checkpoint: the checkpoint file of the folder to decode with (default ``"best.pt"``).
+
+    Returns:
+        The scores, as a dict.
     """
     out = Path(out_dir)
     model, task = load_seq2seq(out / checkpoint, device, "float32")
