@@ -181,7 +181,9 @@ class Seq2SeqTask:
         return ch + (["deps"] if self.settings.graph else [])
 
     def encoder_label_sizes(self) -> list[int]:
-        """Label-table sizes of the encoder's channels: the chain channel (when ``max_distance > 0``), then the dependency channel (graph mode).
+        """Label-table sizes of the encoder's channels.
+
+        The chain channel (when ``max_distance > 0``), then the dependency channel (graph mode).
 
         Returns:
             The sizes, one per channel.
