@@ -308,8 +308,10 @@ def evaluate(gold: str | os.PathLike | Sequence[Sentence], pred: str | os.PathLi
     """Score predicted CoNLL-U against gold with the official CoNLL 2018 scorer.
 
     Args:
-        gold, pred: file paths or lists of :class:`~g2gt.ud.io.Sentence`.
-        gold_name, pred_name: names used in messages (default: the paths).
+        gold: the gold file's path, or a list of :class:`~g2gt.ud.io.Sentence`.
+        pred: the predicted file's path, or a list of :class:`~g2gt.ud.io.Sentence`.
+        gold_name: the gold side's name in messages (``None``: its path).
+        pred_name: the predicted side's name in messages (``None``: its path).
 
     Returns:
         :class:`Evaluation` with the official metrics (ELAS / EULAS included). When both hold the same

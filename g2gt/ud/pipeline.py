@@ -59,7 +59,11 @@ CHUNK_SENTENCES = 2000
 class RuleTokenizer:
     """A tokenize stage without weights: the rule-based tokenizer and sentence splitter of
     :mod:`g2gt.ud.tokenize.text` (English clitic rules), or stanza's English tokenizer when its model is
-    installed (``name="stanza"``; ``"auto"``: stanza if installed, else the rules)."""
+    installed (``name="stanza"``; ``"auto"``: stanza if installed, else the rules).
+
+    Args:
+        name: ``"rule"`` (default), ``"stanza"`` or ``"auto"``.
+    """
 
     kind = "rule_tokenizer"
 
@@ -69,6 +73,14 @@ class RuleTokenizer:
         self.name = name
 
     def __call__(self, text: str) -> list[Sentence]:
+        """The sentences of a raw text, tokenized and split.
+
+        Args:
+            text: the raw text.
+
+        Returns:
+            The sentences (forms only, no parse).
+        """
         from .tokenize.text import text_to_sentences
 
         return text_to_sentences(text, tokenizer=self.name)
@@ -125,6 +137,11 @@ class Pipeline(StageList):
                 factory.
             tokenizer: ``"auto"`` (the model's learned one, else stanza's if installed, else the rules),
                 ``"model"`` (the learned one, an error without), ``"rule"`` or ``"stanza"``.
+            name_or_path: a shipped or installed model's name (default ``"en_combined"``), a model folder, or a parser's
+                training folder or checkpoint.
+
+        Returns:
+            The :class:`Pipeline`.
         """
         from ..core.registry import find_model, is_model_folder, model_card
         from .stage import PART_FILES
@@ -198,7 +215,20 @@ class Pipeline(StageList):
         """Write a model folder that :meth:`load` reads back with the same outputs: a file per stage that has
         weights (floating weights stored as ``storage_dtype``) and ``model.json`` (this pipeline's card,
         updated with ``card``, the stage files and their sizes). ``max_mb``: refuse larger folders
-        (``ValueError``; nothing is left behind)."""
+        (``ValueError``; nothing is left behind).
+
+        Args:
+            path: the folder to write.
+            storage_dtype: dtype of the floating-point weights in the files (default ``"float16"``).
+            card: facts written over this pipeline's card in ``model.json`` (``None``: none).
+            max_mb: size limit of the folder in MB (``None``: no limit).
+
+        Returns:
+            The folder.
+
+        Raises:
+            ValueError: the stages take more than ``max_mb``; nothing is left behind.
+        """
         from .stage import PART_FILES
 
         out = Path(path)
@@ -274,7 +304,14 @@ class Pipeline(StageList):
     def text_sentences(self, text: str) -> list[Sentence]:
         """Sentences of a raw-text document (``[]`` for one without words): a learned tokenizer reads it one
         block of paragraphs at a time (memory bounded by the block) with running ids ``s1, s2 ...``; another
-        tokenizer reads it whole."""
+        tokenizer reads it whole.
+
+        Args:
+            text: the document's raw text.
+
+        Returns:
+            The sentences.
+        """
         if not text.strip():
             return []
         if not self.learned_tokenizer:
@@ -286,7 +323,14 @@ class Pipeline(StageList):
 
     def to_sentences(self, x: str | Iterable) -> list[Sentence]:
         """The input forms :meth:`__call__` takes, as sentences: raw text (:meth:`text_sentences`), one
-        tokenized sentence (a list of str), several (a list of lists of str) or :class:`Sentence` objects."""
+        tokenized sentence (a list of str), several (a list of lists of str) or :class:`Sentence` objects.
+
+        Args:
+            x: raw text, one tokenized sentence, several, or :class:`Sentence` objects.
+
+        Returns:
+            The sentences.
+        """
         if isinstance(x, str):
             return self.text_sentences(x)
         from .parse.parser import as_sentences
@@ -303,7 +347,42 @@ class Pipeline(StageList):
         :meth:`g2gt.ud.parse.Parser.parse`), DEPS by the enhance stage with ``enhanced=True``, coreference (``Entity=`` in MISC) by the coref
         stage with ``coref=True``, then the stages you added. ``batch_tokens``: padded words per model batch (default :data:`BATCH_TOKENS`). The other
         arguments are the parser's (``treebank``: for a parser trained on several treebanks, whose
-        conventions to follow; see :attr:`g2gt.ud.parse.Parser.treebank`)."""
+        conventions to follow; see :attr:`g2gt.ud.parse.Parser.treebank`).
+
+        Args:
+            x: raw text, one tokenized sentence (a list of str), several (a list of lists of str) or :class:`Sentence`
+                objects (see :meth:`to_sentences`).
+            enhanced: predict DEPS with the enhance stage.
+            keep: input columns kept instead of predicted (``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``; default:
+                none).
+            refine_steps: the parser's refinement iterations (``None``: the model's).
+            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
+            use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
+            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
+            progress: show a progress bar.
+            treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
+                :attr:`~g2gt.ud.parse.Parser.treebank`).
+            coref: annotate coreference (``Entity=`` in MISC) with the coref stage.
+            x: raw text, one tokenized sentence (a list of str), several (a list of lists of str) or :class:`Sentence`
+                objects (see :meth:`to_sentences`).
+            enhanced: predict DEPS with the enhance stage.
+            keep: input columns kept instead of predicted (``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``; default:
+                none).
+            refine_steps: the parser's refinement iterations (``None``: the model's).
+            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
+            use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
+            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
+            progress: show a progress bar.
+            treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
+                :attr:`~g2gt.ud.parse.Parser.treebank`).
+            coref: annotate coreference (``Entity=`` in MISC) with the coref stage.
+
+        Returns:
+            The :class:`~g2gt.ud.document.Document`.
+
+        Returns:
+            The :class:`~g2gt.ud.document.Document`.
+        """
         options = dict(enhanced=enhanced, keep=keep, refine_steps=refine_steps, algorithm=algorithm,
                        use_input_graph=use_input_graph, batch_tokens=batch_tokens, progress=progress,
                        treebank=treebank, coref=coref)
@@ -336,7 +415,26 @@ class Pipeline(StageList):
                    treebank: str | None = None, coref: bool = False, copy: bool = True) -> list[Sentence]:
         """Every stage after ``tokenize`` on ``sentences``, in order (see :meth:`__call__` for the options).
         ``copy=False``: the parse stage writes into ``sentences`` instead of copies (for sentences made by the
-        caller, e.g. from raw text; saves the copy)."""
+        caller, e.g. from raw text; saves the copy).
+
+        Args:
+            sentences: the tokenized sentences.
+            enhanced: predict DEPS with the enhance stage.
+            keep: input columns kept instead of predicted (``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``; default:
+                none).
+            refine_steps: the parser's refinement iterations (``None``: the model's).
+            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
+            use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
+            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
+            progress: show a progress bar.
+            treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
+                :attr:`~g2gt.ud.parse.Parser.treebank`).
+            coref: annotate coreference (``Entity=`` in MISC) with the coref stage.
+            copy: ``False``: the parse stage writes into ``sentences`` instead of copies.
+
+        Returns:
+            The annotated sentences, in order.
+        """
         n = BATCH_TOKENS if batch_tokens is None else int(batch_tokens)
         out = sentences
         for name in list(self._stages)[1:]:
@@ -368,7 +466,17 @@ class Pipeline(StageList):
         :meth:`__call__` takes), in order. Consecutive texts are segmented and parsed in shared batches
         (:func:`g2gt.ud.pipe.text_groups`), so many short texts run much faster than one call each;
         ``n_process`` > 1 runs the groups in that many worker processes (the pipeline must come from
-        :meth:`load`; see :mod:`g2gt.ud.scale.parallel`), with the same output. ``options``: :meth:`__call__`'s."""
+        :meth:`load`; see :mod:`g2gt.ud.scale.parallel`), with the same output. ``options``: :meth:`__call__`'s.
+
+        Args:
+            texts: raw texts, or anything :meth:`__call__` takes.
+            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
+            n_process: worker processes (``1``: this one).
+            **options: :meth:`__call__`'s keyword arguments.
+
+        Yields:
+            One :class:`~g2gt.ud.document.Document` per text, in order.
+        """
         from .pipe import pipe_documents
 
         options["batch_tokens"] = batch_tokens
@@ -395,7 +503,17 @@ class Pipeline(StageList):
     def stream(self, sentences: Iterable[Sentence], chunk_sentences: int = CHUNK_SENTENCES,
                stats: dict | None = None, **kwargs) -> Iterator[Sentence]:
         """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time (memory does not grow
-        with the input); counts ``sentences`` and ``words`` into ``stats`` when given."""
+        with the input); counts ``sentences`` and ``words`` into ``stats`` when given.
+
+        Args:
+            sentences: the input sentences, any iterable.
+            chunk_sentences: sentences parsed together.
+            stats: a dict that ``sentences`` and ``words`` counts are added to (``None``: no counts).
+            **kwargs: :meth:`__call__`'s keyword arguments.
+
+        Yields:
+            The annotated sentences, in order.
+        """
         it = iter(sentences)
         while part := list(islice(it, chunk_sentences)):
             if stats is not None:

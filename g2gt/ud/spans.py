@@ -91,6 +91,12 @@ class Entity:
         type: the entity type (``person``, ``place`` ...; empty when not given).
         mentions: its mentions in document order (one: a singleton).
         document: 0-based index of its document (documents start at ``# newdoc``).
+
+    Args:
+        id: the entity id.
+        type: the entity type (empty when not given).
+        mentions: its mentions in document order.
+        document: 0-based index of its document.
     """
 
     id: str
@@ -105,7 +111,11 @@ class Entity:
 
     def to_dict(self) -> dict:
         """The JSON object of :meth:`Document.to_dict` for this entity, without the sentence indices (which
-        :meth:`Document.to_dict` adds)."""
+        :meth:`Document.to_dict` adds).
+
+        Returns:
+            The JSON object, as a dict.
+        """
         return {"document": self.document, "id": self.id, "type": self.type,
                 "mentions": [{"text": m.text, "start_char": m.start_char, "end_char": m.end_char}
                              for m in self.mentions]}

@@ -108,7 +108,11 @@ class Sentence:
     def char_spans(self) -> list[tuple[int, int] | None]:
         """``(start_char, end_char)`` of each line of :attr:`rows` in the text the offsets point into (the
         document's text inside a :class:`~g2gt.ud.document.Document`, else :attr:`text`, else the forms joined
-        as MISC says); ``None`` for empty nodes (see :func:`g2gt.ud.io.surface.sentence_spans`)."""
+        as MISC says); ``None`` for empty nodes (see :func:`g2gt.ud.io.surface.sentence_spans`).
+
+        Returns:
+            One pair (or ``None``) per line of :attr:`rows`.
+        """
         return sentence_spans(self, *self._offset_text())[0]
 
     def _offset_text(self) -> tuple[str, int]:
@@ -190,11 +194,25 @@ class Sentence:
         return len(self.word_indices)
 
     def word_line(self, i: int) -> int:
-        """File line number of word ``i`` (0-based word index), for error messages."""
+        """File line number of word ``i`` (0-based word index), for error messages.
+
+        Args:
+            i: 0-based word index.
+
+        Returns:
+            The line number.
+        """
         return self.token_line(self.word_indices[i])
 
     def token_line(self, k: int) -> int:
-        """File line number of ``tokens[k]``."""
+        """File line number of ``tokens[k]``.
+
+        Args:
+            k: 0-based surface token index.
+
+        Returns:
+            The line number.
+        """
         if self._token_lines is not None and k < len(self._token_lines):
             return self._token_lines[k]
         return self.line
@@ -212,7 +230,11 @@ class Sentence:
 
     # ------------------------------------------------------------------ edits
     def copy(self) -> "Sentence":
-        """A deep copy (tokens, metadata and the original line text)."""
+        """A deep copy (tokens, metadata and the original line text).
+
+        Returns:
+            The copy.
+        """
         toks = TokenList([_copy_token(t) for t in self.rows], Metadata(_copy_value(dict(self.rows.metadata))),
                          default_fields=FIELDS)
 
@@ -229,6 +251,14 @@ class Sentence:
         MISC ...) is untouched, and :func:`write_conllu` regenerates only the changed
         columns of the changed lines.
 
+        Args:
+            heads: 1-based head of each word (0 = root).
+            deprels: the relation of each word.
+            upos: the UPOS of each word (``None``: unchanged).
+
+        Returns:
+            The copy.
+
         Raises:
             ValueError: if a list's length differs from the number of words or a head
                 is outside ``0 .. len(self)``.
@@ -239,7 +269,19 @@ class Sentence:
     def set_parse(self, heads: Sequence[int], deprels: Sequence[str], upos: Sequence[str] | None = None
                   ) -> "Sentence":
         """:meth:`with_parse` written into this sentence instead of a copy (for sentences you made and own);
-        returns ``self``. Checked before anything is written: on a ``ValueError`` the sentence is unchanged."""
+        returns ``self``. Checked before anything is written: on a ``ValueError`` the sentence is unchanged.
+
+        Args:
+            heads: 1-based head of each word (0 = root).
+            deprels: the relation of each word.
+            upos: the UPOS of each word (``None``: unchanged).
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: as :meth:`with_parse`; the sentence is then unchanged.
+        """
         self._check_parse(heads, deprels, upos)
         return self._write_parse(heads, deprels, upos)
 
@@ -276,6 +318,14 @@ class Sentence:
         labelled ``rel↑``, head -> word ``rel↓``; ids from ``rel_vocab``, by default a
         :meth:`LabelVocab.for_dependencies` of this sentence's relations).
         ``meta`` holds ``sent_id``, ``text``, ``path`` and ``line``.
+
+        Args:
+            rel_vocab: relation ids (``None``: a :meth:`LabelVocab.for_dependencies` of this sentence's relations).
+            max_distance: clip distance of the ``"position"`` channel.
+            graph_channel: add the ``"deps"`` channel when every word has a head.
+
+        Returns:
+            The :class:`g2gt.Graph`.
         """
         channels: dict[str, Any] = {"position": ChainChannel(max_distance)}
         heads = self.heads
@@ -289,7 +339,11 @@ class Sentence:
     # ------------------------------------------------------------------ output
     def serialize(self) -> str:
         """CoNLL-U text of this sentence: comment lines, token lines, then the blank line(s)
-        that followed it in the input (one blank line if none did)."""
+        that followed it in the input (one blank line if none did).
+
+        Returns:
+            The CoNLL-U text.
+        """
         lines = self._comment_lines()
         raw = self._raw_tokens
         for k, tok in enumerate(self.rows):

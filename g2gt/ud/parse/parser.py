@@ -124,6 +124,17 @@ class Parser:
         ``"bfloat16"``, ``"int8"`` force one. Arc scores are decoded in float32 either way. ``treebank``: see
         :attr:`treebank` (default: the model's first treebank). A ``lemmatizer.pt`` beside ``parser.pt`` (a
         character lemmatizer, ``g2gt train lemmatizer``) is loaded as :attr:`lemmatizer` (float32).
+
+        Args:
+            name_or_path: a shipped model's name (default ``"en_combined"``), a model folder, a training folder or a
+                checkpoint file.
+            device: ``"auto"`` (default: a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
+            dtype: ``"auto"`` (default: bfloat16 on GPUs and AMX CPUs, int8 on other CPUs), ``"float32"`` (or ``None``),
+                ``"bfloat16"``, ``"int8"``.
+            treebank: the treebank whose conventions to follow (``None``: the model's first).
+
+        Returns:
+            The :class:`Parser`.
         """
         path = name_or_path
         from ...core.checkpoint import expect_kind, load_checkpoint
@@ -150,7 +161,15 @@ class Parser:
 
     def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
         """Write this stage as one checkpoint file that :meth:`load` reads (floating weights as
-        ``storage_dtype``); with a :attr:`lemmatizer`, a ``parser.pt`` gets ``lemmatizer.pt`` beside it."""
+        ``storage_dtype``); with a :attr:`lemmatizer`, a ``parser.pt`` gets ``lemmatizer.pt`` beside it.
+
+        Args:
+            path: the file to write.
+            storage_dtype: dtype of the floating-point weights in the file (default ``"float16"``).
+
+        Returns:
+            The path.
+        """
         record = self.record or {"model_config": self.model.config.to_dict(),
                                  "task": {"vocab": self.vocab.to_dict(), "max_distance": self.max_distance,
                                           "refine_steps": self.refine_steps}}
@@ -184,6 +203,22 @@ class Parser:
         ``record_iterations``: keep every
         iteration's trees (:attr:`SentenceParse.iterations`). ``treebank``: for this call instead of
         :attr:`treebank`.
+
+        Args:
+            sentences: objects with ``forms``, e.g. :class:`Sentence`.
+            refine_steps: refinement iterations (``None``: the model's).
+            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
+            use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
+            batch_tokens: padded nodes per batch.
+            progress: show a progress bar.
+            record_iterations: keep every iteration's trees.
+            treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
+
+        Returns:
+            The :class:`ParseResult`, one :class:`SentenceParse` per sentence.
+
+        Raises:
+            ValueError: with ``use_input_graph``, an input that is not a single-rooted tree (naming ``file:line``).
         """
         T = self.refine_steps if refine_steps is None else refine_steps
         if not (isinstance(T, int) and T >= 0):
@@ -204,6 +239,32 @@ class Parser:
         keep instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``. The other
         arguments are :meth:`predict`'s. ``copy=False``: :class:`Sentence` objects given are written into and
         returned instead of copies (for sentences your code made and owns; it saves the copy).
+
+        Args:
+            x: one tokenized sentence, several, :class:`Sentence` objects or raw text.
+            refine_steps: refinement iterations (``None``: the model's).
+            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
+            use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
+            batch_tokens: padded nodes per batch.
+            progress: show a progress bar.
+            keep: input columns to keep instead of predicting them (default: none).
+            treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
+            copy: ``False``: write into the :class:`Sentence` objects given instead of copies.
+            x: one tokenized sentence, several, :class:`Sentence` objects or raw text.
+            refine_steps: refinement iterations (``None``: the model's).
+            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
+            use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
+            batch_tokens: padded nodes per batch.
+            progress: show a progress bar.
+            keep: input columns to keep instead of predicting them (default: none).
+            treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
+            copy: ``False``: write into the :class:`Sentence` objects given instead of copies.
+
+        Returns:
+            The parsed sentences, in order.
+
+        Returns:
+            The parsed sentences, in order.
         """
         kept = check_keep(keep)
         sentences = self.to_sentences(x)
@@ -214,7 +275,14 @@ class Parser:
     __call__ = parse
 
     def to_sentences(self, x: str | Iterable) -> list[Sentence]:
-        """The input forms :meth:`parse` accepts, as a list of sentences (see :meth:`parse`)."""
+        """The input forms :meth:`parse` accepts, as a list of sentences (see :meth:`parse`).
+
+        Args:
+            x: what :meth:`parse` takes.
+
+        Returns:
+            The sentences.
+        """
         if isinstance(x, str):
             return rule_segmenter(x) if x.strip() else []
         return as_sentences(x)
@@ -222,7 +290,16 @@ class Parser:
     # ------------------------------------------------------------------ attention
     def attention(self, sentence, refine_steps: int = 0, algorithm: str = "mst") -> tuple[list[str], list[Tensor]]:
         """Tokens (with ``<root>``) and per-layer attention weights ``[H, n, n]`` of the pass that reads the
-        graph after ``refine_steps`` passes (0 = iteration 0, from the empty graph)."""
+        graph after ``refine_steps`` passes (0 = iteration 0, from the empty graph).
+
+        Args:
+            sentence: one sentence (an object with ``forms``).
+            refine_steps: passes before the one whose attention is returned.
+            algorithm: tree decoding of the earlier passes: ``"mst"`` or ``"eisner"``.
+
+        Returns:
+            ``(tokens, weights)``, one ``[H, n, n]`` tensor per layer.
+        """
         graph = None
         if refine_steps > 0:
             p = self.predict([sentence], refine_steps=refine_steps - 1, algorithm=algorithm)[0]
