@@ -198,8 +198,9 @@ def class_targets(path: str, cls) -> list[tuple[str, object, str | None, bool]]:
     Returns:
         ``(name, function, docstring, is_class)`` for each.
     """
-    init = cls.__init__  # a constructor of the package's own (a dataclass's too), not object's, Exception's or
-    own = getattr(init, "__module__", "").split(".")[0] == "g2gt"  # a Protocol's
+    init = cls.__init__  # a constructor of the class's own package (a dataclass's too), not object's,
+    home = cls.__module__.split(".")[0]  # Exception's or a Protocol's
+    own = getattr(init, "__module__", None) is not None and init.__module__.split(".")[0] == home
     out = [(path, init, cls.__doc__, True)] if own else []
     for name, member in vars(cls).items():
         if name.startswith("_") and name != "__call__":
