@@ -104,6 +104,28 @@ class KVCache:
 class GraphAttention(nn.Module):
     """Graph (relation-aware) multi-head attention.
 
+    Call::
+
+        out = attn(x, labels=None, key_padding_mask=None, causal=False, *, memory=None, cache=None,
+                   need_weights=False, attn_mask=None)
+
+    returns ``out [B, nq, d]``, or ``(out, weights [B, H, nq, nk])`` with ``need_weights=True``
+    (weights come from the unfused path). ``causal=True``: position ``i`` attends to ``j <= i`` only. For the
+    ``nn.MultiheadAttention`` call ``(query, key, value) -> (out, weights)`` use :class:`MultiheadGraphAttention`
+    (what :meth:`from_multihead_attention` returns).
+
+    Masks: ``key_padding_mask [B, nk]``, bool (True = padding) or float (added to the scores);
+    ``attn_mask`` as ``nn.MultiheadAttention`` takes it, ``[nq, nk]`` or ``[B*H, nq, nk]`` (or
+    ``[B|1, H|1, nq, nk]``), bool (True = may *not* attend) or float (added to the scores; a mask
+    that needs a gradient takes the unfused autograd path). They combine with the labels, padding and
+    the causal mask. A query with no key left to attend to returns zeros (and zero weights), never NaN.
+
+    Shapes:
+        - x: ``[B, nq, d]``; memory (cross-attention): ``[B, nk, kdim]``
+        - labels: ``[B, nq, nk]`` or ``[B, C, nq, nk]`` integer, any integer dtype (batch dim may be 1
+          to broadcast); uint8 / int16 labels are read as they are
+        - output: ``[B, nq, d]``
+
     Args:
         embed_dim: model width ``d``.
         num_heads: heads ``H``; ``d_head = d / H``.
@@ -125,27 +147,6 @@ class GraphAttention(nn.Module):
         device: where the parameters are created, as in ``nn.MultiheadAttention`` (``None``: torch's default
             device).
         dtype: the parameters' dtype, as in ``nn.MultiheadAttention`` (``None``: torch's default dtype).
-
-    Call::
-
-        out = attn(x, labels=None, key_padding_mask=None, causal=False, *, memory=None, cache=None,
-                   need_weights=False, attn_mask=None)
-
-    returns ``out [B, nq, d]``, or ``(out, weights [B, H, nq, nk])`` with ``need_weights=True``
-    (weights come from the unfused path). ``causal=True``: position ``i`` attends to ``j <= i`` only For the ``nn.MultiheadAttention`` call ``(query, key, value) -> (out, weights)`` use
-    :class:`MultiheadGraphAttention` (what :meth:`from_multihead_attention` returns).
-
-    Masks: ``key_padding_mask [B, nk]``, bool (True = padding) or float (added to the scores);
-    ``attn_mask`` as ``nn.MultiheadAttention`` takes it, ``[nq, nk]`` or ``[B*H, nq, nk]`` (or
-    ``[B|1, H|1, nq, nk]``), bool (True = may *not* attend) or float (added to the scores; a mask
-    that needs a gradient takes the unfused autograd path). They combine with the labels, padding and
-    the causal mask. A query with no key left to attend to returns zeros (and zero weights), never NaN.
-
-    Shapes:
-        - x: ``[B, nq, d]``; memory (cross-attention): ``[B, nk, kdim]``
-        - labels: ``[B, nq, nk]`` or ``[B, C, nq, nk]`` integer, any integer dtype (batch dim may be 1
-          to broadcast); uint8 / int16 labels are read as they are
-        - output: ``[B, nq, d]``
     """
 
     def __init__(

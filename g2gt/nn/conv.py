@@ -216,6 +216,19 @@ class _EdgeAggregate(torch.autograd.Function):
 class G2GConv(MessagePassing):
     r"""Relation-aware multi-head attention over the edges of a graph (see module docstring).
 
+    Shapes:
+        - x: ``[N, in]`` or ``([N_src, in_src], [N_dst, in_dst])``
+        - edge_index: ``[2, E]`` long (source, target)
+        - edge_type: ``[E]`` or ``[E, C]`` long
+        - output: ``[N_dst, H*d_h]`` (``concat``) or ``[N_dst, d_h]``; with
+          ``return_attention_weights`` also ``(edge_index, alpha [E, H])`` where
+          ``alpha`` sums to 1 over each target's incoming edges (before dropout).
+
+    Parameters (names as in :class:`g2gt.nn.GraphAttention` where they coincide):
+        ``q_proj`` (targets), ``k_proj``, ``v_proj`` (sources), ``lin_skip``,
+        ``label_key`` ``[L_total, d_h]`` and ``label_value`` (channel tables stacked, see
+        ``label_offsets``).
+
     Args:
         in_channels: input width, ``-1`` for lazy initialisation, or a ``(source,
             target)`` pair for bipartite graphs.
@@ -236,19 +249,6 @@ class G2GConv(MessagePassing):
         fused: use the chunked O(E·H)-memory kernels (default) instead of
             :meth:`propagate` / :meth:`message`.
         **kwargs: passed to :class:`~torch_geometric.nn.MessagePassing` (e.g. ``flow``).
-
-    Shapes:
-        - x: ``[N, in]`` or ``([N_src, in_src], [N_dst, in_dst])``
-        - edge_index: ``[2, E]`` long (source, target)
-        - edge_type: ``[E]`` or ``[E, C]`` long
-        - output: ``[N_dst, H*d_h]`` (``concat``) or ``[N_dst, d_h]``; with
-          ``return_attention_weights`` also ``(edge_index, alpha [E, H])`` where
-          ``alpha`` sums to 1 over each target's incoming edges (before dropout).
-
-    Parameters (names as in :class:`g2gt.nn.GraphAttention` where they coincide):
-        ``q_proj`` (targets), ``k_proj``, ``v_proj`` (sources), ``lin_skip``,
-        ``label_key`` ``[L_total, d_h]`` and ``label_value`` (channel tables stacked, see
-        ``label_offsets``).
     """
 
     def __init__(

@@ -40,18 +40,18 @@ class Sentence:
     :attr:`words` and :attr:`tokens` are Stanza's spellings (words; surface tokens with their multiword
     tokens' words), :attr:`forms`, :attr:`heads`, :attr:`deprels` ... the columns as lists.
 
+    The private fields keep the original line text so that :func:`write_conllu`
+    reproduces the input byte for byte; a :class:`Sentence` built by hand leaves
+    them empty and is serialised from ``rows``. ``_text`` / ``_text_start`` say which text the
+    character offsets of the views point into (set by :class:`g2gt.ud.document.Document` to the
+    document's text and where this sentence's search starts; by default the sentence's own text).
+
     Args:
         rows: the :class:`conllu.TokenList` of its token lines (multiword-token ranges, words, empty nodes;
             every column, as the ``conllu`` library parses it), comments in ``rows.metadata`` (the last value
             of each key).
         path: source file name, used in error messages.
         line: 1-based line number of the sentence's first line in ``path``.
-
-    The private fields keep the original line text so that :func:`write_conllu`
-    reproduces the input byte for byte; a :class:`Sentence` built by hand leaves
-    them empty and is serialised from ``rows``. ``_text`` / ``_text_start`` say which text the
-    character offsets of the views point into (set by :class:`g2gt.ud.document.Document` to the
-    document's text and where this sentence's search starts; by default the sentence's own text).
     """
 
     rows: TokenList

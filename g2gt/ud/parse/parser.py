@@ -50,6 +50,8 @@ def rule_segmenter(text: str) -> list[Sentence]:
 class Parser:
     """A trained parser (model + vocabulary): ``Parser.load(name_or_path).parse(x)``, or ``parser(x)``.
 
+    Every output is exactly one single-rooted tree per sentence (MST / Eisner), in input order.
+
     Args:
         model: the :class:`ParserModel`.
         vocab: its :class:`ParserVocab`.
@@ -61,8 +63,6 @@ class Parser:
             sets (``benchmarks/refine_confidence.py``).
         treebank: for a model trained on several treebanks (``model.config.treebanks``), the one whose
             annotation conventions to follow (default: the first, e.g. ``en_ewt``); see :attr:`treebank`.
-
-    Every output is exactly one single-rooted tree per sentence (MST / Eisner), in input order.
     """
 
     kind = "parser"

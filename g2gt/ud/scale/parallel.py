@@ -246,6 +246,10 @@ def map_batch_runs(pool: ProcessPool, sentences: Iterable, chunk: int | None,
 class ParallelPipeline:
     """``workers`` processes, each holding one pipeline (see the module docstring).
 
+    The parsing methods take ``Pipeline.__call__``'s keyword arguments (keep, enhanced, refine_steps,
+    algorithm, use_input_graph, batch_tokens, treebank ...: :func:`parse_options`) as ``**options``;
+    :meth:`pipe` yields :class:`~g2gt.ud.document.Document` objects as ``Pipeline.pipe`` does.
+
     Args:
         name_or_path: as :func:`g2gt.load`: a model's name (default ``"en_combined"``) or folder.
         device: as :func:`g2gt.load` (default ``"cpu"``).
@@ -260,10 +264,6 @@ class ParallelPipeline:
         threads: torch threads of each worker.
         keep_freed_memory: apply :func:`g2gt.core._compat.keep_freed_memory` in each worker, as the ``g2gt`` command
             does in its own process.
-
-    The parsing methods take ``Pipeline.__call__``'s keyword arguments (keep, enhanced, refine_steps,
-    algorithm, use_input_graph, batch_tokens, treebank ...: :func:`parse_options`) as ``**options``;
-    :meth:`pipe` yields :class:`~g2gt.ud.document.Document` objects as ``Pipeline.pipe`` does.
     """
 
     def __init__(self, name_or_path: str = DEFAULT_MODEL, workers: int = 2, *, device: str = "cpu",
