@@ -311,10 +311,11 @@ def _pack(lengths: list[int], order: list[int], batch_tokens: int, max_items: in
 
 
 def shard(items: Sequence, rank: int = 0, world_size: int = 1) -> list:
-    """Rank ``rank``'s share of ``items`` (e.g. one epoch's batches) among ``world_size`` processes: every
-    ``world_size``-th item from ``rank`` on. The list is first padded by repeating it from its start to a
-    multiple of ``world_size``, so every rank gets the same count (``ceil(len / world_size)``: the ranks take
-    their steps together) and nothing is left out; one process gets ``items`` as they are.
+    """Rank ``rank``'s share of ``items`` (e.g. one epoch's batches) among ``world_size`` processes.
+
+    Every ``world_size``-th item from ``rank`` on. The list is first padded by repeating it from its start to a multiple
+    of ``world_size``, so every rank gets the same count (``ceil(len / world_size)``: the ranks take their steps
+    together) and nothing is left out; one process gets ``items`` as they are.
 
     Args:
         items: what is shared out, e.g. one epoch's batches.

@@ -25,8 +25,10 @@ AMP_HELP = "autocast: auto (bf16/fp16 on CUDA, bf16 on CPUs with native bf16, el
 
 
 def option(default: Any, help: str, group: str | None = None) -> Any:
-    """``dataclasses.field(default=...)`` with ``metadata={"help": help, "group": group}``: the CLI turns
-    field ``x_y`` into ``--x-y`` with this help text, in this option group.
+    """A dataclass field with a help text and an option group.
+
+    ``dataclasses.field(default=...)`` with ``metadata={"help": help, "group": group}``: the CLI turns field ``x_y``
+    into ``--x-y`` with this help text, in this option group.
 
     Args:
         default: the field's default.

@@ -404,9 +404,10 @@ class Graph:
 
     @classmethod
     def from_networkx(cls, G, channels: Sequence[str] | None = None) -> "Graph":
-        """Inverse of :meth:`to_networkx`. Nodes must be ``0 .. n-1``; edge attributes
-        named in ``channels`` (default: ``G.graph["channels"]`` or every edge attribute)
-        become edge channels with their integer values as labels.
+        """Inverse of :meth:`to_networkx`.
+
+        Nodes must be ``0 .. n-1``; edge attributes named in ``channels`` (default: ``G.graph["channels"]`` or every
+        edge attribute) become edge channels with their integer values as labels.
 
         Args:
             G: a ``networkx`` graph with nodes ``0 .. n-1``.
@@ -492,8 +493,10 @@ class Graph:
 
     @classmethod
     def from_pyg(cls, data) -> "Graph":
-        """Inverse of :meth:`to_pyg`. A plain ``Data(edge_index, edge_type)`` also works
-        (one channel named ``"edges"``; ``x`` becomes the tokens when it is 1-D long).
+        """Inverse of :meth:`to_pyg`.
+
+        A plain ``Data(edge_index, edge_type)`` also works (one channel named ``"edges"``; ``x`` becomes the tokens when
+        it is 1-D long).
 
         Args:
             data: a ``torch_geometric.data.Data`` (as :meth:`to_pyg` writes it, or a plain ``Data(edge_index,
@@ -556,8 +559,10 @@ def _item(v: Any) -> Any:
 
 
 def chain_graph(n: int | Sequence[Any], max_distance: int, name: str = "position") -> Graph:
-    """A sequence as a graph: ``n`` tokens (or the given tokens) and one chain channel
-    whose label for the pair ``(i, j)`` is ``clip(j - i, -k, k) + k + 1``.
+    """A sequence as a graph.
+
+    ``n`` tokens (or the given tokens) and one chain channel whose label for the pair ``(i, j)`` is ``clip(j - i, -k, k)
+    + k + 1``.
 
     Args:
         n: the number of tokens, or the tokens themselves.
@@ -574,9 +579,10 @@ def chain_graph(n: int | Sequence[Any], max_distance: int, name: str = "position
 
 
 def edges_from_heads(heads: Sequence[int], rels: Sequence[str], vocab: LabelVocab) -> EdgeChannel:
-    """Dependency tree -> edge channel. ``heads[i]`` is the 1-based head of word
-    ``i+1`` (0 = root, which gets no edge); word ``i`` -> head gets ``rel↑`` and
-    head -> word gets ``rel↓``.
+    """Dependency tree -> edge channel.
+
+    ``heads[i]`` is the 1-based head of word ``i+1`` (0 = root, which gets no edge); word ``i`` -> head gets ``rel↑``
+    and head -> word gets ``rel↓``.
 
     Args:
         heads: 1-based head of each word (0 = root).

@@ -123,8 +123,9 @@ def _registered(kind: str | None) -> dict[str, Path]:
 
 
 def available_models(kind: str | None = None) -> list[str]:
-    """Names of the models of ``kind`` (``"pipeline"``, ``"translator"``; None: every kind) this installation
-    can load by name: shipped ones and installed packages.
+    """Names of the models of ``kind`` this installation can load by name.
+
+    ``kind``: ``"pipeline"``, ``"translator"``; None: every kind. Shipped models and installed packages count.
 
     Args:
         kind: ``"pipeline"``, ``"translator"`` or ``None`` (every kind).
@@ -158,9 +159,10 @@ def _language(folder: Path) -> str | None:
 
 
 def language_default(code: str, kind: str = "pipeline") -> str | None:
-    """The model a language code (``"fr"``) stands for: :data:`DEFAULT_MODEL` when it is of that language,
-    else the first shipped model of that language, else the first installed one (by name); None when no
-    model of ``kind`` is of that language.
+    """The model a language code (``"fr"``) stands for.
+
+    :data:`DEFAULT_MODEL` when it is of that language, else the first shipped model of that language, else the first
+    installed one (by name); None when no model of ``kind`` is of that language.
 
     Args:
         code: a language code (``"fr"``).
@@ -191,8 +193,10 @@ def resolve_name(name: str, kind: str = "pipeline") -> str:
 
 
 def find_model(name_or_path: str | os.PathLike, kind: str = "pipeline") -> Path:
-    """The folder (or file) ``name_or_path`` names, by the rule of the module docstring: a path-like name as a
-    path, a model's name as that model, a language code as its default model, another existing path as it is.
+    """The folder (or file) ``name_or_path`` names.
+
+    By the rule of the module docstring: a path-like name as a path, a model's name as that model, a language code as
+    its default model, another existing path as it is.
 
     Raises ``FileNotFoundError`` saying what was looked for and naming the available models; a model of
     another kind is named as such (``en_de_multi30k is a translator ...``).
@@ -247,8 +251,9 @@ def _listing(kind: str) -> str:
 
 # ---------------------------------------------------------------------------- cards
 def model_card(name_or_path: str | os.PathLike, kind: str | None = None) -> dict:
-    """The ``model.json`` card of a model folder (found by :func:`find_model`; ``kind`` None: a name of any
-    kind), with ``kind``, ``language`` and ``license`` always present: a card that lacks a language gets the
+    """The ``model.json`` card of a model folder, with ``kind``, ``language`` and ``license`` always present.
+
+    The folder is found by :func:`find_model` (``kind`` None: a name of any kind). A card that lacks a language gets the
     code its name starts with (``fr_sequoia`` -> ``fr``; None when the name has none), one that lacks a licence
     :data:`UNKNOWN_LICENSE`.
 

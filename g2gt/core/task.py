@@ -31,8 +31,9 @@ class Task(Protocol):
     """What :class:`g2gt.core.train.Trainer` calls on a task (see the module docstring)."""
 
     def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterable[Any]:
-        """This rank's training batches of ``epoch``, deterministic in ``(epoch, rank, world_size)``, without
-        the first ``skip`` (exact resume).
+        """This rank's training batches of ``epoch``.
+
+        Deterministic in ``(epoch, rank, world_size)``, without the first ``skip`` (exact resume).
 
         Args:
             epoch: the epoch.
@@ -46,8 +47,9 @@ class Task(Protocol):
         ...
 
     def num_tokens(self, batch: Any) -> int:
-        """The number of tokens of ``batch`` the loss is a sum over (every step normalises by the tokens of all
-        its micro-batches on all ranks).
+        """The number of tokens of ``batch`` the loss is a sum over.
+
+        Every step normalises by the tokens of all its micro-batches on all ranks.
 
         Args:
             batch: one batch of :meth:`train_batches`.

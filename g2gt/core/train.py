@@ -230,9 +230,11 @@ class Trainer:
         }
 
     def save(self, name: str = "last.pt") -> None:
-        """Write a resumable checkpoint (atomically, rank 0 only). Call it on every rank under DDP.
-        With ``keep_last`` the weights of ``last.pt`` are also kept as ``step-NNNNNNN.pt`` (the newest
-        ``keep_last`` of them), written first so that every snapshot up to the resumable step exists.
+        """Write a resumable checkpoint (atomically, rank 0 only).
+
+        Call it on every rank under DDP. With ``keep_last`` the weights of ``last.pt`` are also kept as
+        ``step-NNNNNNN.pt`` (the newest ``keep_last`` of them), written first so that every snapshot up to the resumable
+        step exists.
 
         Args:
             name: the file name in ``out_dir``.
@@ -317,8 +319,9 @@ class Trainer:
         return value > self.best if self.cfg.metric_mode == "max" else value < self.best
 
     def evaluate(self) -> dict:
-        """Run ``task.evaluate`` on rank 0 (eval mode, no grad, autocast, forked RNG); log it, keep
-        ``best.pt``. Call it on every rank under DDP.
+        """Run ``task.evaluate`` on rank 0; log it, keep ``best.pt``.
+
+        It runs in eval mode, without gradients, under autocast and a forked RNG. Call it on every rank under DDP.
 
         Returns:
             The metrics of ``task.evaluate`` with ``kind``, ``step``, ``epoch``, ``lr`` (and ``train_loss``) added, on
@@ -416,8 +419,9 @@ class Trainer:
         return lock
 
     def fit(self, resume: bool = False) -> list[dict]:
-        """Train until the budget (``max_steps`` / ``max_minutes``) or ``epochs`` run out; returns the
-        evaluation history. With ``resume=True`` training continues from ``out_dir/last.pt`` when it exists
+        """Train until the budget (``max_steps`` / ``max_minutes``) or ``epochs`` run out.
+
+        Returns the evaluation history. With ``resume=True`` training continues from ``out_dir/last.pt`` when it exists
         (a fresh start otherwise). A final evaluation and ``last.pt`` are always written.
 
         Args:

@@ -215,8 +215,9 @@ class GraphAttention(nn.Module):
         value_labels: bool = True,
         backend: str = "sdpa",
     ) -> "MultiheadGraphAttention":
-        """A :class:`MultiheadGraphAttention` (called like ``mha``) computing the same function as ``mha``
-        (same device, dtype and train/eval mode).
+        """A :class:`MultiheadGraphAttention` computing the same function as ``mha``.
+
+        It is called like ``mha`` and has its device, dtype and train/eval mode.
 
         Mapping: ``in_proj_weight`` ``[3d, d]`` (or ``q/k/v_proj_weight``) and ``in_proj_bias`` split into
         ``q_proj / k_proj / v_proj``; ``out_proj -> out_proj``; ``dropout`` kept. With ``num_labels > 0``
@@ -469,8 +470,9 @@ def _thirds_of_one(dq: Tensor, dk: Tensor, dv: Tensor, B: int, n: int, d: int) -
 
 
 class MultiheadGraphAttention(GraphAttention):
-    """:class:`GraphAttention` called like ``nn.MultiheadAttention(batch_first=True)`` (same constructor
-    and parameters; :meth:`GraphAttention.from_multihead_attention` returns one)::
+    """:class:`GraphAttention` called like ``nn.MultiheadAttention(batch_first=True)``.
+
+    Same constructor and parameters; :meth:`GraphAttention.from_multihead_attention` returns one::
 
         out, weights = attn(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                             average_attn_weights=True, is_causal=False, *, labels=None)

@@ -380,8 +380,9 @@ class G2GConv(MessagePassing):
         edge_type: Tensor | None = None,
         return_attention_weights: bool | None = None,
     ) -> Tensor | tuple[Tensor, tuple[Tensor, Tensor]]:
-        """See the class docstring for shapes. ``return_attention_weights`` set to any
-        bool also returns ``(edge_index, alpha [E, H])``.
+        """Attention over the edges: new node features (see the class docstring for shapes).
+
+        ``return_attention_weights`` set to any bool also returns ``(edge_index, alpha [E, H])``.
 
         Args:
             x: node features ``[N, in]``, or ``(x_src, x_dst)`` for a bipartite graph.
@@ -492,9 +493,9 @@ class G2GConv(MessagePassing):
     # ------------------------------------------------------------------ interop
     @classmethod
     def from_transformer_conv(cls, conv, num_edge_labels: int | None = None, **kwargs) -> "G2GConv":
-        """A G2GConv computing the same function as a
-        :class:`torch_geometric.nn.TransformerConv` (``beta=False``) fed one-hot
-        ``edge_attr`` of the edge types.
+        """A G2GConv computing the same function as a :class:`torch_geometric.nn.TransformerConv`.
+
+        The ``TransformerConv`` has ``beta=False`` and is fed one-hot ``edge_attr`` of the edge types.
 
         Mapping: ``lin_query/lin_key/lin_value/lin_skip -> q_proj/k_proj/v_proj/lin_skip``;
         ``lin_edge.weight`` ``[H*d, L]`` transposed is the per-head label table

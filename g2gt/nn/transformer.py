@@ -218,10 +218,11 @@ class EncoderLayer(nn.Module):
     def forward(
         self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None, need_weights: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """``[B, n, d]``; with ``need_weights`` also the attention probabilities ``[B, H, n, n]``
-        (before attention dropout; rows of padded / fully masked queries are zero). The weights
-        come from :class:`GraphAttention`'s reference path, so the output may differ from the
-        default path by floating-point rounding only.
+        """Self-attention and FFN over ``x``: ``[B, n, d]``, with ``need_weights`` also the attention probabilities.
+
+        The probabilities ``[B, H, n, n]`` are taken before attention dropout; rows of padded / fully masked queries are
+        zero. The weights come from :class:`GraphAttention`'s reference path, so the output may differ from the default
+        path by floating-point rounding only.
 
         Args:
             x: ``[B, n, d]``.

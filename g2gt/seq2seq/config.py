@@ -121,8 +121,10 @@ SEQ2SEQ_TRAIN = TrainConfig(lr=1e-3, warmup=0.1, eval_every=400, metric="dev_los
 
 
 def seq2seq_train_config(**fields) -> TrainConfig:
-    """The translation recipe's :class:`TrainConfig` (a copy of :data:`SEQ2SEQ_TRAIN`); ``fields`` override any
-    field. ``metric`` (one of :data:`SELECT_MODES`: ``dev_loss`` or ``bleu``) also sets ``metric_mode``.
+    """The translation recipe's :class:`TrainConfig` (a copy of :data:`SEQ2SEQ_TRAIN`).
+
+    ``fields`` override any field. ``metric`` (one of :data:`SELECT_MODES`: ``dev_loss`` or ``bleu``) also sets
+    ``metric_mode``.
 
     Args:
         **fields: :class:`TrainConfig` fields to override.
@@ -153,9 +155,10 @@ def check_metric(tc: TrainConfig) -> TrainConfig:
 
 @dataclass
 class Seq2SeqConfig(DictConfig):
-    """The translation model, its subwords and its data / evaluation settings: what :func:`train_seq2seq`
-    takes besides the data and its :class:`TrainConfig` (:func:`seq2seq_train_config`); the defaults are the
-    project's recipe.
+    """The translation model, its subwords and its data / evaluation settings.
+
+    What :func:`train_seq2seq` takes besides the data and its :class:`TrainConfig` (:func:`seq2seq_train_config`); the
+    defaults are the project's recipe.
 
     Field metadata ``{"help", "group"}`` documents each field; ``g2gt train seq2seq`` builds its options
     from these fields and from :class:`TrainConfig`'s (``--d-model`` for ``d_model`` ...), so the CLI and Python

@@ -20,9 +20,10 @@ class MisalignedError(Error):
 
 
 def read_lines(path: str | os.PathLike | IO, name: str | None = None) -> list[str]:
-    """All lines of a plain or ``.gz`` UTF-8 file, ``"-"`` (stdin) or an open stream, without their line ends
-    (``\\n`` / ``\\r\\n``); a UTF-8 byte-order mark at the start is dropped. The library's one line reader,
-    :func:`g2gt.core.files.iter_lines`, read to the end.
+    """All lines of a plain or ``.gz`` UTF-8 file, ``"-"`` (stdin) or an open stream.
+
+    The lines come without their line ends (``\\n`` / ``\\r\\n``); a UTF-8 byte-order mark at the start is
+    dropped. The library's one line reader, :func:`g2gt.core.files.iter_lines`, read to the end.
 
     Raises :class:`g2gt.core.files.InputError` (a ``ValueError``) naming the file and line: ``FILE:LINE: not
     valid UTF-8 ...``, a ``.gz`` name that is not (complete) gzip, a directory.

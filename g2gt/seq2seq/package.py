@@ -50,9 +50,10 @@ def find_translator(name_or_path: str | os.PathLike) -> Path:
 
 # ---------------------------------------------------------------------------- writing a package
 def training_card(folder: str | os.PathLike, data_name: str = "dev") -> dict:
-    """Card facts read from a training folder of ``g2gt train seq2seq``: the model's size and recipe
-    (``config.json``) and the final beam-search scores on the dev set (``final.json``), under
-    ``scores[data_name]``. Missing files give fewer facts, never an error.
+    """Card facts read from a training folder of ``g2gt train seq2seq``.
+
+    The model's size and recipe (``config.json``) and the final beam-search scores on the dev set (``final.json``),
+    under ``scores[data_name]``. Missing files give fewer facts, never an error.
 
     Args:
         folder: the training folder.
@@ -128,9 +129,10 @@ def _readme(name: str, card: dict) -> str:
 
 def build_translation_package(translator, name: str, out: str | os.PathLike, card: dict | None = None,
                               version: str | None = None, max_mb: float | None = None) -> Path:
-    """Write the package folder ``out`` for ``translator`` (a :class:`~g2gt.seq2seq.Translator`): its weights
-    stored as float16 in ``translator.pt``, ``card`` (merged over the translator's own card) as ``model.json``
-    and ``README.md``, through :func:`g2gt.core.package.build_package`. Returns ``out``.
+    """Write the package folder ``out`` for ``translator`` (a :class:`~g2gt.seq2seq.Translator`).
+
+    Its weights are stored as float16 in ``translator.pt``, ``card`` (merged over the translator's own card) as
+    ``model.json`` and ``README.md``, through :func:`g2gt.core.package.build_package`. Returns ``out``.
 
     Raises ``ValueError`` for a bad name or a model over ``max_mb`` (default: the package limit); then nothing
     is left in ``out``.

@@ -79,8 +79,10 @@ class _ReportingTrainer(Trainer):
 
 @dataclass
 class Seq2SeqRun:
-    """What :func:`train_seq2seq` returns: the best model (``best.pt``) with its task, the evaluation
-    history, the final beam-search scores on the whole dev set (``None`` when skipped) and the updates.
+    """What :func:`train_seq2seq` returns.
+
+    The best model (``best.pt``) with its task, the evaluation history, the final beam-search scores on the whole dev
+    set (``None`` when skipped) and the updates.
 
     Args:
         model: the best model (``best.pt``).
@@ -129,8 +131,9 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
                   out_dir: str | os.PathLike, config: Seq2SeqConfig | None = None,
                   train_config: TrainConfig | None = None, resume: bool = False,
                   overwrite: bool = False) -> Seq2SeqRun:
-    """Train a translation model through the one training runner (:func:`g2gt.core.run.run_training`);
-    return the best one.
+    """Train a translation model; return the best one.
+
+    It runs through the one training runner (:func:`g2gt.core.run.run_training`).
 
     ``src_*``: source sentences as strings, or :class:`g2gt.ud.io.sentence.Sentence` objects (one parse per
     target line) for graph to sequence (see :func:`read_training_data`); ``tgt_*``: target sentences.

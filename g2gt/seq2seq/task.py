@@ -56,9 +56,10 @@ SUBWORD_LABEL = "<subword>"
 # ---------------------------------------------------------------------------- settings / data
 @dataclass
 class ParallelData:
-    """Encoded sentence pairs: ``src[i]`` / ``tgt[i]`` subword ids (no BOS/EOS),
-    ``deps[i]`` the source dependency channel over subwords (graph mode), ``refs``
-    the raw target sentences (for BLEU).
+    """Encoded sentence pairs.
+
+    ``src[i]`` / ``tgt[i]`` subword ids (no BOS/EOS), ``deps[i]`` the source dependency channel over subwords (graph
+    mode), ``refs`` the raw target sentences (for BLEU).
 
     Args:
         src: source subword ids of each pair.
@@ -78,8 +79,10 @@ class ParallelData:
 
 @dataclass
 class Seq2SeqBatch:
-    """``src``: the padded source graphs; ``tgt_in [B, m]`` = BOS + target,
-    ``tgt_out [B, m]`` = target + EOS (``pad_id`` where padded).
+    """A training batch of sentence pairs.
+
+    ``src``: the padded source graphs; ``tgt_in [B, m]`` = BOS + target, ``tgt_out [B, m]`` = target + EOS (``pad_id``
+    where padded).
 
     Args:
         src: the padded source graphs.
@@ -448,8 +451,9 @@ class Seq2SeqTask:
     def translate_ids(self, model, src: Sequence[list[int]], deps: Sequence[EdgeChannel] | None = None,
                       beam: int = 1, length_penalty: float | None = None, batch_size: int = 64,
                       progress: bool = False, batch_tokens: int | None = None) -> list[list[int]]:
-        """Decode encoded sources (greedy for ``beam = 1``, else beam search); returns target ids in input
-        order. Empty sources give empty outputs without running the model.
+        """Decode encoded sources (greedy for ``beam = 1``, else beam search).
+
+        Returns target ids in input order. Empty sources give empty outputs without running the model.
 
         Sources are decoded shortest first, in batches of at most ``batch_size`` sentences and, when
         ``batch_tokens`` is given, at most ``batch_tokens`` padded source subwords (a longer sentence is decoded
@@ -504,8 +508,9 @@ class Seq2SeqTask:
     def translate(self, model, sentences: Sequence[str] | Sequence, beam: int = 1,
                   length_penalty: float | None = None, batch_size: int = 64, progress: bool = False,
                   batch_tokens: int | None = None) -> list[str]:
-        """Raw sentences (or CoNLL-U sentences in graph mode) -> detokenized translations,
-        one per input, ``""`` for an empty input (batching as in :meth:`translate_ids`).
+        """Raw sentences (or CoNLL-U sentences in graph mode) -> detokenized translations.
+
+        One per input, ``""`` for an empty input (batching as in :meth:`translate_ids`).
 
         Args:
             model: the :class:`G2GTransformer`.
@@ -547,8 +552,9 @@ class Seq2SeqTask:
         return total / max(n, 1)
 
     def evaluate(self, model) -> dict[str, float]:
-        """Greedy (or ``eval_beam``) translation of the first ``eval_sentences`` dev
-        pairs -> ``{"bleu", "chrf", "dev_loss"}``.
+        """Dev scores: ``{"bleu", "chrf", "dev_loss"}``.
+
+        From a greedy (or ``eval_beam``) translation of the first ``eval_sentences`` dev pairs.
 
         Args:
             model: the :class:`G2GTransformer`.
@@ -573,9 +579,10 @@ def _check_positive_int(name: str, value, meaning: str) -> None:
 
 def load_seq2seq(path: str | os.PathLike, device: str | torch.device = "auto",
                  dtype: str | torch.dtype | None = "auto") -> tuple[G2GTransformer, Seq2SeqTask]:
-    """Load a trained model: ``path`` is a checkpoint file or a training folder
-    (``best.pt``, else ``last.pt``). Uses ``weights_only=True`` and ``strict=True``; ``device`` and ``dtype`` as
-    every loader (:func:`g2gt.core.runtime.resolve_dtype`).
+    """Load a trained model and its task.
+
+    ``path`` is a checkpoint file or a training folder (``best.pt``, else ``last.pt``). Uses ``weights_only=True`` and
+    ``strict=True``; ``device`` and ``dtype`` as every loader (:func:`g2gt.core.runtime.resolve_dtype`).
 
     Args:
         path: a checkpoint file or a training folder.

@@ -80,8 +80,10 @@ class Translator:
     @classmethod
     def load(cls, name_or_path: str | os.PathLike, device: str | torch.device = "auto",
              dtype: str | torch.dtype | None = "auto", threads: int | None = None, **options) -> "Translator":
-        """Load a translator: an installed model package's name, a model folder (``translator.pt``), a training
-        folder of ``g2gt train seq2seq`` (``best.pt``, else ``last.pt``) or a checkpoint file.
+        """Load a translator.
+
+        An installed model package's name, a model folder (``translator.pt``), a training folder of ``g2gt train
+        seq2seq`` (``best.pt``, else ``last.pt``) or a checkpoint file.
 
         ``device``: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda:1"`` ...; ``dtype``: ``"auto"`` (as every
         loader, :func:`g2gt.core.runtime.resolve_dtype`: bfloat16 where it is fast, a GPU that has it or a CPU
@@ -135,9 +137,10 @@ class Translator:
         return cls(model, task, config, card, source=path)
 
     def save(self, path: str | os.PathLike, storage_dtype: str | torch.dtype = "float16") -> Path:
-        """Write one checkpoint file that :meth:`load` (and ``g2gt translate --model``) reads back: the weights
-        (floating-point ones stored as ``storage_dtype``: float16 halves the file, and loading gives back the
-        same translations as the translator that was saved when its weights are float16 values already),
+        """Write one checkpoint file that :meth:`load` (and ``g2gt translate --model``) reads back.
+
+        It holds the weights (floating-point ones stored as ``storage_dtype``: float16 halves the file, and loading
+        gives back the same translations as the translator that was saved when its weights are float16 values already),
         the tokenizers, settings and this translator's :class:`TranslateConfig`. Returns the path.
 
         Args:
@@ -177,8 +180,9 @@ class Translator:
         return bool(self.task.settings.graph)
 
     def max_input_subwords(self, config: TranslateConfig | None = None) -> int:
-        """The longest piece of a line translated at once under ``config`` (this translator's by default):
-        its ``max_input_subwords``, at most the model's ``max_src_len`` (longer lines are split).
+        """The longest piece of a line translated at once under ``config`` (this translator's by default).
+
+        Its ``max_input_subwords``, at most the model's ``max_src_len`` (longer lines are split).
 
         Args:
             config: decoding settings (``None``: this translator's).
@@ -198,8 +202,9 @@ class Translator:
 
     # ------------------------------------------------------------------ translating
     def __call__(self, lines: Sequence[str], **options) -> list[str]:
-        """One translation per line (module docstring); ``options``: :class:`TranslateConfig` fields for this
-        call (``beam=1``, ``batch_tokens=...``).
+        """One translation per line (module docstring).
+
+        ``options``: :class:`TranslateConfig` fields for this call (``beam=1``, ``batch_tokens=...``).
 
         Args:
             lines: the source lines.
@@ -282,10 +287,11 @@ class Translator:
         return pieces
 
     def pipe(self, lines: Iterable, n_process: int = 1, progress: bool = False, **options) -> Iterator[str]:
-        """Translations of ``lines`` (any iterable, read :data:`CHUNK_LINES` at a time), in order, one per
-        line; ``n_process > 1`` translates chunks in that many worker processes (the same output).
-        ``progress``: count the lines on stderr. ``options``: :class:`TranslateConfig` fields
-        (``batch_tokens=...``, ``beam=...``).
+        """Translations of ``lines``, in order, one per line.
+
+        ``lines`` is any iterable, read :data:`CHUNK_LINES` at a time; ``n_process > 1`` translates chunks in that many
+        worker processes (the same output). ``progress``: count the lines on stderr. ``options``:
+        :class:`TranslateConfig` fields (``batch_tokens=...``, ``beam=...``).
 
         Args:
             lines: source lines, any iterable.
@@ -322,9 +328,11 @@ class Translator:
 
     def translate_file(self, src: str | os.PathLike, out: str | os.PathLike, n_process: int = 1,
                        progress: bool = False, **options) -> int:
-        """Translate the lines of ``src`` (plain or ``.gz`` UTF-8; CoNLL-U for a graph-to-sequence model) into
-        ``out`` (one line each; ``"-"`` = standard input / output); ``out`` appears only once complete.
-        ``n_process``, ``progress`` and ``options`` as for :meth:`pipe`. Returns the number of lines written.
+        """Translate the lines of ``src`` into ``out``.
+
+        ``src`` is plain or ``.gz`` UTF-8 (CoNLL-U for a graph-to-sequence model); ``out`` gets one line each (``"-"`` =
+        standard input / output) and appears only once complete. ``n_process``, ``progress`` and ``options`` as for
+        :meth:`pipe`. Returns the number of lines written.
 
         Args:
             src: the input file (``"-"``: standard input).

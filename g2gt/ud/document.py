@@ -68,9 +68,11 @@ def pretokenized_text(sentences: Sequence[Sentence]) -> str:
 
 
 class Document(list):
-    """The parsed sentences of one text (a ``list`` of :class:`~g2gt.ud.io.Sentence`, so ``for s in doc``,
-    ``len(doc)`` and ``doc[0]`` work as on a list) plus :attr:`text` and character offsets (see the module
-    docstring). The sentences' word and token views point into :attr:`text`.
+    """The parsed sentences of one text, with the text and character offsets.
+
+    A ``list`` of :class:`~g2gt.ud.io.Sentence` (so ``for s in doc``, ``len(doc)`` and ``doc[0]`` work as on a list)
+    plus :attr:`text` and character offsets (see the module docstring). The sentences' word and token views point into
+    :attr:`text`.
 
     Args:
         sentences: the sentences, in order.
@@ -97,8 +99,9 @@ class Document(list):
         return list(self)
 
     def spans(self) -> list[list[tuple[int, int] | None]]:
-        """Per sentence, the ``(start_char, end_char)`` of each entry of ``sentence.rows`` (see
-        :func:`~g2gt.ud.io.surface.token_spans`; computed on each call, so edits of the sentences are seen).
+        """Per sentence, the ``(start_char, end_char)`` of each entry of ``sentence.rows``.
+
+        See :func:`~g2gt.ud.io.surface.token_spans`; computed on each call, so edits of the sentences are seen.
 
         Returns:
             One list per sentence, ``None`` for empty nodes.
@@ -130,9 +133,10 @@ class Document(list):
 
     # ------------------------------------------------------------------ formats
     def to_dict(self) -> dict:
-        """The JSON object of the module docstring (plain dicts and lists), with ``"entities"``
-        (:func:`g2gt.ud.coref.io.entities` plus each mention's ``start_char`` / ``end_char``) when a word's MISC
-        has ``Entity=`` (``nlp(text, coref=True)``).
+        """The JSON object of the module docstring (plain dicts and lists).
+
+        With ``"entities"`` (:func:`g2gt.ud.coref.io.entities` plus each mention's ``start_char`` / ``end_char``) when a
+        word's MISC has ``Entity=`` (``nlp(text, coref=True)``).
 
         Returns:
             The JSON object, as a dict.
@@ -164,9 +168,10 @@ class Document(list):
 
     @classmethod
     def from_dict(cls, data: dict) -> "Document":
-        """The document :meth:`to_dict` wrote (``conllu()`` gives the same bytes). Keys it does not know are
-        ignored, so the server's answer (with ``svg``, ``conllu``) reads too; the entities come back from the
-        ``Entity=`` items of MISC.
+        """The document :meth:`to_dict` wrote (``conllu()`` gives the same bytes).
+
+        Keys it does not know are ignored, so the server's answer (with ``svg``, ``conllu``) reads too; the entities
+        come back from the ``Entity=`` items of MISC.
 
         Args:
             data: the dict :meth:`to_dict` wrote.
@@ -210,9 +215,11 @@ class Document(list):
 
     # ------------------------------------------------------------------ bridges
     def to_spacy(self, vocab=None):
-        """A ``spacy.tokens.Doc``: a token per word, sentences, ``pos_``, ``tag_``, ``morph``, ``lemma_``,
-        ``dep_`` (``ROOT`` for the root), ``head``, coreference in ``doc.spans["coref_clusters_N"]``; see
-        :func:`g2gt.ud.spacy.convert.to_spacy` (``vocab``: a ``spacy.vocab.Vocab``, default a new one).
+        """The document as a ``spacy.tokens.Doc``.
+
+        A token per word, sentences, ``pos_``, ``tag_``, ``morph``, ``lemma_``, ``dep_`` (``ROOT`` for the root),
+        ``head``, coreference in ``doc.spans["coref_clusters_N"]``; see :func:`g2gt.ud.spacy.convert.to_spacy`
+        (``vocab``: a ``spacy.vocab.Vocab``, default a new one).
 
         Args:
             vocab: a ``spacy.vocab.Vocab`` (``None``: a new one).
@@ -228,8 +235,10 @@ class Document(list):
         return to_spacy(self, vocab)
 
     def to_stanza(self):
-        """A ``stanza.models.common.doc.Document`` (words, multiword tokens, empty nodes, comments, columns),
-        with ``text`` and every token's ``start_char`` / ``end_char`` (see :mod:`g2gt.ud.io.stanza`).
+        """The document as a ``stanza.models.common.doc.Document``.
+
+        Words, multiword tokens, empty nodes, comments, columns, with ``text`` and every token's ``start_char`` /
+        ``end_char`` (see :mod:`g2gt.ud.io.stanza`).
 
         Returns:
             The stanza ``Document``.
@@ -250,8 +259,9 @@ class Document(list):
         return doc
 
     def to_graphs(self, max_distance: int = 8) -> list:
-        """One :class:`g2gt.Graph` per sentence (:meth:`Sentence.to_graph`), relation ids from one vocabulary
-        shared by the whole document (:func:`g2gt.ud.io.stanza.document_vocab`).
+        """One :class:`g2gt.Graph` per sentence (:meth:`Sentence.to_graph`).
+
+        Relation ids come from one vocabulary shared by the whole document (:func:`g2gt.ud.io.stanza.document_vocab`).
 
         Args:
             max_distance: clip distance of the position channel.

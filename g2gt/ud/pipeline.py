@@ -57,9 +57,10 @@ CHUNK_SENTENCES = 2000
 
 
 class RuleTokenizer:
-    """A tokenize stage without weights: the rule-based tokenizer and sentence splitter of
-    :mod:`g2gt.ud.tokenize.text` (English clitic rules), or stanza's English tokenizer when its model is
-    installed (``name="stanza"``; ``"auto"``: stanza if installed, else the rules).
+    """A tokenize stage without weights.
+
+    The rule-based tokenizer and sentence splitter of :mod:`g2gt.ud.tokenize.text` (English clitic rules), or stanza's
+    English tokenizer when its model is installed (``name="stanza"``; ``"auto"``: stanza if installed, else the rules).
 
     Args:
         name: ``"rule"`` (default), ``"stanza"`` or ``"auto"``.
@@ -122,8 +123,10 @@ class Pipeline(StageList):
     def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str = "auto", dtype: Any = "auto",
              threads: int | None = None, exclude: Iterable[str] = (), config: dict | None = None,
              tokenizer: str = "auto") -> "Pipeline":
-        """A shipped or installed model by name (``g2gt models`` lists them), a model folder (from
-        :meth:`save`), or a parser's training folder / checkpoint (then the rule tokenizer and no enhancer).
+        """Load a pipeline by a model's name or from a folder.
+
+        A shipped or installed model by name (``g2gt models`` lists them), a model folder (from :meth:`save`), or a
+        parser's training folder / checkpoint (then the rule tokenizer and no enhancer).
 
         Args:
             device: ``"auto"`` (a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
@@ -212,10 +215,11 @@ class Pipeline(StageList):
 
     def save(self, path: str | os.PathLike, storage_dtype: str = "float16", card: dict | None = None,
              max_mb: float | None = None) -> Path:
-        """Write a model folder that :meth:`load` reads back with the same outputs: a file per stage that has
-        weights (floating weights stored as ``storage_dtype``) and ``model.json`` (this pipeline's card,
-        updated with ``card``, the stage files and their sizes). ``max_mb``: refuse larger folders
-        (``ValueError``; nothing is left behind).
+        """Write a model folder that :meth:`load` reads back with the same outputs.
+
+        The folder holds a file per stage that has weights (floating weights stored as ``storage_dtype``) and
+        ``model.json`` (this pipeline's card, updated with ``card``, the stage files and their sizes). ``max_mb``:
+        refuse larger folders (``ValueError``; nothing is left behind).
 
         Args:
             path: the folder to write.
@@ -302,9 +306,10 @@ class Pipeline(StageList):
 
     # ------------------------------------------------------------------ input
     def text_sentences(self, text: str) -> list[Sentence]:
-        """Sentences of a raw-text document (``[]`` for one without words): a learned tokenizer reads it one
-        block of paragraphs at a time (memory bounded by the block) with running ids ``s1, s2 ...``; another
-        tokenizer reads it whole.
+        """Sentences of a raw-text document (``[]`` for one without words).
+
+        A learned tokenizer reads it one block of paragraphs at a time (memory bounded by the block) with running ids
+        ``s1, s2 ...``; another tokenizer reads it whole.
 
         Args:
             text: the document's raw text.
@@ -322,8 +327,10 @@ class Pipeline(StageList):
         return self.tokenize.segment_document(text)
 
     def to_sentences(self, x: str | Iterable) -> list[Sentence]:
-        """The input forms :meth:`__call__` takes, as sentences: raw text (:meth:`text_sentences`), one
-        tokenized sentence (a list of str), several (a list of lists of str) or :class:`Sentence` objects.
+        """The input forms :meth:`__call__` takes, as sentences.
+
+        Raw text (:meth:`text_sentences`), one tokenized sentence (a list of str), several (a list of lists of str) or
+        :class:`Sentence` objects.
 
         Args:
             x: raw text, one tokenized sentence, several, or :class:`Sentence` objects.
@@ -342,12 +349,15 @@ class Pipeline(StageList):
                  refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
                  batch_tokens: int | None = None, progress: bool = False, treebank: str | None = None,
                  coref: bool = False) -> Document:
-        """The :class:`~g2gt.ud.document.Document` of ``x`` (see :meth:`to_sentences`; ``doc.text`` is ``x``
-        for raw text, less its control characters: :func:`g2gt.ud.limits.drop_control_characters`): every column predicted by the parse stage (``keep``: input columns kept instead, see
-        :meth:`g2gt.ud.parse.Parser.parse`), DEPS by the enhance stage with ``enhanced=True``, coreference (``Entity=`` in MISC) by the coref
-        stage with ``coref=True``, then the stages you added. ``batch_tokens``: padded words per model batch (default :data:`BATCH_TOKENS`). The other
-        arguments are the parser's (``treebank``: for a parser trained on several treebanks, whose
-        conventions to follow; see :attr:`g2gt.ud.parse.Parser.treebank`).
+        """The :class:`~g2gt.ud.document.Document` of ``x``.
+
+        See :meth:`to_sentences` for the forms of ``x``; ``doc.text`` is ``x`` for raw text, less its control characters
+        (:func:`g2gt.ud.limits.drop_control_characters`). Every column is predicted by the parse stage (``keep``: input
+        columns kept instead, see :meth:`g2gt.ud.parse.Parser.parse`), DEPS by the enhance stage with ``enhanced=True``,
+        coreference (``Entity=`` in MISC) by the coref stage with ``coref=True``, then the stages you added.
+        ``batch_tokens``: padded words per model batch (default :data:`BATCH_TOKENS`). The other arguments are the
+        parser's (``treebank``: for a parser trained on several treebanks, whose conventions to follow; see
+        :attr:`g2gt.ud.parse.Parser.treebank`).
 
         Args:
             x: raw text, one tokenized sentence (a list of str), several (a list of lists of str) or :class:`Sentence`
@@ -413,9 +423,10 @@ class Pipeline(StageList):
                    refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
                    batch_tokens: int | None = None, progress: bool = False,
                    treebank: str | None = None, coref: bool = False, copy: bool = True) -> list[Sentence]:
-        """Every stage after ``tokenize`` on ``sentences``, in order (see :meth:`__call__` for the options).
-        ``copy=False``: the parse stage writes into ``sentences`` instead of copies (for sentences made by the
-        caller, e.g. from raw text; saves the copy).
+        """Every stage after ``tokenize`` on ``sentences``, in order.
+
+        See :meth:`__call__` for the options. ``copy=False``: the parse stage writes into ``sentences`` instead of
+        copies (for sentences made by the caller, e.g. from raw text; saves the copy).
 
         Args:
             sentences: the tokenized sentences.
@@ -462,11 +473,12 @@ class Pipeline(StageList):
 
     def pipe(self, texts: Iterable, *, batch_tokens: int | None = None, n_process: int = 1, **options: Any
              ) -> Iterator[Document]:
-        """One :class:`~g2gt.ud.document.Document` per item of ``texts`` (raw text, or anything
-        :meth:`__call__` takes), in order. Consecutive texts are segmented and parsed in shared batches
-        (:func:`g2gt.ud.pipe.text_groups`), so many short texts run much faster than one call each;
-        ``n_process`` > 1 runs the groups in that many worker processes (the pipeline must come from
-        :meth:`load`; see :mod:`g2gt.ud.scale.parallel`), with the same output. ``options``: :meth:`__call__`'s.
+        """One :class:`~g2gt.ud.document.Document` per item of ``texts``, in order.
+
+        An item is raw text, or anything :meth:`__call__` takes. Consecutive texts are segmented and parsed in shared
+        batches (:func:`g2gt.ud.pipe.text_groups`), so many short texts run much faster than one call each;
+        ``n_process`` > 1 runs the groups in that many worker processes (the pipeline must come from :meth:`load`; see
+        :mod:`g2gt.ud.scale.parallel`), with the same output. ``options``: :meth:`__call__`'s.
 
         Args:
             texts: raw texts, or anything :meth:`__call__` takes.
@@ -502,8 +514,9 @@ class Pipeline(StageList):
 
     def stream(self, sentences: Iterable[Sentence], chunk_sentences: int = CHUNK_SENTENCES,
                stats: dict | None = None, **kwargs) -> Iterator[Sentence]:
-        """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time (memory does not grow
-        with the input); counts ``sentences`` and ``words`` into ``stats`` when given.
+        """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time.
+
+        Memory does not grow with the input; counts ``sentences`` and ``words`` into ``stats`` when given.
 
         Args:
             sentences: the input sentences, any iterable.

@@ -20,8 +20,9 @@ __all__ = ["Span", "Entity", "document_entities"]
 
 
 class Span:
-    """Consecutive words of a document (a coreference mention): from its first word to its last, which may be in
-    a later sentence (a discontinuous mention spans its gaps too).
+    """Consecutive words of a document (a coreference mention).
+
+    From its first word to its last, which may be in a later sentence (a discontinuous mention spans its gaps too).
 
     Args:
         words: the words, in order (at least one).
@@ -110,8 +111,9 @@ class Entity:
         return self.mentions[0].text if self.mentions else ""
 
     def to_dict(self) -> dict:
-        """The JSON object of :meth:`Document.to_dict` for this entity, without the sentence indices (which
-        :meth:`Document.to_dict` adds).
+        """The JSON object of :meth:`Document.to_dict` for this entity.
+
+        Without the sentence indices (which :meth:`Document.to_dict` adds).
 
         Returns:
             The JSON object, as a dict.

@@ -167,10 +167,12 @@ BUILTIN_STAGES = ("tokenize", "parse", "enhance")
 
 def register_stage(name: str, *, after: str = "parse", lazy: bool = False, cls_name: str | None = None,
                    file: str | None = None) -> Callable[[Callable], Callable]:
-    """Decorator: register ``factory(context: StageContext, **options)`` as stage ``name``, placed right
-    after the stage ``after`` (``tokenize``, ``parse``, ``enhance`` or another registered one) in every
-    pipeline :meth:`~g2gt.ud.pipeline.Pipeline.load` builds (see the module docstring). Registering a name
-    again replaces the earlier factory.
+    """Decorator: register a stage factory as stage ``name``.
+
+    The factory is ``factory(context: StageContext, **options)``; the stage is placed right after the stage ``after``
+    (``tokenize``, ``parse``, ``enhance`` or another registered one) in every pipeline
+    :meth:`~g2gt.ud.pipeline.Pipeline.load` builds (see the module docstring). Registering a name again replaces the
+    earlier factory.
 
     Args:
         name: the stage's name (new; not a built-in stage).

@@ -111,10 +111,12 @@ class Enhancer:
     @classmethod
     def load(cls, name_or_path: str | Path = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto") -> "Enhancer":
-        """Load the enhance stage of a shipped model by name (``"en_combined"``), a model folder's ``enhancer.pt``, or
-        ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhancer`` (or that file),
-        with ``weights_only=True`` and ``strict=True``. ``device`` and ``dtype``: see :func:`g2gt.core.runtime.resolve_dtype`
-        (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured).
+        """Load the enhance stage.
+
+        Of a shipped model by name (``"en_combined"``), a model folder's ``enhancer.pt``, or ``best.pt`` (else
+        ``last.pt``) of a folder written by ``g2gt train enhancer`` (or that file), with ``weights_only=True`` and
+        ``strict=True``. ``device`` and ``dtype``: see :func:`g2gt.core.runtime.resolve_dtype` (``"auto"`` never picks
+        int8 here: its accuracy with int8 is unmeasured).
 
         Args:
             name_or_path: a shipped model's name (default ``"en_combined"``), a model folder, a training folder or a
@@ -169,8 +171,9 @@ class Enhancer:
 
     def predict(self, sentences: Sequence, batch_tokens: int = 3000, progress: bool = False,
                 check: bool = True) -> list[list[Edge]]:
-        """The enhanced edges ``(d, h, relation)`` of every sentence, in input order (sorted by dependent,
-        then head); heads are words (0 = ROOT) or, for edges kept from the input, empty-node ids.
+        """The enhanced edges ``(d, h, relation)`` of every sentence, in input order.
+
+        Sorted by dependent, then head; heads are words (0 = ROOT) or, for edges kept from the input, empty-node ids.
         ``check``: verify each basic tree first (:class:`CoNLLUError` with ``FILE:LINE`` otherwise).
 
         Args:
@@ -258,8 +261,9 @@ class Enhancer:
         return edges, fixed
 
     def enhance(self, sentences: Sequence, batch_tokens: int = 3000, progress: bool = False) -> list:
-        """Copies of ``sentences`` with the words' DEPS replaced by the predicted enhanced graph (sorted by
-        head, then relation); nothing else changes (see the module docstring).
+        """Copies of ``sentences`` with the words' DEPS replaced by the predicted enhanced graph.
+
+        The DEPS are sorted by head, then relation; nothing else changes (see the module docstring).
 
         Args:
             sentences: parsed sentences (:class:`Sentence`).

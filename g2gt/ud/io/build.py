@@ -63,10 +63,10 @@ def sentence_from_words(words: Sequence[str], text: str | None = None, sent_id: 
 
 def sentence_from_tokens(tokens: Sequence[tuple[str, Sequence[str], bool]], text: str | None = None,
                          sent_id: str | None = None) -> Sentence:
-    """Like :func:`sentence_from_words` for surface tokens that may hold several
-    syntactic words: each item is ``(surface, words, space_after)``; a token with more
-    than one word becomes a multiword-token line ``a-b`` (carrying ``SpaceAfter=No``)
-    followed by its word lines, as UD English EWT writes ``don't`` -> ``do n't``.
+    """Like :func:`sentence_from_words` for surface tokens that may hold several syntactic words.
+
+    Each item is ``(surface, words, space_after)``; a token with more than one word becomes a multiword-token line
+    ``a-b`` (carrying ``SpaceAfter=No``) followed by its word lines, as UD English EWT writes ``don't`` -> ``do n't``.
 
     Args:
         tokens: ``(surface, words, space_after)`` of each surface token.

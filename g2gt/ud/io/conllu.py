@@ -49,8 +49,10 @@ _COLUMNS = "(ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC)"
 
 
 class CoNLLUError(InputError):
-    """Malformed CoNLL-U input. ``str(err)`` is ``"FILE:LINE: what is wrong (expected ...)"``
-    (``"FILE: ..."`` for problems of the whole file, such as a directory or broken gzip).
+    """Malformed CoNLL-U input.
+
+    ``str(err)`` is ``"FILE:LINE: what is wrong (expected ...)"`` (``"FILE: ..."`` for problems of the whole file, such
+    as a directory or broken gzip).
 
     Args:
         path: the file name.
@@ -85,8 +87,9 @@ def iter_conllu(source: Source, *, name: str | None = None, require_heads: bool 
 
 
 def read_conllu(source: Source, *, name: str | None = None, require_heads: bool = False) -> list[Sentence]:
-    """All sentences of a CoNLL-U file (see :func:`iter_conllu`); :func:`write_conllu` of them
-    reproduces the file (a byte-order mark dropped, a final blank line added if missing).
+    """All sentences of a CoNLL-U file (see :func:`iter_conllu`).
+
+    :func:`write_conllu` of them reproduces the file (a byte-order mark dropped, a final blank line added if missing).
 
     Args:
         source: a path (``.gz`` is decompressed), ``"-"`` for stdin, or an open stream.

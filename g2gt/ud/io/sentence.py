@@ -106,9 +106,10 @@ class Sentence:
         return next((w for w in self.words if w.head == 0), None)
 
     def char_spans(self) -> list[tuple[int, int] | None]:
-        """``(start_char, end_char)`` of each line of :attr:`rows` in the text the offsets point into (the
-        document's text inside a :class:`~g2gt.ud.document.Document`, else :attr:`text`, else the forms joined
-        as MISC says); ``None`` for empty nodes (see :func:`g2gt.ud.io.surface.sentence_spans`).
+        """``(start_char, end_char)`` of each line of :attr:`rows`; ``None`` for empty nodes.
+
+        The offsets point into the document's text inside a :class:`~g2gt.ud.document.Document`, else :attr:`text`, else
+        the forms joined as MISC says (see :func:`g2gt.ud.io.surface.sentence_spans`).
 
         Returns:
             One pair (or ``None``) per line of :attr:`rows`.
@@ -268,8 +269,10 @@ class Sentence:
 
     def set_parse(self, heads: Sequence[int], deprels: Sequence[str], upos: Sequence[str] | None = None
                   ) -> "Sentence":
-        """:meth:`with_parse` written into this sentence instead of a copy (for sentences you made and own);
-        returns ``self``. Checked before anything is written: on a ``ValueError`` the sentence is unchanged.
+        """:meth:`with_parse` written into this sentence instead of a copy; returns ``self``.
+
+        For sentences you made and own. Checked before anything is written: on a ``ValueError`` the sentence is
+        unchanged.
 
         Args:
             heads: 1-based head of each word (0 = root).
@@ -338,8 +341,9 @@ class Sentence:
 
     # ------------------------------------------------------------------ output
     def serialize(self) -> str:
-        """CoNLL-U text of this sentence: comment lines, token lines, then the blank line(s)
-        that followed it in the input (one blank line if none did).
+        """CoNLL-U text of this sentence.
+
+        Comment lines, token lines, then the blank line(s) that followed it in the input (one blank line if none did).
 
         Returns:
             The CoNLL-U text.

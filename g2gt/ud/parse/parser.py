@@ -114,9 +114,11 @@ class Parser:
     @classmethod
     def load(cls, name_or_path: str | Path = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto", treebank: str | None = None) -> "Parser":
-        """Load the parse stage of a shipped model by name (default ``"en_combined"``, see :mod:`g2gt.core.registry`), of
-        a model folder (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint
-        file, with ``weights_only=True`` and ``strict=True``.
+        """Load the parse stage.
+
+        Of a shipped model by name (default ``"en_combined"``, see :mod:`g2gt.core.registry`), of a model folder
+        (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file, with
+        ``weights_only=True`` and ``strict=True``.
 
         ``device`` and ``dtype`` as every loader (:func:`g2gt.core.runtime.resolve_dtype`): ``"auto"`` (default) picks the fast precision for the
         device with the same accuracy: bfloat16 on GPUs and AMX CPUs, int8 dynamic quantization of the linear
@@ -160,8 +162,10 @@ class Parser:
         return parser
 
     def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
-        """Write this stage as one checkpoint file that :meth:`load` reads (floating weights as
-        ``storage_dtype``); with a :attr:`lemmatizer`, a ``parser.pt`` gets ``lemmatizer.pt`` beside it.
+        """Write this stage as one checkpoint file that :meth:`load` reads.
+
+        Floating weights are stored as ``storage_dtype``; with a :attr:`lemmatizer`, a ``parser.pt`` gets
+        ``lemmatizer.pt`` beside it.
 
         Args:
             path: the file to write.
@@ -289,8 +293,10 @@ class Parser:
 
     # ------------------------------------------------------------------ attention
     def attention(self, sentence, refine_steps: int = 0, algorithm: str = "mst") -> tuple[list[str], list[Tensor]]:
-        """Tokens (with ``<root>``) and per-layer attention weights ``[H, n, n]`` of the pass that reads the
-        graph after ``refine_steps`` passes (0 = iteration 0, from the empty graph).
+        """Tokens and per-layer attention weights of one pass of the parser.
+
+        The tokens include ``<root>``; the weights ``[H, n, n]`` are those of the pass that reads the graph after
+        ``refine_steps`` passes (0 = iteration 0, from the empty graph).
 
         Args:
             sentence: one sentence (an object with ``forms``).

@@ -297,8 +297,10 @@ class ParallelPipeline:
     # ------------------------------------------------------------------ sentences
     def parse_sentences(self, sentences: Iterable, stats: dict | None = None,
                         on_done: Callable[[int], None] | None = None, **options: Any) -> Iterator[str]:
-        """The CoNLL-U text of each parsed sentence of ``sentences`` (:class:`g2gt.ud.io.Sentence`), in order.
-        Counts ``sentences`` / ``words`` into ``stats``; ``on_done(n)`` after each job of ``n`` sentences.
+        """The CoNLL-U text of each parsed sentence of ``sentences``, in order.
+
+        ``sentences`` are :class:`g2gt.ud.io.Sentence` objects. Counts ``sentences`` / ``words`` into ``stats``;
+        ``on_done(n)`` after each job of ``n`` sentences.
 
         Args:
             sentences: the input :class:`g2gt.ud.io.Sentence` objects.
@@ -320,8 +322,10 @@ class ParallelPipeline:
                               lambda sents: ("parse", sents, options), stats, on_done, self.progress, check)
 
     def pipe(self, texts: Iterable, **options: Any) -> Iterator:
-        """One :class:`~g2gt.ud.document.Document` per item of ``texts`` (raw text or tokenized input), in
-        order: the groups of :func:`g2gt.ud.pipe.text_groups`, one job each (``Pipeline.pipe(n_process=N)``).
+        """One :class:`~g2gt.ud.document.Document` per item of ``texts``, in order.
+
+        Items are raw text or tokenized input: the groups of :func:`g2gt.ud.pipe.text_groups`, one job each
+        (``Pipeline.pipe(n_process=N)``).
 
         Args:
             texts: raw texts or tokenized input.
@@ -338,8 +342,9 @@ class ParallelPipeline:
 
     # ------------------------------------------------------------------ raw text
     def text_sentences(self, text: str) -> Iterator:
-        """The sentences of a raw-text document, segmented by the workers and numbered as
-        :meth:`g2gt.ud.pipeline.Pipeline.text_sentences` numbers them (lazily, block by block).
+        """The sentences of a raw-text document, segmented by the workers.
+
+        Numbered as :meth:`g2gt.ud.pipeline.Pipeline.text_sentences` numbers them (lazily, block by block).
 
         Args:
             text: the document's raw text.
@@ -378,8 +383,10 @@ class ParallelPipeline:
 
     # ------------------------------------------------------------------ files
     def parse_file(self, source, output, kind: str = "conllu", name: str | None = None, **options: Any) -> dict:
-        """Parse one input (a path, ``"-"`` or a stream; ``kind``: ``conllu``, ``raw`` or ``lines``) into
-        ``output`` (a path, written atomically, ``"-"`` or a stream). Returns ``{"sentences", "words"}``.
+        """Parse one input into ``output``.
+
+        The input is a path, ``"-"`` or a stream (``kind``: ``conllu``, ``raw`` or ``lines``); ``output`` a path
+        (written atomically), ``"-"`` or a stream. Returns ``{"sentences", "words"}``.
 
         Args:
             source: a path, ``"-"`` or a stream.
@@ -406,9 +413,10 @@ class ParallelPipeline:
 
     def parse_files(self, inputs: Iterable, output_dir, kind: str = "conllu", resume: bool = False,
                     **options: Any) -> FilesReport:
-        """One output per input in ``output_dir`` (see :mod:`g2gt.ud.scale.corpus`): each written atomically, with
-        ``resume`` the finished ones skipped; a file that fails (``FILE:LINE: ...``) is reported in the
-        returned :class:`~g2gt.ud.scale.corpus.FilesReport` and the others go on.
+        """One output per input in ``output_dir`` (see :mod:`g2gt.ud.scale.corpus`).
+
+        Each is written atomically, with ``resume`` the finished ones skipped; a file that fails (``FILE:LINE: ...``) is
+        reported in the returned :class:`~g2gt.ud.scale.corpus.FilesReport` and the others go on.
 
         Args:
             inputs: the input files.

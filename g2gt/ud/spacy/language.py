@@ -141,8 +141,9 @@ def load_pipeline(name_or_path: str = "en_combined", *, lang: str | None = None,
 
 
 def from_pipeline(pipeline: Any, lang: str | None = None, **options: Any) -> "spacy.language.Language":
-    """A spaCy ``Language`` around an already loaded g2gt pipeline (``g2gt.load(...)``); not serialisable by
-    config (use :func:`load_pipeline` for that).
+    """A spaCy ``Language`` around an already loaded g2gt pipeline (``g2gt.load(...)``).
+
+    Not serialisable by config (use :func:`load_pipeline` for that).
 
     Args:
         pipeline: the :class:`g2gt.ud.pipeline.Pipeline`.

@@ -71,10 +71,12 @@ class Segmenter:
     @classmethod
     def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto", **kwargs) -> Segmenter:
-        """Load the tokenize stage of a shipped model by name (``"en_combined"``), a model folder's
-        ``segmenter.pt``, a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file
-        (``weights_only=True``, ``strict=True``). ``device`` and ``dtype``: see :func:`g2gt.core.runtime.resolve_dtype`
-        (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured).
+        """Load the tokenize stage.
+
+        Of a shipped model by name (``"en_combined"``), a model folder's ``segmenter.pt``, a training folder (its
+        ``best.pt``, else ``last.pt``) or a checkpoint file (``weights_only=True``, ``strict=True``). ``device`` and
+        ``dtype``: see :func:`g2gt.core.runtime.resolve_dtype` (``"auto"`` never picks int8 here: its accuracy with int8
+        is unmeasured).
 
         Args:
             name_or_path: a shipped model's name (default ``"en_combined"``), a model folder, a training folder or a
@@ -156,8 +158,10 @@ class Segmenter:
         return self.spans_many([text])[0]
 
     def segment(self, text: str, sent_id_prefix: str = "", first_id: int = 1) -> list[Sentence]:
-        """Sentences of a document (see the module docstring); ``[]`` for a text without tokens (empty or
-        only whitespace). Sentence ids are ``{sent_id_prefix}{k}``, ``k = first_id, first_id + 1 ...``.
+        """Sentences of a document (see the module docstring).
+
+        ``[]`` for a text without tokens (empty or only whitespace). Sentence ids are ``{sent_id_prefix}{k}``, ``k =
+        first_id, first_id + 1 ...``.
 
         Args:
             text: the document's raw text.
@@ -176,9 +180,10 @@ class Segmenter:
         return self.segment_many([text], sent_id_prefix, first_id)[0]
 
     def segment_document(self, text: str) -> list[Sentence]:
-        """Sentences of a whole raw-text document of any length, read one block of paragraphs at a time
-        (:func:`g2gt.ud.tokenize.text.paragraph_blocks`: memory bounded by the block), with running ids ``s1,
-        s2 ...`` and ``newdoc`` on the first sentence only.
+        """Sentences of a whole raw-text document of any length.
+
+        It is read one block of paragraphs at a time (:func:`g2gt.ud.tokenize.text.paragraph_blocks`: memory bounded by
+        the block), with running ids ``s1, s2 ...`` and ``newdoc`` on the first sentence only.
 
         Args:
             text: the document's raw text.
