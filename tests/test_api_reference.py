@@ -12,7 +12,9 @@ For each listed object, this checks:
 * a class: every parameter of its constructor is named in the class docstring's ``Args:`` (mkdocstrings merges
   ``__init__`` into the class, ``ignore_init_summary``); a class itself needs no ``Returns:``; and each public
   method it defines (``__call__`` too), as a function;
-* a module listed with its members: each function and class it exports, as above.
+* a module listed with its members: each function and class it exports, as above;
+* no ``Args:`` entry names a parameter twice, and no docstring has two ``Args:`` / ``Returns:`` / ``Yields:`` /
+  ``Raises:`` sections (an alias such as ``__call__ = parse`` shares its docstring: document it once).
 
 ``self`` / ``cls`` and parameters whose name starts with ``_`` (private: the pages filter ``^_`` out) are not
 checked; ``*args`` / ``**kwargs`` may be written with or without their stars.
@@ -42,17 +44,22 @@ EXCLUDED_PREFIXES = {"g2gt.serve.": "g2gt.serve is maintained separately"}
 
 
 # ---------------------------------------------------------------------------------------------------- the checker
-def docstring_sections(doc: str | None) -> tuple[set[str], bool]:
-    """The parameter names of a docstring's ``Args:`` sections, and whether it has ``Returns:`` / ``Yields:``.
+_ONCE = ("parameters", "returns", "yields", "raises")  # section kinds a docstring has at most once
+
+
+def docstring_sections(doc: str | None) -> tuple[list[str], bool, list[str]]:
+    """The parameter names of a docstring's ``Args:`` sections, whether it has ``Returns:`` / ``Yields:``, and
+    the kinds of its sections.
 
     Args:
         doc: the docstring as Python holds it (``None``: no docstring).
 
     Returns:
-        ``(names, has_returns)``; ``*`` / ``**`` are stripped from the names.
+        ``(names, has_returns, kinds)``; ``*`` / ``**`` are stripped from the names, which keep their order
+        and repeats, as do the section kinds (``"parameters"``, ``"returns"`` ...).
     """
     if not doc:
-        return set(), False
+        return [], False, []
     griffe_logger = logging.getLogger("griffe")
     level = griffe_logger.level
     griffe_logger.setLevel(logging.ERROR)  # the parser's notes on missing types are not this test's business
@@ -61,14 +68,13 @@ def docstring_sections(doc: str | None) -> tuple[set[str], bool]:
                                 warn_missing_types=False)
     finally:
         griffe_logger.setLevel(level)
-    names: set[str] = set()
-    has_returns = False
+    names: list[str] = []
     for section in sections:
         if section.kind is DocstringSectionKind.parameters:
-            names |= {p.name.lstrip("*") for p in section.value}
-        elif section.kind in (DocstringSectionKind.returns, DocstringSectionKind.yields):
-            has_returns = True
-    return names, has_returns
+            names += [p.name.lstrip("*") for p in section.value]
+    kinds = [section.kind.value for section in sections]
+    has_returns = any(k in ("returns", "yields") for k in kinds)
+    return names, has_returns, kinds
 
 
 def checked_parameters(fn) -> list[str]:
@@ -131,11 +137,17 @@ def problems(name: str, fn, doc: str | None, *, is_class: bool = False) -> list[
     Returns:
         One message per missing piece; ``[]`` when the docstring is complete.
     """
-    documented, has_returns = docstring_sections(doc)
+    documented, has_returns, kinds = docstring_sections(doc)
     out = []
     missing = [p for p in checked_parameters(fn) if p not in documented]
     if missing:
         out.append(f"{name}: Args: lacks {', '.join(missing)}")
+    twice = sorted({p for p in documented if documented.count(p) > 1})
+    if twice:
+        out.append(f"{name}: Args: names {', '.join(twice)} more than once")
+    repeated = sorted({k for k in kinds if k in _ONCE and kinds.count(k) > 1})
+    if repeated:
+        out.append(f"{name}: more than one {', '.join(repeated)} section")
     if not is_class and not has_returns and returns_something(fn):
         out.append(f"{name}: returns a value but has no Returns: section")
     return out
@@ -287,6 +299,24 @@ def test_checker_finds_an_undocumented_parameter_and_a_missing_returns():
     assert problems("unannotated", unannotated, unannotated.__doc__) == [
         "unannotated: returns a value but has no Returns: section"]
     assert problems("nothing", nothing, nothing.__doc__) == []
+
+    def twice(x: int) -> int:
+        """Twice ``x``.
+
+        Args:
+            x: a number.
+            x: the same number.
+
+        Returns:
+            ``2 * x``.
+
+        Returns:
+            ``x + x``.
+        """
+        return 2 * x
+
+    assert problems("twice", twice, twice.__doc__) == [
+        "twice: Args: names x more than once", "twice: more than one returns section"]
 
 
 def test_checker_reads_a_class_docstring_for_its_constructor():

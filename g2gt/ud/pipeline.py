@@ -373,22 +373,6 @@ class Pipeline(StageList):
             treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
                 :attr:`~g2gt.ud.parse.Parser.treebank`).
             coref: annotate coreference (``Entity=`` in MISC) with the coref stage.
-            x: raw text, one tokenized sentence (a list of str), several (a list of lists of str) or :class:`Sentence`
-                objects (see :meth:`to_sentences`).
-            enhanced: predict DEPS with the enhance stage.
-            keep: input columns kept instead of predicted (``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``; default:
-                none).
-            refine_steps: the parser's refinement iterations (``None``: the model's).
-            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
-            use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
-            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
-            progress: show a progress bar.
-            treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
-                :attr:`~g2gt.ud.parse.Parser.treebank`).
-            coref: annotate coreference (``Entity=`` in MISC) with the coref stage.
-
-        Returns:
-            The :class:`~g2gt.ud.document.Document`.
 
         Returns:
             The :class:`~g2gt.ud.document.Document`.

@@ -269,12 +269,6 @@ class Enhancer:
             sentences: parsed sentences (:class:`Sentence`).
             batch_tokens: padded words per batch.
             progress: show a progress bar.
-            sentences: parsed sentences (:class:`Sentence`).
-            batch_tokens: padded words per batch.
-            progress: show a progress bar.
-
-        Returns:
-            The enhanced copies, in order.
 
         Returns:
             The enhanced copies, in order.

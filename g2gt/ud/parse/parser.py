@@ -254,18 +254,6 @@ class Parser:
             keep: input columns to keep instead of predicting them (default: none).
             treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
             copy: ``False``: write into the :class:`Sentence` objects given instead of copies.
-            x: one tokenized sentence, several, :class:`Sentence` objects or raw text.
-            refine_steps: refinement iterations (``None``: the model's).
-            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
-            use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
-            batch_tokens: padded nodes per batch.
-            progress: show a progress bar.
-            keep: input columns to keep instead of predicting them (default: none).
-            treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
-            copy: ``False``: write into the :class:`Sentence` objects given instead of copies.
-
-        Returns:
-            The parsed sentences, in order.
 
         Returns:
             The parsed sentences, in order.

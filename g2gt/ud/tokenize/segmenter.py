@@ -167,12 +167,6 @@ class Segmenter:
             text: the document's raw text.
             sent_id_prefix: prefix of the sentence ids.
             first_id: number of the first sentence.
-            text: the document's raw text.
-            sent_id_prefix: prefix of the sentence ids.
-            first_id: number of the first sentence.
-
-        Returns:
-            The sentences.
 
         Returns:
             The sentences.
