@@ -46,14 +46,6 @@ __all__ = [
 class G2GTConfig(DictConfig):
     """Hyper-parameters of :class:`G2GTransformer` (saved inside checkpoints; :meth:`from_dict` reads them).
 
-    ``num_labels``: label-table size of each encoder label channel (e.g.
-    ``[num_chain_labels(16)]`` for a sequence, plus a dependency channel), as
-    :class:`GraphAttention`'s ``num_labels``.
-    ``decoder_max_distance``: clip distance of the decoder's causal chain labels
-    (``0`` = no labels in decoder self-attention). ``positions``: ``"none"``
-    (relative labels only), ``"sinusoidal"`` or ``"learned"`` absolute positions.
-    ``tgt_vocab_size=0`` builds an encoder-only model.
-
     Args:
         src_vocab_size: source vocabulary size.
         tgt_vocab_size: target vocabulary size; ``0`` (default) builds an encoder-only model.
@@ -65,11 +57,14 @@ class G2GTConfig(DictConfig):
         dropout: dropout on residual branches and in the feed-forward blocks.
         attention_dropout: dropout on the attention probabilities.
         activation: ``"relu"`` or ``"gelu"``.
-        num_labels: label-table size of each encoder label channel (default ``[]``: no labels).
-        decoder_max_distance: clip distance of the decoder's causal chain labels (``0``: none).
+        num_labels: label-table size of each encoder label channel (e.g. ``[num_chain_labels(16)]`` for a
+            sequence, plus a dependency channel), as :class:`GraphAttention`'s ``num_labels`` (default ``[]``: no
+            labels).
+        decoder_max_distance: clip distance of the decoder's causal chain labels (``0``: no labels in decoder
+            self-attention).
         value_labels: also add label embeddings to the values.
         norm_first: pre-LN (LayerNorm before each sublayer, and a final one) instead of post-LN.
-        positions: ``"none"``, ``"sinusoidal"`` or ``"learned"``.
+        positions: ``"none"`` (relative labels only), ``"sinusoidal"`` or ``"learned"`` absolute positions.
         max_positions: longest sequence with ``"learned"`` positions.
         tie_embeddings: the output projection shares the target embedding's weights.
         share_embeddings: source and target share one embedding table (a joint vocabulary).

@@ -83,21 +83,15 @@ class Translator:
         """Load a translator.
 
         An installed model package's name, a model folder (``translator.pt``), a training folder of ``g2gt train
-        seq2seq`` (``best.pt``, else ``last.pt``) or a checkpoint file.
-
-        ``device``: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda:1"`` ...; ``dtype``: ``"auto"`` (as every
-        loader, :func:`g2gt.core.runtime.resolve_dtype`: bfloat16 where it is fast, a GPU that has it or a CPU
-        with AMX, else float32), ``"float32"``, ``"bfloat16"``, ``"float16"``;
-        ``threads``: CPU threads of torch (``None`` leaves them); ``options``: fields of
-        :class:`TranslateConfig` (``beam=1`` ...), over the defaults stored with the model.
-        Loads with ``weights_only=True`` and ``strict=True``; a checkpoint of another kind of model is a
-        :class:`g2gt.core.checkpoint.CheckpointError` naming the file and what it holds.
+        seq2seq`` (``best.pt``, else ``last.pt``) or a checkpoint file. Loads with ``weights_only=True`` and
+        ``strict=True``.
 
         Args:
             name_or_path: an installed package's name, a model folder, a training folder or a checkpoint file.
             device: ``"auto"`` (default: CUDA when available), ``"cpu"``, ``"cuda:1"`` ...
-            dtype: ``"auto"`` (default: :func:`g2gt.core.runtime.resolve_dtype`'s choice for the device), ``"float32"``,
-                ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``.
+            dtype: ``"auto"`` (default: as every loader, :func:`g2gt.core.runtime.resolve_dtype`: bfloat16 where it is
+                fast, a GPU that has it or a CPU with AMX, else float32), ``"float32"``, ``"bfloat16"``,
+                ``"float16"`` or a ``torch.dtype``.
             threads: CPU threads of torch (``None`` leaves them).
             **options: :class:`TranslateConfig` fields (``beam=1`` ...) over the defaults stored with the model.
 
@@ -105,7 +99,8 @@ class Translator:
             The :class:`Translator`, in eval mode.
 
         Raises:
-            g2gt.core.checkpoint.CheckpointError: a checkpoint of another kind of model.
+            g2gt.core.checkpoint.CheckpointError: a checkpoint of another kind of model, naming the file and what it
+                holds.
         """
         if threads is not None:
             from ..core.runtime import set_threads
@@ -139,13 +134,14 @@ class Translator:
     def save(self, path: str | os.PathLike, storage_dtype: str | torch.dtype = "float16") -> Path:
         """Write one checkpoint file that :meth:`load` (and ``g2gt translate --model``) reads back.
 
-        It holds the weights (floating-point ones stored as ``storage_dtype``: float16 halves the file, and loading
-        gives back the same translations as the translator that was saved when its weights are float16 values already),
-        the tokenizers, settings and this translator's :class:`TranslateConfig`. Returns the path.
+        It holds the weights (floating-point ones stored as ``storage_dtype``), the tokenizers, settings and this
+        translator's :class:`TranslateConfig`.
 
         Args:
             path: the file to write.
-            storage_dtype: dtype of the floating-point weights in the file (default ``"float16"``).
+            storage_dtype: dtype of the floating-point weights in the file (default ``"float16"``: it halves the file,
+                and loading gives back the same translations as the translator that was saved when its weights are
+                float16 values already).
 
         Returns:
             The path.
@@ -204,11 +200,10 @@ class Translator:
     def __call__(self, lines: Sequence[str], **options) -> list[str]:
         """One translation per line (module docstring).
 
-        ``options``: :class:`TranslateConfig` fields for this call (``beam=1``, ``batch_tokens=...``).
-
         Args:
             lines: the source lines.
-            **options: :class:`TranslateConfig` fields (``beam=1``, ``batch_tokens=...``) over this translator's own.
+            **options: :class:`TranslateConfig` fields for this call (``beam=1``, ``batch_tokens=...``), over this
+                translator's own.
 
         Returns:
             One translation per line.
@@ -289,13 +284,11 @@ class Translator:
     def pipe(self, lines: Iterable, n_process: int = 1, progress: bool = False, **options) -> Iterator[str]:
         """Translations of ``lines``, in order, one per line.
 
-        ``lines`` is any iterable, read :data:`CHUNK_LINES` at a time; ``n_process > 1`` translates chunks in that many
-        worker processes (the same output). ``progress``: count the lines on stderr. ``options``:
-        :class:`TranslateConfig` fields (``batch_tokens=...``, ``beam=...``).
+        ``lines`` is any iterable, read :data:`CHUNK_LINES` at a time.
 
         Args:
             lines: source lines, any iterable.
-            n_process: worker processes (``1``: this one).
+            n_process: ``> 1``: translate chunks in that many worker processes (the same output); ``1``: in this one.
             progress: count the lines on stderr.
             **options: :class:`TranslateConfig` fields (``beam=1``, ``batch_tokens=...``) over this translator's own.
 
@@ -331,15 +324,15 @@ class Translator:
         """Translate the lines of ``src`` into ``out``.
 
         ``src`` is plain or ``.gz`` UTF-8 (CoNLL-U for a graph-to-sequence model); ``out`` gets one line each (``"-"`` =
-        standard input / output) and appears only once complete. ``n_process``, ``progress`` and ``options`` as for
-        :meth:`pipe`. Returns the number of lines written.
+        standard input / output) and appears only once complete.
 
         Args:
             src: the input file (``"-"``: standard input).
             out: the output file (``"-"``: standard output).
             n_process: worker processes, as for :meth:`pipe`.
-            progress: count the lines on stderr.
-            **options: :class:`TranslateConfig` fields (``beam=1``, ``batch_tokens=...``) over this translator's own.
+            progress: count the lines on stderr, as for :meth:`pipe`.
+            **options: :class:`TranslateConfig` fields (``beam=1``, ``batch_tokens=...``) over this translator's own,
+                as for :meth:`pipe`.
 
         Returns:
             The number of lines written.

@@ -218,8 +218,7 @@ class Document(list):
         """The document as a ``spacy.tokens.Doc``.
 
         A token per word, sentences, ``pos_``, ``tag_``, ``morph``, ``lemma_``, ``dep_`` (``ROOT`` for the root),
-        ``head``, coreference in ``doc.spans["coref_clusters_N"]``; see :func:`g2gt.ud.spacy.convert.to_spacy`
-        (``vocab``: a ``spacy.vocab.Vocab``, default a new one).
+        ``head``, coreference in ``doc.spans["coref_clusters_N"]``; see :func:`g2gt.ud.spacy.convert.to_spacy`.
 
         Args:
             vocab: a ``spacy.vocab.Vocab`` (``None``: a new one).

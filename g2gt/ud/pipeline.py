@@ -218,14 +218,13 @@ class Pipeline(StageList):
         """Write a model folder that :meth:`load` reads back with the same outputs.
 
         The folder holds a file per stage that has weights (floating weights stored as ``storage_dtype``) and
-        ``model.json`` (this pipeline's card, updated with ``card``, the stage files and their sizes). ``max_mb``:
-        refuse larger folders (``ValueError``; nothing is left behind).
+        ``model.json`` (this pipeline's card, updated with ``card``, the stage files and their sizes).
 
         Args:
             path: the folder to write.
             storage_dtype: dtype of the floating-point weights in the files (default ``"float16"``).
             card: facts written over this pipeline's card in ``model.json`` (``None``: none).
-            max_mb: size limit of the folder in MB (``None``: no limit).
+            max_mb: refuse a folder larger than this many MB (``None``: no limit).
 
         Returns:
             The folder.
@@ -352,19 +351,17 @@ class Pipeline(StageList):
         """The :class:`~g2gt.ud.document.Document` of ``x``.
 
         See :meth:`to_sentences` for the forms of ``x``; ``doc.text`` is ``x`` for raw text, less its control characters
-        (:func:`g2gt.ud.limits.drop_control_characters`). Every column is predicted by the parse stage (``keep``: input
-        columns kept instead, see :meth:`g2gt.ud.parse.Parser.parse`), DEPS by the enhance stage with ``enhanced=True``,
-        coreference (``Entity=`` in MISC) by the coref stage with ``coref=True``, then the stages you added.
-        ``batch_tokens``: padded words per model batch (default :data:`BATCH_TOKENS`). The other arguments are the
-        parser's (``treebank``: for a parser trained on several treebanks, whose conventions to follow; see
-        :attr:`g2gt.ud.parse.Parser.treebank`).
+        (:func:`g2gt.ud.limits.drop_control_characters`). Every column is predicted by the parse stage (but the
+        ``keep`` columns), DEPS by the enhance stage with ``enhanced=True``, coreference (``Entity=`` in MISC) by the
+        coref stage with ``coref=True``, then the stages you added. ``refine_steps``, ``algorithm``,
+        ``use_input_graph`` and ``treebank`` are the parser's (:meth:`g2gt.ud.parse.Parser.parse`).
 
         Args:
             x: raw text, one tokenized sentence (a list of str), several (a list of lists of str) or :class:`Sentence`
                 objects (see :meth:`to_sentences`).
             enhanced: predict DEPS with the enhance stage.
             keep: input columns kept instead of predicted (``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``; default:
-                none).
+                none); see :meth:`g2gt.ud.parse.Parser.parse`.
             refine_steps: the parser's refinement iterations (``None``: the model's).
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
             use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
@@ -375,7 +372,7 @@ class Pipeline(StageList):
             coref: annotate coreference (``Entity=`` in MISC) with the coref stage.
 
         Returns:
-            The :class:`~g2gt.ud.document.Document`.
+            The :class:`~g2gt.ud.document.Document`: every sentence of ``x``, annotated.
         """
         options = dict(enhanced=enhanced, keep=keep, refine_steps=refine_steps, algorithm=algorithm,
                        use_input_graph=use_input_graph, batch_tokens=batch_tokens, progress=progress,
@@ -416,7 +413,7 @@ class Pipeline(StageList):
             sentences: the tokenized sentences.
             enhanced: predict DEPS with the enhance stage.
             keep: input columns kept instead of predicted (``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``; default:
-                none).
+                none); see :meth:`g2gt.ud.parse.Parser.parse`.
             refine_steps: the parser's refinement iterations (``None``: the model's).
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
             use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
@@ -462,7 +459,7 @@ class Pipeline(StageList):
         An item is raw text, or anything :meth:`__call__` takes. Consecutive texts are segmented and parsed in shared
         batches (:func:`g2gt.ud.pipe.text_groups`), so many short texts run much faster than one call each;
         ``n_process`` > 1 runs the groups in that many worker processes (the pipeline must come from :meth:`load`; see
-        :mod:`g2gt.ud.scale.parallel`), with the same output. ``options``: :meth:`__call__`'s.
+        :mod:`g2gt.ud.scale.parallel`), with the same output.
 
         Args:
             texts: raw texts, or anything :meth:`__call__` takes.
