@@ -81,13 +81,10 @@ class ParallelData:
 class Seq2SeqBatch:
     """A training batch of sentence pairs.
 
-    ``src``: the padded source graphs; ``tgt_in [B, m]`` = BOS + target, ``tgt_out [B, m]`` = target + EOS (``pad_id``
-    where padded).
-
     Args:
         src: the padded source graphs.
-        tgt_in: ``[B, m]`` BOS + target.
-        tgt_out: ``[B, m]`` target + EOS.
+        tgt_in: ``[B, m]`` BOS + target (``pad_id`` where padded).
+        tgt_out: ``[B, m]`` target + EOS (``pad_id`` where padded).
         pad_id: id of padding in ``tgt_in`` / ``tgt_out``.
     """
 
@@ -457,7 +454,7 @@ class Seq2SeqTask:
 
         Sources are decoded shortest first, in batches of at most ``batch_size`` sentences and, when
         ``batch_tokens`` is given, at most ``batch_tokens`` padded source subwords (a longer sentence is decoded
-        alone). ``beam``, ``batch_size`` and ``batch_tokens`` must be integers >= 1 (``ValueError`` otherwise).
+        alone).
 
         Args:
             model: the :class:`G2GTransformer`.
@@ -581,14 +578,13 @@ def load_seq2seq(path: str | os.PathLike, device: str | torch.device = "auto",
                  dtype: str | torch.dtype | None = "auto") -> tuple[G2GTransformer, Seq2SeqTask]:
     """Load a trained model and its task.
 
-    ``path`` is a checkpoint file or a training folder (``best.pt``, else ``last.pt``). Uses ``weights_only=True`` and
-    ``strict=True``; ``device`` and ``dtype`` as every loader (:func:`g2gt.core.runtime.resolve_dtype`).
+    Uses ``weights_only=True`` and ``strict=True``.
 
     Args:
-        path: a checkpoint file or a training folder.
-        device: ``"auto"`` (default: CUDA when available), ``"cpu"``, ``"cuda:1"`` ...
-        dtype: ``"auto"`` (default: :func:`g2gt.core.runtime.resolve_dtype`'s choice for the device), ``"float32"``,
-            ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``.
+        path: a checkpoint file or a training folder (``best.pt``, else ``last.pt``).
+        device: as every loader: ``"auto"`` (default: CUDA when available), ``"cpu"``, ``"cuda:1"`` ...
+        dtype: as every loader: ``"auto"`` (default: :func:`g2gt.core.runtime.resolve_dtype`'s choice for the
+            device), ``"float32"``, ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``.
 
     Returns:
         ``(model, task)``, the model in eval mode.

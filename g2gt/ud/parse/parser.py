@@ -120,20 +120,19 @@ class Parser:
         (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file, with
         ``weights_only=True`` and ``strict=True``.
 
-        ``device`` and ``dtype`` as every loader (:func:`g2gt.core.runtime.resolve_dtype`): ``"auto"`` (default) picks the fast precision for the
-        device with the same accuracy: bfloat16 on GPUs and AMX CPUs, int8 dynamic quantization of the linear
-        layers on other CPUs (its scores and speed: the README's precision table); ``"float32"`` (or None),
-        ``"bfloat16"``, ``"int8"`` force one. Arc scores are decoded in float32 either way. ``treebank``: see
-        :attr:`treebank` (default: the model's first treebank). A ``lemmatizer.pt`` beside ``parser.pt`` (a
+        Arc scores are decoded in float32 whatever the precision. A ``lemmatizer.pt`` beside ``parser.pt`` (a
         character lemmatizer, ``g2gt train lemmatizer``) is loaded as :attr:`lemmatizer` (float32).
 
         Args:
             name_or_path: a shipped model's name (default ``"en_combined"``), a model folder, a training folder or a
                 checkpoint file.
-            device: ``"auto"`` (default: a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
-            dtype: ``"auto"`` (default: bfloat16 on GPUs and AMX CPUs, int8 on other CPUs), ``"float32"`` (or ``None``),
-                ``"bfloat16"``, ``"int8"``.
-            treebank: the treebank whose conventions to follow (``None``: the model's first).
+            device: as every loader: ``"auto"`` (default: a GPU when there is one, else the CPU), ``"cpu"``,
+                ``"cuda"``, ``"cuda:N"``.
+            dtype: as every loader (:func:`g2gt.core.runtime.resolve_dtype`): ``"auto"`` (default) picks the fast
+                precision for the device with the same accuracy: bfloat16 on GPUs and AMX CPUs, int8 dynamic
+                quantization of the linear layers on other CPUs (its scores and speed: the README's precision table);
+                ``"float32"`` (or ``None``), ``"bfloat16"``, ``"int8"`` force one.
+            treebank: the treebank whose conventions to follow, see :attr:`treebank` (``None``: the model's first).
 
         Returns:
             The :class:`Parser`.
@@ -200,14 +199,6 @@ class Parser:
                 record_iterations: bool = False, treebank: str | None = None) -> ParseResult:
         """The predictions for ``sentences`` (objects with ``forms``, e.g. :class:`Sentence`), in order.
 
-        ``refine_steps``: refinement iterations (default: the model's). ``algorithm``: ``"mst"``
-        (non-projective) or ``"eisner"`` (projective). ``use_input_graph``: the sentences' own
-        HEAD / DEPREL are iteration 0's graph (a :class:`ValueError` naming ``file:line`` if one is not a
-        single-rooted tree). ``batch_tokens``: padded nodes per batch.
-        ``record_iterations``: keep every
-        iteration's trees (:attr:`SentenceParse.iterations`). ``treebank``: for this call instead of
-        :attr:`treebank`.
-
         Args:
             sentences: objects with ``forms``, e.g. :class:`Sentence`.
             refine_steps: refinement iterations (``None``: the model's).
@@ -215,7 +206,7 @@ class Parser:
             use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
             batch_tokens: padded nodes per batch.
             progress: show a progress bar.
-            record_iterations: keep every iteration's trees.
+            record_iterations: keep every iteration's trees (:attr:`SentenceParse.iterations`).
             treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
 
         Returns:
@@ -237,23 +228,22 @@ class Parser:
               keep: Iterable[str] | str = (), treebank: str | None = None, copy: bool = True) -> list[Sentence]:
         """Parsed copies of the input (see the module docstring for the columns).
 
-        ``x``: one tokenized sentence (a list of strings), several (a list of lists of strings),
-        :class:`Sentence` objects (e.g. from :func:`g2gt.ud.io.read_conllu`), or raw text (tokenized by the rule
-        tokenizer; :class:`g2gt.ud.pipeline.Pipeline` uses a model's learned one). ``keep``: input columns to
-        keep instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``. The other
-        arguments are :meth:`predict`'s. ``copy=False``: :class:`Sentence` objects given are written into and
-        returned instead of copies (for sentences your code made and owns; it saves the copy).
+        The arguments but ``x``, ``keep`` and ``copy`` are :meth:`predict`'s.
 
         Args:
-            x: one tokenized sentence, several, :class:`Sentence` objects or raw text.
+            x: one tokenized sentence (a list of strings), several (a list of lists of strings), :class:`Sentence`
+                objects (e.g. from :func:`g2gt.ud.io.read_conllu`), or raw text (tokenized by the rule tokenizer;
+                :class:`g2gt.ud.pipeline.Pipeline` uses a model's learned one).
             refine_steps: refinement iterations (``None``: the model's).
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
             use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
             batch_tokens: padded nodes per batch.
             progress: show a progress bar.
-            keep: input columns to keep instead of predicting them (default: none).
+            keep: input columns to keep instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``,
+                ``deps`` (default: none).
             treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
-            copy: ``False``: write into the :class:`Sentence` objects given instead of copies.
+            copy: ``False``: :class:`Sentence` objects given are written into and returned instead of copies (for
+                sentences your code made and owns; it saves the copy).
 
         Returns:
             The parsed sentences, in order.

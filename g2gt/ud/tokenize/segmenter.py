@@ -74,16 +74,15 @@ class Segmenter:
         """Load the tokenize stage.
 
         Of a shipped model by name (``"en_combined"``), a model folder's ``segmenter.pt``, a training folder (its
-        ``best.pt``, else ``last.pt``) or a checkpoint file (``weights_only=True``, ``strict=True``). ``device`` and
-        ``dtype``: see :func:`g2gt.core.runtime.resolve_dtype` (``"auto"`` never picks int8 here: its accuracy with int8
-        is unmeasured).
+        ``best.pt``, else ``last.pt``) or a checkpoint file (``weights_only=True``, ``strict=True``).
 
         Args:
             name_or_path: a shipped model's name (default ``"en_combined"``), a model folder, a training folder or a
                 checkpoint file.
             device: ``"auto"`` (default: a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
-            dtype: ``"auto"`` (default: :func:`g2gt.core.runtime.resolve_dtype`'s choice for the device, never int8
-                here), ``"float32"``, ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``.
+            dtype: ``"auto"`` (default: :func:`g2gt.core.runtime.resolve_dtype`'s choice for the device; never int8
+                here: its accuracy with int8 is unmeasured), ``"float32"``, ``"bfloat16"``, ``"float16"`` or a
+                ``torch.dtype``.
             **kwargs: passed to the :class:`Segmenter` constructor (``batch_tokens``, ``max_sentence_tokens``).
 
         Returns:
