@@ -125,7 +125,7 @@ def _registered(kind: str | None) -> dict[str, Path]:
 def available_models(kind: str | None = None) -> list[str]:
     """Names of the models of ``kind`` this installation can load by name.
 
-    ``kind``: ``"pipeline"``, ``"translator"``; None: every kind. Shipped models and installed packages count.
+    Shipped models and installed packages count.
 
     Args:
         kind: ``"pipeline"``, ``"translator"`` or ``None`` (every kind).

@@ -133,10 +133,8 @@ def run_training(model: nn.Module, task, tc: TrainConfig, out_dir: str | os.Path
                  ) -> tuple[Trainer, list[dict]]:
     """Steps 1-4 of the module docstring (after :func:`check_run_folder`).
 
-    Returns the :class:`Trainer` (``trainer.device``, ``trainer.best``) and the dev history of :meth:`Trainer.fit`.
-    ``trainer_class``: a :class:`Trainer` subclass, e.g. one that also prints what it logs. A fresh run (not ``resume``)
-    in the folder of a replaced run (``overwrite``) removes its ``best.pt``, ``last.pt`` and ``averaged.pt`` first; the
-    Trainer starts ``log.jsonl`` and the step snapshots afresh.
+    A fresh run (not ``resume``) in the folder of a replaced run (``overwrite``) removes its ``best.pt``, ``last.pt``
+    and ``averaged.pt`` first; the Trainer starts ``log.jsonl`` and the step snapshots afresh.
 
     Args:
         model: the model to train.
@@ -149,10 +147,12 @@ def run_training(model: nn.Module, task, tc: TrainConfig, out_dir: str | os.Path
         more_info: further sections of ``config.json`` (``None``: none).
         resume: continue the run in ``out_dir``.
         overwrite: replace the run in ``out_dir``.
-        trainer_class: the :class:`Trainer` class to use (``None``: :class:`Trainer`).
+        trainer_class: a :class:`Trainer` subclass to use, e.g. one that also prints what it logs (``None``:
+            :class:`Trainer`).
 
     Returns:
-        ``(trainer, history)``.
+        ``(trainer, history)``: the :class:`Trainer` (``trainer.device``, ``trainer.best``) and the dev history of
+        :meth:`Trainer.fit`.
     """
     from .train import Trainer
 

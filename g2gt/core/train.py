@@ -86,7 +86,6 @@ class Trainer:
 
     Under ``torchrun`` (``WORLD_SIZE > 1``) the model is wrapped in ``DistributedDataParallel`` (gloo on
     CPU, nccl on CUDA); only rank 0 evaluates and writes files. Rank ``r`` seeds its RNG with ``seed + r``.
-    ``clock``: seconds for the wall-clock budget (tests pass a fake one).
 
     Args:
         model: the model to train.

@@ -73,8 +73,7 @@ __all__ = ["GraphAttention", "MultiheadGraphAttention", "KVCache", "flex_attenti
 class KVCache:
     """Projected keys / values kept between incremental decoding steps.
 
-    ``k``, ``v``: ``[B, H, P, d_head]``. For cross-attention the cache is filled
-    once from the memory and reused (``static=True``).
+    For cross-attention the cache is filled once from the memory and reused (``static=True``).
 
     Args:
         k: projected keys ``[B, H, P, d_head]`` (``None``: empty).

@@ -33,26 +33,20 @@ SELECT_MODES = {"dev_loss": "min", "bleu": "max"}
 class Seq2SeqSettings(DictConfig):
     """Data and decoding settings of a seq2seq model (saved inside its checkpoint).
 
-    ``max_distance``: clip distance ``k`` of the source chain labels (0 = no chain
-    channel, e.g. absolute positions only). ``graph``: the encoder also gets the
-    source dependency channel. ``max_src_len`` / ``max_tgt_len``: subwords kept per
-    sentence (longer ones are truncated, with a warning counting them; the target
-    limit includes EOS). ``max_len_a`` / ``max_len_b``: decoding stops after
-    ``a * source_len + b`` tokens. ``batch_tokens``: padded tokens per training batch (``max_tokens``
-    before; checkpoints that say so still load).
-
     Args:
-        max_distance: clip distance ``k`` of the source chain labels (0: no chain channel).
+        max_distance: clip distance ``k`` of the source chain labels (0: no chain channel, e.g. absolute positions
+            only).
         graph: the encoder also gets the source dependency channel.
         joint_vocab: one subword vocabulary for both sides.
-        max_src_len: source subwords kept per sentence.
-        max_tgt_len: target subwords kept per sentence, EOS included.
+        max_src_len: source subwords kept per sentence (longer ones are truncated, with a warning counting them).
+        max_tgt_len: target subwords kept per sentence, EOS included (longer ones are truncated, with a warning
+            counting them).
         label_smoothing: label smoothing of the cross entropy.
-        batch_tokens: padded tokens per training batch.
+        batch_tokens: padded tokens per training batch (``max_tokens`` before; checkpoints that say so still load).
         eval_sentences: dev sentences translated at each evaluation (0: the whole dev set).
         eval_beam: beam size of those evaluations (1: greedy).
         length_penalty: length penalty exponent of beam search.
-        max_len_a: ``a`` of the decoding limit ``a * source_len + b``.
+        max_len_a: ``a`` of the decoding limit: decoding stops after ``a * source_len + b`` tokens.
         max_len_b: ``b`` of the decoding limit ``a * source_len + b``.
     """
 

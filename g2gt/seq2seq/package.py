@@ -30,8 +30,6 @@ def find_translator(name_or_path: str | os.PathLike) -> Path:
       else ``last.pt``;
     * a translator's name (shipped or installed, :func:`g2gt.core.registry.find_model`): its ``translator.pt``.
 
-    Raises ``FileNotFoundError`` saying what was looked for and naming the available translators.
-
     Args:
         name_or_path: a file, a model or training folder, or a translator's name.
 
@@ -39,7 +37,7 @@ def find_translator(name_or_path: str | os.PathLike) -> Path:
         The checkpoint file.
 
     Raises:
-        FileNotFoundError: nothing found, naming the available translators.
+        FileNotFoundError: nothing found, saying what was looked for and naming the available translators.
     """
     from ..core.checkpoint import resolve_checkpoint
     from ..core.registry import find_model, is_model_folder

@@ -135,10 +135,6 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
 
     It runs through the one training runner (:func:`g2gt.core.run.run_training`).
 
-    ``src_*``: source sentences as strings, or :class:`g2gt.ud.io.sentence.Sentence` objects (one parse per
-    target line) for graph to sequence (see :func:`read_training_data`); ``tgt_*``: target sentences.
-    ``config``: the model, subwords and data settings (default: :class:`Seq2SeqConfig`'s); ``train_config``:
-    default :func:`seq2seq_train_config`, its ``metric`` (``dev_loss`` or ``bleu``) selects ``best.pt``.
     ``out_dir`` receives ``best.pt``, ``last.pt`` (resumable), ``log.jsonl``, ``config.json``
     (``model_config``, ``train_config``, ``task``: the recipe and the data settings, ``data``, ``parameters``,
     then ``steps``, ``train_seconds``, ``best_dev``) and, with ``final_beam > 0``, ``dev.hyp`` + ``final.json``
@@ -156,13 +152,15 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
     announced, then its scores printed.
 
     Args:
-        src_train: training sources: strings, or :class:`g2gt.ud.io.sentence.Sentence` objects for graph to sequence.
-        tgt_train: training targets, one per source.
+        src_train: training sources as strings, or :class:`g2gt.ud.io.sentence.Sentence` objects (one parse per
+            target line) for graph to sequence (see :func:`read_training_data`).
+        tgt_train: training target sentences, one per source.
         src_dev: dev sources, as ``src_train``.
-        tgt_dev: dev targets, one per source.
+        tgt_dev: dev target sentences, one per source.
         out_dir: the run's folder.
         config: the model, subwords and data settings (``None``: :class:`Seq2SeqConfig`'s defaults).
-        train_config: the optimisation settings (``None``: :func:`seq2seq_train_config`).
+        train_config: the optimisation settings; its ``metric`` (``dev_loss`` or ``bleu``) selects ``best.pt``
+            (``None``: :func:`seq2seq_train_config`).
         resume: continue the run in ``out_dir``.
         overwrite: replace the run in ``out_dir``.
 
@@ -249,11 +247,6 @@ def final_evaluation(out_dir: str | os.PathLike, src_dev: Sequence, tgt_dev: Seq
                      checkpoint: str = "best.pt") -> dict:
     """Translate the whole dev set with ``out_dir``'s best checkpoint; write ``dev.hyp`` and ``final.json``.
 
-    Returns the :func:`mt_scores` of the cased output (``bleu``, ``chrf``, signatures), plus
-    ``bleu_lowercase`` / ``chrf_lowercase``, ``beam``, ``length_penalty`` and ``translate_seconds``.
-    ``checkpoint``: another checkpoint of the folder, e.g. ``averaged.pt``, whose files are then
-    ``dev.averaged.hyp`` and ``final.averaged.json``.
-
     Args:
         out_dir: the training folder.
         src_dev: dev sources.
@@ -262,10 +255,12 @@ def final_evaluation(out_dir: str | os.PathLike, src_dev: Sequence, tgt_dev: Seq
         length_penalty: length penalty exponent.
         device: where to decode.
         progress: show a progress bar.
-        checkpoint: the checkpoint file of the folder to decode with (default ``"best.pt"``).
+        checkpoint: the checkpoint file of the folder to decode with (default ``"best.pt"``); another one, e.g.
+            ``averaged.pt``, writes ``dev.averaged.hyp`` and ``final.averaged.json`` instead.
 
     Returns:
-        The scores, as a dict.
+        The :func:`mt_scores` of the cased output (``bleu``, ``chrf``, signatures), plus ``bleu_lowercase`` /
+        ``chrf_lowercase``, ``beam``, ``length_penalty`` and ``translate_seconds``.
     """
     out = Path(out_dir)
     model, task = load_seq2seq(out / checkpoint, device, "float32")

@@ -87,8 +87,6 @@ def copy_basic(sentences: Sequence) -> list:
 class Enhancer:
     """A trained enhanced-graph model (see the module docstring).
 
-    ``threshold``: edge logit above which a pair is an edge (0 = probability 0.5).
-
     Args:
         model: the trained network.
         vocab: its vocabularies.
@@ -115,15 +113,15 @@ class Enhancer:
 
         Of a shipped model by name (``"en_combined"``), a model folder's ``enhancer.pt``, or ``best.pt`` (else
         ``last.pt``) of a folder written by ``g2gt train enhancer`` (or that file), with ``weights_only=True`` and
-        ``strict=True``. ``device`` and ``dtype``: see :func:`g2gt.core.runtime.resolve_dtype` (``"auto"`` never picks
-        int8 here: its accuracy with int8 is unmeasured).
+        ``strict=True``.
 
         Args:
             name_or_path: a shipped model's name (default ``"en_combined"``), a model folder, a training folder or a
                 checkpoint file.
             device: ``"auto"`` (default: a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
-            dtype: ``"auto"`` (default: :func:`g2gt.core.runtime.resolve_dtype`'s choice for the device, never int8
-                here), ``"float32"``, ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``.
+            dtype: ``"auto"`` (default: :func:`g2gt.core.runtime.resolve_dtype`'s choice for the device; never int8
+                here: its accuracy with int8 is unmeasured), ``"float32"``, ``"bfloat16"``, ``"float16"`` or a
+                ``torch.dtype``.
 
         Returns:
             The :class:`Enhancer`.
@@ -174,13 +172,12 @@ class Enhancer:
         """The enhanced edges ``(d, h, relation)`` of every sentence, in input order.
 
         Sorted by dependent, then head; heads are words (0 = ROOT) or, for edges kept from the input, empty-node ids.
-        ``check``: verify each basic tree first (:class:`CoNLLUError` with ``FILE:LINE`` otherwise).
 
         Args:
             sentences: parsed sentences (:class:`Sentence`).
             batch_tokens: padded words per batch.
             progress: show a progress bar.
-            check: verify each basic tree first.
+            check: verify each basic tree first (:class:`CoNLLUError` with ``FILE:LINE`` otherwise).
 
         Returns:
             The edges of each sentence.

@@ -299,9 +299,6 @@ class ParallelPipeline:
                         on_done: Callable[[int], None] | None = None, **options: Any) -> Iterator[str]:
         """The CoNLL-U text of each parsed sentence of ``sentences``, in order.
 
-        ``sentences`` are :class:`g2gt.ud.io.Sentence` objects. Counts ``sentences`` / ``words`` into ``stats``;
-        ``on_done(n)`` after each job of ``n`` sentences.
-
         Args:
             sentences: the input :class:`g2gt.ud.io.Sentence` objects.
             stats: a dict that ``sentences`` / ``words`` counts are added to (``None``: no counts).
@@ -385,13 +382,10 @@ class ParallelPipeline:
     def parse_file(self, source, output, kind: str = "conllu", name: str | None = None, **options: Any) -> dict:
         """Parse one input into ``output``.
 
-        The input is a path, ``"-"`` or a stream (``kind``: ``conllu``, ``raw`` or ``lines``); ``output`` a path
-        (written atomically), ``"-"`` or a stream. Returns ``{"sentences", "words"}``.
-
         Args:
             source: a path, ``"-"`` or a stream.
             output: a path (written atomically), ``"-"`` or a stream.
-            kind: ``"conllu"`` (default), ``"raw"`` or ``"lines"``.
+            kind: the input's kind: ``"conllu"`` (default), ``"raw"`` or ``"lines"``.
             name: the input's name in messages (``None``: its path).
             **options: ``Pipeline.__call__``'s keyword arguments.
 
