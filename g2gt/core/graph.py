@@ -65,7 +65,7 @@ class LabelVocab:
             relations: dependency relation names (``nsubj``, ``obj`` ...).
 
         Returns:
-            A :class:`LabelVocab` with ``2 * len(relations)`` relations besides 0.
+            A :class:`LabelVocab` with ``rel↑`` and ``rel↓`` of every relation, in order.
         """
         vocab = cls()
         for rel in relations:
@@ -178,7 +178,7 @@ def relative_position_labels(
     Args:
         n: number of queries (rows).
         max_distance: clip distance ``k``.
-        device: where the tensor is made (``None``: the CPU).
+        device: where the tensor is made (``None``: torch's default device).
         n_keys: number of keys (columns); ``None``, the default: ``n``.
         query_offset: position of the first query.
 
@@ -205,7 +205,7 @@ class EdgeChannel:
     Args:
         edge_index: ``[2, E]`` long, (source, target) node pairs.
         edge_label: ``[E]`` long label ids, each ``>= 1``.
-        num_labels: size of the label set, ids included (``None``: not known).
+        num_labels: size of the label table the ids index, 0 included (``None``: not given).
 
     Raises:
         ValueError: the edge counts of ``edge_index`` and ``edge_label`` differ, or a label is below 1.
