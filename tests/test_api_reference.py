@@ -13,7 +13,7 @@ For each listed object, this checks:
   ``__init__`` into the class, ``ignore_init_summary``); a class itself needs no ``Returns:``; and each public
   method it defines (``__call__`` too), as a function;
 * a module listed with its members: each function and class it exports, as above;
-* no ``Args:`` entry names a parameter twice, and no docstring has two ``Args:`` / ``Returns:`` / ``Yields:`` /
+* no ``Args:`` entry names a parameter twice or one the callable does not have, and no docstring has two ``Args:`` / ``Returns:`` / ``Yields:`` /
   ``Raises:`` sections (an alias such as ``__call__ = parse`` shares its docstring: document it once).
 
 ``self`` / ``cls`` and parameters whose name starts with ``_`` (private: the pages filter ``^_`` out) are not
@@ -142,6 +142,13 @@ def problems(name: str, fn, doc: str | None, *, is_class: bool = False) -> list[
     missing = [p for p in checked_parameters(fn) if p not in documented]
     if missing:
         out.append(f"{name}: Args: lacks {', '.join(missing)}")
+    try:
+        known = set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        known = set(documented)
+    unknown = [p for p in documented if p not in known]
+    if unknown:  # a stale entry, or a continuation line that lost its indentation
+        out.append(f"{name}: Args: names {', '.join(unknown)}, not a parameter")
     twice = sorted({p for p in documented if documented.count(p) > 1})
     if twice:
         out.append(f"{name}: Args: names {', '.join(twice)} more than once")
@@ -317,6 +324,20 @@ def test_checker_finds_an_undocumented_parameter_and_a_missing_returns():
 
     assert problems("twice", twice, twice.__doc__) == [
         "twice: Args: names x more than once", "twice: more than one returns section"]
+
+    def stale(x: int) -> int:
+        """Twice ``x``.
+
+        Args:
+            x: a number, which the docstring
+            wraps: without indenting the continuation.
+
+        Returns:
+            ``2 * x``.
+        """
+        return 2 * x
+
+    assert problems("stale", stale, stale.__doc__) == ["stale: Args: names wraps, not a parameter"]
 
 
 def test_checker_reads_a_class_docstring_for_its_constructor():

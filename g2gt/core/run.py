@@ -152,7 +152,7 @@ def run_training(model: nn.Module, task, tc: TrainConfig, out_dir: str | os.Path
 
     Returns:
         ``(trainer, history)``: the :class:`Trainer` (``trainer.device``, ``trainer.best``) and the dev history of
-        :meth:`Trainer.fit`.
+            :meth:`Trainer.fit`.
     """
     from .train import Trainer
 

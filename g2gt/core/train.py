@@ -324,7 +324,7 @@ class Trainer:
 
         Returns:
             The metrics of ``task.evaluate`` with ``kind``, ``step``, ``epoch``, ``lr`` (and ``train_loss``) added, on
-            rank 0; ``{}`` on the other ranks.
+                rank 0; ``{}`` on the other ranks.
         """
         model = self.model
         was = model.training

@@ -392,7 +392,7 @@ class G2GConv(MessagePassing):
 
         Returns:
             ``[N_dst, H*d_h]`` (``concat``) or ``[N_dst, d_h]``; with ``return_attention_weights`` ``(output,
-            (edge_index, alpha [E, H]))``.
+                (edge_index, alpha [E, H]))``.
         """
         if not isinstance(edge_index, Tensor) or edge_index.dim() != 2 or edge_index.shape[0] != 2:
             raise ValueError(

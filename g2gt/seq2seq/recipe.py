@@ -260,7 +260,7 @@ def final_evaluation(out_dir: str | os.PathLike, src_dev: Sequence, tgt_dev: Seq
 
     Returns:
         The :func:`mt_scores` of the cased output (``bleu``, ``chrf``, signatures), plus ``bleu_lowercase`` /
-        ``chrf_lowercase``, ``beam``, ``length_penalty`` and ``translate_seconds``.
+            ``chrf_lowercase``, ``beam``, ``length_penalty`` and ``translate_seconds``.
     """
     out = Path(out_dir)
     model, task = load_seq2seq(out / checkpoint, device, "float32")

@@ -315,8 +315,8 @@ def evaluate(gold: str | os.PathLike | Sequence[Sentence], pred: str | os.PathLi
 
     Returns:
         :class:`Evaluation` with the official metrics (ELAS / EULAS included). When both hold the same
-        words (gold tokenisation, ``same_words``), also the no-punctuation UAS / LAS and the per-relation
-        table; otherwise those stay empty (they need words that line up one to one).
+            words (gold tokenisation, ``same_words``), also the no-punctuation UAS / LAS and the per-relation
+            table; otherwise those stay empty (they need words that line up one to one).
 
     Raises:
         CoNLLUError: malformed input (``file:line: ...``).
