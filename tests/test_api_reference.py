@@ -13,8 +13,10 @@ For each listed object, this checks:
   ``__init__`` into the class, ``ignore_init_summary``); a class itself needs no ``Returns:``; and each public
   method it defines (``__call__`` too), as a function;
 * a module listed with its members: each function and class it exports, as above;
-* no ``Args:`` entry names a parameter twice or one the callable does not have, and no docstring has two ``Args:`` / ``Returns:`` / ``Yields:`` /
-  ``Raises:`` sections (an alias such as ``__call__ = parse`` shares its docstring: document it once).
+* no ``Args:`` entry names a parameter twice or one the callable does not have; a ``Returns:`` / ``Yields:``
+  section is one item (its continuation lines indented); no docstring has two ``Args:`` / ``Returns:`` /
+  ``Yields:`` / ``Raises:`` sections (an alias such as ``__call__ = parse`` shares its docstring: document it
+  once).
 
 ``self`` / ``cls`` and parameters whose name starts with ``_`` (private: the pages filter ``^_`` out) are not
 checked; ``*args`` / ``**kwargs`` may be written with or without their stars.
@@ -47,19 +49,19 @@ EXCLUDED_PREFIXES = {"g2gt.serve.": "g2gt.serve is maintained separately"}
 _ONCE = ("parameters", "returns", "yields", "raises")  # section kinds a docstring has at most once
 
 
-def docstring_sections(doc: str | None) -> tuple[list[str], bool, list[str]]:
-    """The parameter names of a docstring's ``Args:`` sections, whether it has ``Returns:`` / ``Yields:``, and
-    the kinds of its sections.
+def docstring_sections(doc: str | None) -> tuple[list[str], bool, list[str], int]:
+    """The parameter names of a docstring's ``Args:`` sections, whether it has ``Returns:`` / ``Yields:``, the
+    kinds of its sections, and the most items one ``Returns:`` / ``Yields:`` section holds.
 
     Args:
         doc: the docstring as Python holds it (``None``: no docstring).
 
     Returns:
-        ``(names, has_returns, kinds)``; ``*`` / ``**`` are stripped from the names, which keep their order
-        and repeats, as do the section kinds (``"parameters"``, ``"returns"`` ...).
+        ``(names, has_returns, kinds, return_items)``; ``*`` / ``**`` are stripped from the names, which keep
+        their order and repeats, as do the section kinds (``"parameters"``, ``"returns"`` ...).
     """
     if not doc:
-        return [], False, []
+        return [], False, [], 0
     griffe_logger = logging.getLogger("griffe")
     level = griffe_logger.level
     griffe_logger.setLevel(logging.ERROR)  # the parser's notes on missing types are not this test's business
@@ -74,7 +76,9 @@ def docstring_sections(doc: str | None) -> tuple[list[str], bool, list[str]]:
             names += [p.name.lstrip("*") for p in section.value]
     kinds = [section.kind.value for section in sections]
     has_returns = any(k in ("returns", "yields") for k in kinds)
-    return names, has_returns, kinds
+    return_items = max((len(section.value) for section in sections if section.kind.value in ("returns", "yields")),
+                       default=0)
+    return names, has_returns, kinds, return_items
 
 
 def checked_parameters(fn) -> list[str]:
@@ -137,7 +141,7 @@ def problems(name: str, fn, doc: str | None, *, is_class: bool = False) -> list[
     Returns:
         One message per missing piece; ``[]`` when the docstring is complete.
     """
-    documented, has_returns, kinds = docstring_sections(doc)
+    documented, has_returns, kinds, return_items = docstring_sections(doc)
     out = []
     missing = [p for p in checked_parameters(fn) if p not in documented]
     if missing:
@@ -155,6 +159,8 @@ def problems(name: str, fn, doc: str | None, *, is_class: bool = False) -> list[
     repeated = sorted({k for k in kinds if k in _ONCE and kinds.count(k) > 1})
     if repeated:
         out.append(f"{name}: more than one {', '.join(repeated)} section")
+    if return_items > 1:  # griffe starts an item at each line of the section's own indentation
+        out.append(f"{name}: Returns: {return_items} items; indent its continuation lines")
     if not is_class and not has_returns and returns_something(fn):
         out.append(f"{name}: returns a value but has no Returns: section")
     return out
@@ -333,11 +339,13 @@ def test_checker_finds_an_undocumented_parameter_and_a_missing_returns():
             wraps: without indenting the continuation.
 
         Returns:
-            ``2 * x``.
+            ``2 * x``, which the docstring
+            wraps: without indenting the continuation.
         """
         return 2 * x
 
-    assert problems("stale", stale, stale.__doc__) == ["stale: Args: names wraps, not a parameter"]
+    assert problems("stale", stale, stale.__doc__) == ["stale: Args: names wraps, not a parameter",
+                                                       "stale: Returns: 2 items; indent its continuation lines"]
 
 
 def test_checker_reads_a_class_docstring_for_its_constructor():
