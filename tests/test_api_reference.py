@@ -13,10 +13,10 @@ For each listed object, this checks:
   ``__init__`` into the class, ``ignore_init_summary``); a class itself needs no ``Returns:``; and each public
   method it defines (``__call__`` too), as a function;
 * a module listed with its members: each function and class it exports, as above;
-* no ``Args:`` entry names a parameter twice or one the callable does not have; a ``Returns:`` / ``Yields:``
-  section is one item (its continuation lines indented); no docstring has two ``Args:`` / ``Returns:`` /
-  ``Yields:`` / ``Raises:`` sections (an alias such as ``__call__ = parse`` shares its docstring: document it
-  once).
+* ``Args:`` follows the signature's order and names no parameter twice, nor one the callable does not have;
+  a ``Returns:`` / ``Yields:`` section is one item (its continuation lines indented); no docstring has two
+  ``Args:`` / ``Returns:`` / ``Yields:`` / ``Raises:`` sections (an alias such as ``__call__ = parse`` shares
+  its docstring: document it once).
 
 ``self`` / ``cls`` and parameters whose name starts with ``_`` (private: the pages filter ``^_`` out) are not
 checked; ``*args`` / ``**kwargs`` may be written with or without their stars.
@@ -147,12 +147,15 @@ def problems(name: str, fn, doc: str | None, *, is_class: bool = False) -> list[
     if missing:
         out.append(f"{name}: Args: lacks {', '.join(missing)}")
     try:
-        known = set(inspect.signature(fn).parameters)
+        known = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
-        known = set(documented)
+        known = list(dict.fromkeys(documented))
     unknown = [p for p in documented if p not in known]
     if unknown:  # a stale entry, or a continuation line that lost its indentation
         out.append(f"{name}: Args: names {', '.join(unknown)}, not a parameter")
+    listed = [p for p in dict.fromkeys(documented) if p in known]
+    if listed != [p for p in known if p in listed]:  # the parameter table follows the docstring's order
+        out.append(f"{name}: Args: not in the signature's order")
     twice = sorted({p for p in documented if documented.count(p) > 1})
     if twice:
         out.append(f"{name}: Args: names {', '.join(twice)} more than once")
@@ -312,6 +315,17 @@ def test_checker_finds_an_undocumented_parameter_and_a_missing_returns():
     assert problems("unannotated", unannotated, unannotated.__doc__) == [
         "unannotated: returns a value but has no Returns: section"]
     assert problems("nothing", nothing, nothing.__doc__) == []
+
+    def swapped(x: int, y: int) -> None:
+        """Print ``x`` and ``y``.
+
+        Args:
+            y: a number.
+            x: another.
+        """
+        print(x, y)
+
+    assert problems("swapped", swapped, swapped.__doc__) == ["swapped: Args: not in the signature's order"]
 
     def twice(x: int) -> int:
         """Twice ``x``.

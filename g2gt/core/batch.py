@@ -345,10 +345,10 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
     Args:
         lengths: size of each item (tokens; for seq2seq the max of source/target).
         batch_tokens: budget per batch, counted as ``batch_size * longest``.
-        max_items: optional cap on items per batch.
         shuffle: shuffle items and batches (deterministic in ``(seed, epoch)``); ``False``: batches in ascending length
             order.
         seed: the random seed.
+        max_items: optional cap on items per batch.
         num_replicas: number of processes sharing the batches (each rank takes its :func:`shard`).
         rank: this process's rank.
         bucket_size: batches' worth of items sorted together when shuffling.

@@ -129,6 +129,8 @@ class Pipeline(StageList):
         parser's training folder / checkpoint (then the rule tokenizer and no enhancer).
 
         Args:
+            name_or_path: a shipped or installed model's name (default ``"en_combined"``), a model folder, or a parser's
+                training folder or checkpoint.
             device: ``"auto"`` (a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
             dtype: every stage's precision (:func:`g2gt.core.runtime.resolve_dtype`; ``"auto"``: the fastest one
                 with the same accuracy for ``device``).
@@ -140,8 +142,6 @@ class Pipeline(StageList):
                 factory.
             tokenizer: ``"auto"`` (the model's learned one, else stanza's if installed, else the rules),
                 ``"model"`` (the learned one, an error without), ``"rule"`` or ``"stanza"``.
-            name_or_path: a shipped or installed model's name (default ``"en_combined"``), a model folder, or a parser's
-                training folder or checkpoint.
 
         Returns:
             The :class:`Pipeline`.

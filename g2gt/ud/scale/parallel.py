@@ -252,16 +252,16 @@ class ParallelPipeline:
 
     Args:
         name_or_path: as :func:`g2gt.load`: a model's name (default ``"en_combined"``) or folder.
+        workers: processes (one torch thread each by default, ``threads``).
         device: as :func:`g2gt.load` (default ``"cpu"``).
         dtype: as :func:`g2gt.load` (default ``"auto"``).
         tokenizer: as :func:`g2gt.load`; it matters for raw text only.
-        workers: processes (one torch thread each by default, ``threads``).
         chunk_sentences: sentences per chunk (2000, as ``g2gt parse``: the same chunks give the same bytes).
         progress: one progress bar (sentences) over all workers, on stderr.
+        threads: torch threads of each worker.
         start_method: ``"forkserver"`` or ``"spawn"``, see :class:`g2gt.core.pool.ProcessPool` (``None``: its default).
         max_tries: runs of one job that may end in a dead worker before it fails, see
             :class:`g2gt.core.pool.ProcessPool`.
-        threads: torch threads of each worker.
         keep_freed_memory: apply :func:`g2gt.core._compat.keep_freed_memory` in each worker, as the ``g2gt`` command
             does in its own process.
     """
