@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import logging
 import re
-import sys
 import textwrap
 from pathlib import Path
 
@@ -176,11 +176,9 @@ def listed_paths() -> list[tuple[str, str, bool]]:
     Returns:
         The entries of every ``::: path`` line, then those ``<!-- api-rest: MODULE -->`` adds.
     """
-    sys.path.insert(0, str(REPO / "docs"))
-    try:
-        import hooks  # docs/hooks.py: the same expansion the site build makes
-    finally:
-        sys.path.remove(str(REPO / "docs"))
+    spec = importlib.util.spec_from_file_location("g2gt_docs_hooks", REPO / "docs" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)  # docs/hooks.py: the same expansion the site build makes
+    spec.loader.exec_module(hooks)
     out = []
     shown = set()
     for page in sorted(API.glob("*.md")):
