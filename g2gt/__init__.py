@@ -35,18 +35,26 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only ("X as X
 
 def load(name_or_path: str = DEFAULT_MODEL, device: str = "auto", dtype: str | None = "auto",
          threads: int | None = None, exclude=(), config: dict | None = None, tokenizer: str = "auto"):
-    """The ready-to-use pipeline: ``nlp = g2gt.load(); doc = nlp("Some text.")`` -> a
-    :class:`~g2gt.ud.document.Document` (parsed sentences with character offsets, ``to_json()``, ``conllu()``).
+    """The ready-to-use pipeline: ``nlp = g2gt.load(); doc = nlp("Some text.")``.
 
-    ``name_or_path``: a shipped or installed model's name (default ``"en_combined"``: tokenizer, sentence
-    splitter, tagger, lemmatizer, parser and enhanced-UD graphs for English; ``g2gt models`` lists them), a model
-    folder, or a parser's training folder or checkpoint. ``device``: ``"auto"`` (a GPU when there is one, else
-    the CPU), ``"cpu"``, ``"cuda"``. ``dtype``: every stage's inference precision, by default the fastest one for
-    ``device`` with the same accuracy. ``threads``: torch's CPU threads. ``exclude``: stages not to load (e.g.
-    ``("enhance",)``). ``config``: options per stage (e.g. ``{"enhance": {"threshold": 0.6}}``). ``tokenizer``:
-    ``"auto"`` (the model's learned one), ``"rule"`` or ``"stanza"``. Returns a
-    :class:`g2gt.ud.pipeline.Pipeline` (see :meth:`~g2gt.ud.pipeline.Pipeline.load`; ``nlp.pipe(texts,
-    n_process=N)`` for many texts)."""
+    ``doc`` is a :class:`~g2gt.ud.document.Document` (parsed sentences with character offsets, ``to_json()``,
+    ``conllu()``). See :meth:`~g2gt.ud.pipeline.Pipeline.load`; ``nlp.pipe(texts, n_process=N)`` for many texts.
+
+    Args:
+        name_or_path: a shipped or installed model's name (default ``"en_combined"``: tokenizer, sentence
+            splitter, tagger, lemmatizer, parser and enhanced-UD graphs for English; ``g2gt models`` lists them),
+            a model folder, or a parser's training folder or checkpoint.
+        device: ``"auto"`` (default: a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``.
+        dtype: every stage's inference precision; ``"auto"`` (default): the fastest one for ``device`` with the
+            same accuracy.
+        threads: torch's CPU threads (``None``: leave torch's setting).
+        exclude: stages not to load (e.g. ``("enhance",)``; default: none).
+        config: options per stage (e.g. ``{"enhance": {"threshold": 0.6}}``; ``None``: none).
+        tokenizer: ``"auto"`` (default: the model's learned one), ``"rule"`` or ``"stanza"``.
+
+    Returns:
+        A :class:`g2gt.ud.pipeline.Pipeline`.
+    """
     from .ud.pipeline import Pipeline
 
     return Pipeline.load(name_or_path, device=device, dtype=dtype, threads=threads, exclude=exclude, config=config,

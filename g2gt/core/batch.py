@@ -55,6 +55,14 @@ class GraphBatch:
         channels: the channel names, in the order of ``labels``' C axis.
         other_features: per-node features that are not numbers (e.g. UPOS strings), as
             one list per graph, unpadded.
+
+    Args:
+        tokens: ``[B, n]`` long token ids.
+        labels: ``[B, C, n, n]`` integer labels.
+        padding_mask: ``[B, n]`` bool, True = padding.
+        node_features: padded per-node tensors (default: none).
+        channels: the channel names of ``labels``' C axis (default: none).
+        other_features: non-numeric per-node features, one list per graph (default: none).
     """
 
     tokens: Tensor  # [B, n] long
@@ -69,6 +77,15 @@ class GraphBatch:
         return (~self.padding_mask).sum(-1)
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "GraphBatch":
+        """The batch with every tensor moved to ``device``.
+
+        Args:
+            device: the target device.
+            non_blocking: as in ``Tensor.to``.
+
+        Returns:
+            A new :class:`GraphBatch`.
+        """
         return GraphBatch(
             self.tokens.to(device, non_blocking=non_blocking),
             self.labels.to(device, non_blocking=non_blocking),
@@ -107,6 +124,10 @@ def collate(
             a callable ``str -> int``).
         channels: channel names to stack, in order (default: the first graph's).
         pad_id: token id used for padding.
+        token_ids: a callable ``str -> int`` for string tokens (``None``: tokens are integers already).
+
+    Returns:
+        The :class:`GraphBatch`.
     """
     if not graphs:
         raise ValueError("collate() needs at least one graph")
@@ -234,6 +255,18 @@ def token_budget_batches(
     same generator: deterministic in ``seed``, different in every epoch when the seed includes it.
 
     Every index appears in exactly one batch.
+
+    Args:
+        lengths: size of each item in tokens.
+        batch_tokens: budget of padded tokens per batch (``k * m``).
+        max_items: most items per batch (``None``: no limit).
+        max_pairs: budget of padded pairs per batch (``k * m**2``; ``None``: no limit).
+        shuffle: training order (shuffled, deterministic in ``seed``) rather than ascending length.
+        seed: the random seed with ``shuffle=True``.
+        bucket_size: batches' worth of items sorted together with ``shuffle=True``.
+
+    Returns:
+        The batches, each a list of item indices.
     """
     if batch_tokens < 1:
         raise ValueError(f"batch_tokens must be a positive number of tokens, got {batch_tokens}")
@@ -278,10 +311,20 @@ def _pack(lengths: list[int], order: list[int], batch_tokens: int, max_items: in
 
 
 def shard(items: Sequence, rank: int = 0, world_size: int = 1) -> list:
-    """Rank ``rank``'s share of ``items`` (e.g. one epoch's batches) among ``world_size`` processes: every
-    ``world_size``-th item from ``rank`` on. The list is first padded by repeating it from its start to a
-    multiple of ``world_size``, so every rank gets the same count (``ceil(len / world_size)``: the ranks take
-    their steps together) and nothing is left out; one process gets ``items`` as they are."""
+    """Rank ``rank``'s share of ``items`` (e.g. one epoch's batches) among ``world_size`` processes.
+
+    Every ``world_size``-th item from ``rank`` on. The list is first padded by repeating it from its start to a multiple
+    of ``world_size``, so every rank gets the same count (``ceil(len / world_size)``: the ranks take their steps
+    together) and nothing is left out; one process gets ``items`` as they are.
+
+    Args:
+        items: what is shared out, e.g. one epoch's batches.
+        rank: this process's rank.
+        world_size: number of processes.
+
+    Returns:
+        ``ceil(len(items) / world_size)`` items.
+    """
     if world_size < 1 or not 0 <= rank < world_size:
         raise ValueError(f"shard(): rank must be in [0, world_size) and world_size >= 1, got rank {rank} of "
                          f"{world_size}")
@@ -302,7 +345,13 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
     Args:
         lengths: size of each item (tokens; for seq2seq the max of source/target).
         batch_tokens: budget per batch, counted as ``batch_size * longest``.
+        shuffle: shuffle items and batches (deterministic in ``(seed, epoch)``); ``False``: batches in ascending length
+            order.
+        seed: the random seed.
         max_items: optional cap on items per batch.
+        num_replicas: number of processes sharing the batches (each rank takes its :func:`shard`).
+        rank: this process's rank.
+        bucket_size: batches' worth of items sorted together when shuffling.
     """
 
     def __init__(
@@ -330,7 +379,12 @@ class BucketBatchSampler(torch.utils.data.Sampler[list[int]]):
         self.skip = 0
 
     def set_epoch(self, epoch: int, skip: int = 0) -> None:
-        """Select the epoch (reshuffles) and how many of this rank's batches to skip."""
+        """Select the epoch (reshuffles) and how many of this rank's batches to skip.
+
+        Args:
+            epoch: the epoch (it enters the shuffling seed).
+            skip: batches of this rank to leave out at the start (resuming).
+        """
         self.epoch = epoch
         self.skip = skip
 

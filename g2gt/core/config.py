@@ -25,8 +25,19 @@ AMP_HELP = "autocast: auto (bf16/fp16 on CUDA, bf16 on CPUs with native bf16, el
 
 
 def option(default: Any, help: str, group: str | None = None) -> Any:
-    """``dataclasses.field(default=...)`` with ``metadata={"help": help, "group": group}``: the CLI turns
-    field ``x_y`` into ``--x-y`` with this help text, in this option group."""
+    """A dataclass field with a help text and an option group.
+
+    ``dataclasses.field(default=...)`` with ``metadata={"help": help, "group": group}``: the CLI turns field ``x_y``
+    into ``--x-y`` with this help text, in this option group.
+
+    Args:
+        default: the field's default.
+        help: the option's help text.
+        group: the CLI option group (``None``: none).
+
+    Returns:
+        A ``dataclasses.field``.
+    """
     return dataclasses.field(default=default, metadata={"help": help, "group": group})
 
 
@@ -35,6 +46,17 @@ def dataclass_from_dict(cls: type[T], d: dict, strict: bool = False) -> T:
 
     Keys that are not fields of ``cls`` are ignored (configs written by other versions still load), or
     rejected with ``strict=True``; lists become tuples for tuple fields (JSON has no tuples).
+
+    Args:
+        cls: the dataclass.
+        d: its fields as JSON-like data.
+        strict: reject keys that are not fields of ``cls``.
+
+    Returns:
+        The ``cls`` instance.
+
+    Raises:
+        ValueError: with ``strict=True``, a key that is not a field.
     """
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(d) - set(fields))
@@ -76,6 +98,37 @@ class TrainConfig(DictConfig):
     up from ~0 to the curve's value at the new fraction and cools down again (a warm restart). On the
     shipped parser this did not pay: 120 -> 145 minutes ended at dev LAS 84.80 against 84.91, and ``best.pt``
     kept the earlier model. Plan the full budget from the start.
+
+    Args:
+        lr: peak learning rate (AdamW).
+        betas: adamW betas.
+        weight_decay: adamW weight decay (not on biases, norms, embeddings).
+        warmup: warmup as a fraction of the budget (max_minutes / max_steps).
+        warmup_steps: warmup in updates; wins over warmup (default: use the fraction).
+        schedule: after warmup: inverse_sqrt, cosine or constant.
+        cooldown: final fraction of the budget over which the learning rate decays linearly to ~0 (0 = off).
+        max_steps: update budget of the run (0 = none).
+        epochs: at most this many passes over the training data.
+        max_minutes: training-time budget of the run in minutes, resumes included (0 = none).
+        grad_clip: clip the gradient norm to this (0 = off).
+        accum_steps: batches accumulated per update.
+        amp: autocast: auto (bf16/fp16 on CUDA, bf16 on CPUs with native bf16, else off), bf16, fp16 or none.
+        eval_every: updates between evaluations (0 = at the end of each epoch).
+        save_every: updates between resumable checkpoints (0 = at every evaluation).
+        keep_last: also keep the weights of the last K resumable checkpoints as OUT/step-NNNNNNN.pt, e.g. for checkpoint
+            averaging (0 = none).
+        average_last: keep the weights of the last N saved checkpoints (OUT/step-NNNNNNN.pt; a save at every evaluation,
+            or every save_every updates) and write their average to OUT/averaged.pt at the end, with its dev scores in
+            OUT/config.json (0 = off).
+        log_every: updates between log.jsonl training lines (lr, loss, tokens/s).
+        metric: evaluation metric that selects best.pt.
+        metric_mode: min or max: which values of metric are better.
+        seed: random seed.
+        device: auto, cpu, cuda, cuda:1 ...
+        progress: progress bar.
+        find_unused_parameters: dDP: set when some parameters get no gradient in a step.
+        init_from: warm start: the model whose matching weights initialise this one (read by the task's training
+            function, e.g. train_parser; recorded here).
     """
 
     lr: float = option(5e-4, "peak learning rate (AdamW)", "optimisation")

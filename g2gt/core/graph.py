@@ -46,6 +46,9 @@ class LabelVocab:
     >>> v = LabelVocab.for_dependencies(["nsubj", "obj"])
     >>> v["nsubj↑"], v["nsubj↓"], len(v)
     (1, 2, 5)
+
+    Args:
+        names: relation names given ids ``1, 2, ...`` in order (default: none).
     """
 
     def __init__(self, names: Iterable[str] = ()) -> None:
@@ -56,7 +59,14 @@ class LabelVocab:
 
     @classmethod
     def for_dependencies(cls, relations: Iterable[str]) -> "LabelVocab":
-        """Vocabulary with ``rel↑`` (dependent -> head) and ``rel↓`` (head -> dependent)."""
+        """Vocabulary with ``rel↑`` (dependent -> head) and ``rel↓`` (head -> dependent).
+
+        Args:
+            relations: dependency relation names (``nsubj``, ``obj`` ...).
+
+        Returns:
+            A :class:`LabelVocab` with ``rel↑`` and ``rel↓`` of every relation, in order.
+        """
         vocab = cls()
         for rel in relations:
             vocab.add(rel + UP)
@@ -64,6 +74,14 @@ class LabelVocab:
         return vocab
 
     def add(self, name: str) -> int:
+        """The id of ``name``, added at the end when it is new.
+
+        Args:
+            name: a relation name.
+
+        Returns:
+            Its id.
+        """
         if name not in self.stoi:
             self.stoi[name] = len(self.itos)
             self.itos.append(name)
@@ -76,9 +94,26 @@ class LabelVocab:
             raise KeyError(f"unknown relation label {name!r} (vocabulary has {len(self)} labels)") from None
 
     def get(self, name: str, default: int = 0) -> int:
+        """The id of ``name``, or ``default`` when it is not in the vocabulary.
+
+        Args:
+            name: a relation name.
+            default: the id returned for an unknown name (``0``: no relation).
+
+        Returns:
+            The id.
+        """
         return self.stoi.get(name, default)
 
     def name(self, idx: int) -> str:
+        """The relation name of an id.
+
+        Args:
+            idx: a label id.
+
+        Returns:
+            Its name (``"<none>"`` for 0).
+        """
         return self.itos[idx]
 
     def __len__(self) -> int:
@@ -94,17 +129,40 @@ class LabelVocab:
         return f"LabelVocab({len(self)} labels)"
 
     def to_list(self) -> list[str]:
+        """Every name in id order, ``"<none>"`` first (what :meth:`from_list` reads).
+
+        Returns:
+            The names.
+        """
         return list(self.itos)
 
     @classmethod
     def from_list(cls, names: Sequence[str]) -> "LabelVocab":
+        """The vocabulary :meth:`to_list` wrote.
+
+        Args:
+            names: the names in id order, starting with ``"<none>"``.
+
+        Returns:
+            The :class:`LabelVocab`.
+
+        Raises:
+            ValueError: ``names`` does not start with ``"<none>"``.
+        """
         if not names or names[0] != NONE_LABEL:
             raise ValueError(f"a saved LabelVocab must start with {NONE_LABEL!r}")
         return cls(names[1:])
 
 
 def num_chain_labels(max_distance: int) -> int:
-    """Number of label ids a chain channel with clip distance ``k`` uses (incl. 0)."""
+    """Number of label ids a chain channel with clip distance ``k`` uses (incl. 0).
+
+    Args:
+        max_distance: clip distance ``k``.
+
+    Returns:
+        ``2k + 2``.
+    """
     return 2 * max_distance + 2
 
 
@@ -116,6 +174,16 @@ def relative_position_labels(
 
     ``query_offset`` shifts the query positions (rows are positions
     ``query_offset .. query_offset + n - 1``), which incremental decoding uses.
+
+    Args:
+        n: number of queries (rows).
+        max_distance: clip distance ``k``.
+        device: where the tensor is made (``None``: torch's default device).
+        n_keys: number of keys (columns); ``None``, the default: ``n``.
+        query_offset: position of the first query.
+
+    Returns:
+        ``[n, n_keys]`` long labels.
     """
     n_keys = n if n_keys is None else n_keys
     i = torch.arange(query_offset, query_offset + n, device=device)
@@ -132,7 +200,16 @@ def chain_labels(n: int, max_distance: int, device: torch.device | str | None = 
 
 @dataclass
 class EdgeChannel:
-    """Sparse labelled edges: ``edge_index [2, E]`` (source, target) and ``edge_label [E]`` (ids >= 1)."""
+    """Sparse labelled edges: ``edge_index [2, E]`` (source, target) and ``edge_label [E]`` (ids >= 1).
+
+    Args:
+        edge_index: ``[2, E]`` long, (source, target) node pairs.
+        edge_label: ``[E]`` long label ids, each ``>= 1``.
+        num_labels: size of the label table the ids index, 0 included (``None``: not given).
+
+    Raises:
+        ValueError: the edge counts of ``edge_index`` and ``edge_label`` differ, or a label is below 1.
+    """
 
     edge_index: Tensor
     edge_label: Tensor
@@ -149,14 +226,25 @@ class EdgeChannel:
             raise ValueError("edge labels must be >= 1 (0 means 'no relation')")
 
     def dense(self, n: int) -> Tensor:
-        """``[n, n]`` long label matrix (0 where there is no edge)."""
+        """``[n, n]`` long label matrix (0 where there is no edge).
+
+        Args:
+            n: number of nodes.
+
+        Returns:
+            ``[n, n]`` long labels.
+        """
         out = torch.zeros(n, n, dtype=torch.long)
         if self.edge_label.numel():
             out[self.edge_index[0], self.edge_index[1]] = self.edge_label
         return out
 
     def canonical(self) -> Tensor:
-        """``[E, 3]`` rows ``(source, target, label)`` sorted, the order-free form of the edge set."""
+        """``[E, 3]`` rows ``(source, target, label)`` sorted, the order-free form of the edge set.
+
+        Returns:
+            ``[E, 3]`` long ``(source, target, label)`` rows in sorted order.
+        """
         rows = torch.cat([self.edge_index.t(), self.edge_label[:, None]], 1)
         if rows.shape[0] == 0:
             return rows
@@ -175,7 +263,11 @@ class EdgeChannel:
 
 @dataclass
 class ChainChannel:
-    """Relative-position labels of a sequence, clipped at ``max_distance``."""
+    """Relative-position labels of a sequence, clipped at ``max_distance``.
+
+    Args:
+        max_distance: clip distance ``k`` of the relative positions.
+    """
 
     max_distance: int
 
@@ -184,6 +276,14 @@ class ChainChannel:
         return num_chain_labels(self.max_distance)
 
     def dense(self, n: int) -> Tensor:
+        """Dense chain labels ``clip(j - i, -k, k) + k + 1`` of ``n`` positions.
+
+        Args:
+            n: number of nodes.
+
+        Returns:
+            ``[n, n]`` long labels.
+        """
         return relative_position_labels(n, self.max_distance)
 
 
@@ -229,11 +329,26 @@ class Graph:
         return len(self.tokens)
 
     def label_matrix(self, channel: str) -> Tensor:
-        """Dense ``[n, n]`` long label matrix of one channel."""
+        """Dense ``[n, n]`` long label matrix of one channel.
+
+        Args:
+            channel: the channel's name.
+
+        Returns:
+            ``[n, n]`` long labels, 0 where the channel has no relation.
+        """
         return self.channels[channel].dense(self.num_nodes)
 
     def labels(self, channels: Sequence[str] | None = None) -> Tensor:
-        """Dense ``[C, n, n]`` labels of the given (default: all) channels."""
+        """Dense ``[C, n, n]`` labels of the given (default: all) channels.
+
+        Args:
+            channels: channel names, in the order of the ``C`` axis (``None``, the default: every channel, in the
+                graph's order).
+
+        Returns:
+            ``[C, n, n]`` long labels.
+        """
         names = list(self.channels) if channels is None else list(channels)
         n = self.num_nodes
         if not names:
@@ -241,18 +356,32 @@ class Graph:
         return torch.stack([self.label_matrix(c) for c in names])
 
     def with_channel(self, name: str, channel: Channel) -> "Graph":
-        """A copy with one channel added or replaced."""
+        """A copy with one channel added or replaced.
+
+        Args:
+            name: the channel's name (an existing one is replaced).
+            channel: an :class:`EdgeChannel` or :class:`ChainChannel`.
+
+        Returns:
+            A new :class:`Graph`; this one is unchanged.
+        """
         channels = dict(self.channels)
         channels[name] = channel
         return Graph(list(self.tokens), channels, dict(self.node_features), dict(self.meta))
 
     # ------------------------------------------------------------------ networkx
     def to_networkx(self):
-        """``networkx.DiGraph``: node ``i`` has ``token`` and feature attributes; an
+        """The graph as a ``networkx.DiGraph``.
+
+        ``networkx.DiGraph``: node ``i`` has ``token`` and feature attributes; an
         edge ``(i, j)`` has one integer attribute per edge channel that labels it.
         Chain channels are stored as graph attributes (``G.graph["chains"]``), and
         ``meta`` as ``G.graph["meta"]``; a tensor feature ``[n, ...]`` gives each node
-        its row and is stacked back by :meth:`from_networkx`."""
+        its row and is stacked back by :meth:`from_networkx`.
+
+        Returns:
+            The ``networkx.DiGraph``.
+        """
         import networkx as nx
 
         G = nx.DiGraph()
@@ -275,9 +404,19 @@ class Graph:
 
     @classmethod
     def from_networkx(cls, G, channels: Sequence[str] | None = None) -> "Graph":
-        """Inverse of :meth:`to_networkx`. Nodes must be ``0 .. n-1``; edge attributes
-        named in ``channels`` (default: ``G.graph["channels"]`` or every edge attribute)
-        become edge channels with their integer values as labels."""
+        """Inverse of :meth:`to_networkx`.
+
+        Nodes must be ``0 .. n-1``; edge attributes named in ``channels`` (default: ``G.graph["channels"]`` or every
+        edge attribute) become edge channels with their integer values as labels.
+
+        Args:
+            G: a ``networkx`` graph with nodes ``0 .. n-1``.
+            channels: edge attributes that become edge channels (``None``, the default: ``G.graph["channels"]`` or every
+                edge attribute).
+
+        Returns:
+            The :class:`Graph`.
+        """
         n = G.number_of_nodes()
         if sorted(G.nodes) != list(range(n)):
             raise ValueError("from_networkx expects nodes numbered 0..n-1 (use nx.convert_node_labels_to_integers)")
@@ -314,11 +453,17 @@ class Graph:
 
     # ------------------------------------------------------------------ PyG
     def to_pyg(self):
-        """``torch_geometric.data.Data`` with, for each edge channel ``c``,
+        """The graph as a PyTorch Geometric ``Data``.
+
+        ``torch_geometric.data.Data`` with, for each edge channel ``c``,
         ``edge_index`` / ``edge_type`` when there is exactly one edge channel, and
         ``edge_index_<c>`` / ``edge_type_<c>`` otherwise. Token ids go to ``x`` (long)
         when tokens are integers, else to ``tokens`` (list of str). Node features
-        become attributes ``<name>``; chain channels ``chain_<c> = k``."""
+        become attributes ``<name>``; chain channels ``chain_<c> = k``.
+
+        Returns:
+            The ``torch_geometric.data.Data``.
+        """
         from torch_geometric.data import Data
 
         data = Data(num_nodes=self.num_nodes)
@@ -348,8 +493,18 @@ class Graph:
 
     @classmethod
     def from_pyg(cls, data) -> "Graph":
-        """Inverse of :meth:`to_pyg`. A plain ``Data(edge_index, edge_type)`` also works
-        (one channel named ``"edges"``; ``x`` becomes the tokens when it is 1-D long)."""
+        """Inverse of :meth:`to_pyg`.
+
+        A plain ``Data(edge_index, edge_type)`` also works (one channel named ``"edges"``; ``x`` becomes the tokens when
+        it is 1-D long).
+
+        Args:
+            data: a ``torch_geometric.data.Data`` (as :meth:`to_pyg` writes it, or a plain ``Data(edge_index,
+                edge_type)``).
+
+        Returns:
+            The :class:`Graph`.
+        """
         n = int(data.num_nodes)
         if "tokens" in data:
             tokens = list(data.tokens)
@@ -404,8 +559,19 @@ def _item(v: Any) -> Any:
 
 
 def chain_graph(n: int | Sequence[Any], max_distance: int, name: str = "position") -> Graph:
-    """A sequence as a graph: ``n`` tokens (or the given tokens) and one chain channel
-    whose label for the pair ``(i, j)`` is ``clip(j - i, -k, k) + k + 1``."""
+    """A sequence as a graph.
+
+    ``n`` tokens (or the given tokens) and one chain channel whose label for the pair ``(i, j)`` is ``clip(j - i, -k, k)
+    + k + 1``.
+
+    Args:
+        n: the number of tokens, or the tokens themselves.
+        max_distance: clip distance ``k``.
+        name: the chain channel's name.
+
+    Returns:
+        A :class:`Graph` with one :class:`ChainChannel`.
+    """
     tokens = list(range(n)) if isinstance(n, int) else list(n)
     if max_distance < 1:
         raise ValueError(f"max_distance must be >= 1, got {max_distance}")
@@ -413,9 +579,19 @@ def chain_graph(n: int | Sequence[Any], max_distance: int, name: str = "position
 
 
 def edges_from_heads(heads: Sequence[int], rels: Sequence[str], vocab: LabelVocab) -> EdgeChannel:
-    """Dependency tree -> edge channel. ``heads[i]`` is the 1-based head of word
-    ``i+1`` (0 = root, which gets no edge); word ``i`` -> head gets ``rel↑`` and
-    head -> word gets ``rel↓``."""
+    """Dependency tree -> edge channel.
+
+    ``heads[i]`` is the 1-based head of word ``i+1`` (0 = root, which gets no edge); word ``i`` -> head gets ``rel↑``
+    and head -> word gets ``rel↓``.
+
+    Args:
+        heads: 1-based head of each word (0 = root).
+        rels: dependency relation of each word.
+        vocab: a :meth:`LabelVocab.for_dependencies` vocabulary holding ``rel↑`` / ``rel↓`` of every relation.
+
+    Returns:
+        An :class:`EdgeChannel` with two edges per non-root word.
+    """
     src, dst, lab = [], [], []
     for i, (h, r) in enumerate(zip(heads, rels)):
         if h <= 0:

@@ -125,8 +125,16 @@ def _registered(kind: str | None) -> dict[str, Path]:
 
 
 def available_models(kind: str | None = None) -> list[str]:
-    """Names of the models of ``kind`` (``"pipeline"``, ``"translator"``; None: every kind) this installation
-    can load by name: shipped ones and installed packages."""
+    """Names of the models of ``kind`` this installation can load by name.
+
+    Shipped models and installed packages count.
+
+    Args:
+        kind: ``"pipeline"``, ``"translator"`` or ``None`` (every kind).
+
+    Returns:
+        The names.
+    """
     return sorted(_registered(kind))
 
 
@@ -153,9 +161,18 @@ def _language(folder: Path) -> str | None:
 
 
 def language_default(code: str, kind: str = "pipeline") -> str | None:
-    """The model a language code (``"fr"``) stands for: :data:`DEFAULT_MODEL` when it is of that language,
-    else the first shipped model of that language, else the first installed one (by name); None when no
-    model of ``kind`` is of that language."""
+    """The model a language code (``"fr"``) stands for.
+
+    :data:`DEFAULT_MODEL` when it is of that language, else the first shipped model of that language, else the first
+    installed one (by name); None when no model of ``kind`` is of that language.
+
+    Args:
+        code: a language code (``"fr"``).
+        kind: ``"pipeline"`` (default) or ``"translator"``.
+
+    Returns:
+        The model's name, or ``None``.
+    """
     if not _LANGUAGE.match(code or ""):
         return None
     shipped, installed = shipped_models(kind), installed_models(kind)
@@ -178,11 +195,24 @@ def resolve_name(name: str, kind: str = "pipeline") -> str:
 
 
 def find_model(name_or_path: str | os.PathLike, kind: str = "pipeline") -> Path:
-    """The folder (or file) ``name_or_path`` names, by the rule of the module docstring: a path-like name as a
-    path, a model's name as that model, a language code as its default model, another existing path as it is.
+    """The folder (or file) ``name_or_path`` names.
+
+    By the rule of the module docstring: a path-like name as a path, a model's name as that model, a language code as
+    its default model, another existing path as it is.
 
     Raises ``FileNotFoundError`` saying what was looked for and naming the available models; a model of
-    another kind is named as such (``en_de_multi30k is a translator ...``)."""
+    another kind is named as such (``en_de_multi30k is a translator ...``).
+
+    Args:
+        name_or_path: a model's name, a language code or a path.
+        kind: ``"pipeline"`` (default) or ``"translator"``.
+
+    Returns:
+        The model's folder or file.
+
+    Raises:
+        FileNotFoundError: nothing of that name or path, naming the available models.
+    """
     _check_kind(kind)
     if looks_like_path(name_or_path):
         p = Path(name_or_path).expanduser()
@@ -229,10 +259,19 @@ def _listing(kind: str) -> str:
 
 # ---------------------------------------------------------------------------- cards
 def model_card(name_or_path: str | os.PathLike, kind: str | None = None) -> dict:
-    """The ``model.json`` card of a model folder (found by :func:`find_model`; ``kind`` None: a name of any
-    kind), with ``kind``, ``language`` and ``license`` always present: a card that lacks a language gets the
+    """The ``model.json`` card of a model folder, with ``kind``, ``language`` and ``license`` always present.
+
+    The folder is found by :func:`find_model` (``kind`` None: a name of any kind). A card that lacks a language gets the
     code its name starts with (``fr_sequoia`` -> ``fr``; None when the name has none), one that lacks a licence
-    :data:`UNKNOWN_LICENSE`."""
+    :data:`UNKNOWN_LICENSE`.
+
+    Args:
+        name_or_path: a model's name, a language code or a path.
+        kind: the model kind to look for (``None``: any kind).
+
+    Returns:
+        The card, as a dict.
+    """
     where = _find_any(name_or_path) if kind is None else find_model(name_or_path, kind)
     file = where / "model.json"
     card = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}

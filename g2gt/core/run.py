@@ -55,8 +55,19 @@ class RunExists(Error, FileExistsError):
 
 
 def check_run_folder(out_dir: str | os.PathLike, resume: bool = False, overwrite: bool = False) -> None:
-    """Refuse to start a fresh run in a folder that holds one (any of :data:`RUN_FILES`): :class:`RunExists`
-    naming the folder, unless ``resume`` (continue it) or ``overwrite`` (replace it)."""
+    """Refuse to start a fresh run in a folder that holds one (any of :data:`RUN_FILES`).
+
+    The refusal is a :class:`RunExists` naming the folder, unless ``resume`` (continue it) or ``overwrite`` (replace
+    it).
+
+    Args:
+        out_dir: the run's folder.
+        resume: the call continues the run.
+        overwrite: the call replaces the run.
+
+    Raises:
+        RunExists: the folder holds a run and neither ``resume`` nor ``overwrite`` is set.
+    """
     if resume or overwrite:
         return
     out = Path(out_dir)
@@ -67,9 +78,17 @@ def check_run_folder(out_dir: str | os.PathLike, resume: bool = False, overwrite
 
 
 def training_run(fn: Callable) -> Callable:
-    """Decorator of the ``train_*(..., out_dir, ..., resume=False, overwrite=False)`` functions: the whole call
-    holds ``out_dir``'s lock (:func:`g2gt.core.checkpoint.main_process_lock`: a second run on the same folder
-    stops before it touches anything) and starts with :func:`check_run_folder` (on the main process)."""
+    """Decorator of the ``train_*(..., out_dir, ..., resume=False, overwrite=False)`` functions.
+
+    The whole call holds ``out_dir``'s lock (:func:`g2gt.core.checkpoint.main_process_lock`: a second run on the same
+    folder stops before it touches anything) and starts with :func:`check_run_folder` (on the main process).
+
+    Args:
+        fn: a ``train_*`` function with ``out_dir``, ``resume`` and ``overwrite`` parameters.
+
+    Returns:
+        The wrapped function.
+    """
     sig = inspect.signature(fn)
     for name in ("out_dir", "resume", "overwrite"):
         if name not in sig.parameters:
@@ -112,11 +131,29 @@ def run_training(model: nn.Module, task, tc: TrainConfig, out_dir: str | os.Path
                  task_info: dict, data_info: dict, more_info: dict | None = None, resume: bool = False,
                  overwrite: bool = False, trainer_class: Callable[..., Trainer] | None = None
                  ) -> tuple[Trainer, list[dict]]:
-    """Steps 1-4 of the module docstring (after :func:`check_run_folder`); returns the :class:`Trainer`
-    (``trainer.device``, ``trainer.best``) and the dev history of :meth:`Trainer.fit`. ``trainer_class``: a
-    :class:`Trainer` subclass, e.g. one that also prints what it logs. A fresh run (not ``resume``) in the
-    folder of a replaced run (``overwrite``) removes its ``best.pt``, ``last.pt`` and ``averaged.pt`` first;
-    the Trainer starts ``log.jsonl`` and the step snapshots afresh."""
+    """Steps 1-4 of the module docstring (after :func:`check_run_folder`).
+
+    A fresh run (not ``resume``) in the folder of a replaced run (``overwrite``) removes its ``best.pt``, ``last.pt``
+    and ``averaged.pt`` first; the Trainer starts ``log.jsonl`` and the step snapshots afresh.
+
+    Args:
+        model: the model to train.
+        task: the training task.
+        tc: the :class:`TrainConfig`.
+        out_dir: the run's folder.
+        model_config: the model's hyper-parameters (``config.json`` and the checkpoints).
+        task_info: the recipe's ``task`` section of ``config.json``.
+        data_info: the recipe's ``data`` section of ``config.json``.
+        more_info: further sections of ``config.json`` (``None``: none).
+        resume: continue the run in ``out_dir``.
+        overwrite: replace the run in ``out_dir``.
+        trainer_class: a :class:`Trainer` subclass to use, e.g. one that also prints what it logs (``None``:
+            :class:`Trainer`).
+
+    Returns:
+        ``(trainer, history)``: the :class:`Trainer` (``trainer.device``, ``trainer.best``) and the dev history of
+            :meth:`Trainer.fit`.
+    """
     from .train import Trainer
 
     out = Path(out_dir)

@@ -29,11 +29,24 @@ class DeviceError(Error, RuntimeError):
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """The one reading of a device name, used by every loader and command: ``"auto"`` -> CUDA when a GPU is
-    available, else the CPU; any other name (or ``torch.device``) is checked and returned as a ``torch.device``.
+    """The one reading of a device name, used by every loader and command.
+
+    ``"auto"`` -> CUDA when a GPU is available, else the CPU; any other name (or ``torch.device``) is checked and
+    returned as a ``torch.device``.
 
     Raises :class:`DeviceError` (a :class:`g2gt.Error`) for a name that is not a device, for a CUDA device
-    this machine lacks, or for a device type g2gt does not run on."""
+    this machine lacks, or for a device type g2gt does not run on.
+
+    Args:
+        device: ``"auto"`` (default), a device name (``"cpu"``, ``"cuda:1"`` ...) or a ``torch.device``.
+
+    Returns:
+        The ``torch.device``.
+
+    Raises:
+        DeviceError: a name that is not a device, a CUDA device this machine lacks, or a device type g2gt does not run
+            on.
+    """
     if isinstance(device, torch.device) and device.type == "cpu":
         return device
     if str(device) == "auto":
@@ -59,8 +72,9 @@ DTYPE_NAMES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": 
 
 def resolve_dtype(dtype: torch.dtype | str | None, device: str | torch.device = "auto", *,
                   int8: bool = False) -> torch.dtype:
-    """The one reading of a precision, used by every loader: a floating ``torch.dtype``, or ``torch.qint8``
-    (int8 dynamic quantization of the linear layers, CPU only).
+    """The one reading of a precision, used by every loader.
+
+    A floating ``torch.dtype``, or ``torch.qint8`` (int8 dynamic quantization of the linear layers, CPU only).
 
     Args:
         dtype: ``"auto"``: the fastest precision for ``device`` with the same accuracy -- bfloat16 where bfloat16
@@ -69,6 +83,9 @@ def resolve_dtype(dtype: torch.dtype | str | None, device: str | torch.device = 
             ``"int8"`` or a ``torch.dtype`` force one; ``None`` is float32.
         device: where the model runs (:func:`resolve_device`).
         int8: whether ``"auto"`` may pick int8 (a model whose int8 accuracy was measured: the parser).
+
+    Returns:
+        A floating ``torch.dtype``, or ``torch.qint8``.
 
     Raises:
         ValueError: a name that is no precision, or int8 on a GPU.

@@ -31,19 +31,53 @@ class Task(Protocol):
     """What :class:`g2gt.core.train.Trainer` calls on a task (see the module docstring)."""
 
     def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterable[Any]:
-        """This rank's training batches of ``epoch``, deterministic in ``(epoch, rank, world_size)``, without
-        the first ``skip`` (exact resume)."""
+        """This rank's training batches of ``epoch``.
+
+        Deterministic in ``(epoch, rank, world_size)``, without the first ``skip`` (exact resume).
+
+        Args:
+            epoch: the epoch.
+            rank: this process's rank.
+            world_size: number of processes.
+            skip: batches to leave out at the start.
+
+        Returns:
+            The batches, in order.
+        """
         ...
 
     def num_tokens(self, batch: Any) -> int:
-        """The number of tokens of ``batch`` the loss is a sum over (every step normalises by the tokens of all
-        its micro-batches on all ranks)."""
+        """The number of tokens of ``batch`` the loss is a sum over.
+
+        Every step normalises by the tokens of all its micro-batches on all ranks.
+
+        Args:
+            batch: one batch of :meth:`train_batches`.
+
+        Returns:
+            The token count.
+        """
         ...
 
     def loss(self, model: nn.Module, batch: Any) -> Tensor:
-        """The SUM of the per-token losses of ``batch`` (a scalar tensor)."""
+        """The SUM of the per-token losses of ``batch`` (a scalar tensor).
+
+        Args:
+            model: the model (its ``DistributedDataParallel`` wrapper under ``torchrun``).
+            batch: one batch of :meth:`train_batches`.
+
+        Returns:
+            A scalar tensor.
+        """
         ...
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
-        """Dev metrics; must contain ``TrainConfig.metric``."""
+        """Dev metrics; must contain ``TrainConfig.metric``.
+
+        Args:
+            model: the model, in eval mode.
+
+        Returns:
+            Metric name -> value.
+        """
         ...

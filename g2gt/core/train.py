@@ -86,7 +86,15 @@ class Trainer:
 
     Under ``torchrun`` (``WORLD_SIZE > 1``) the model is wrapped in ``DistributedDataParallel`` (gloo on
     CPU, nccl on CUDA); only rank 0 evaluates and writes files. Rank ``r`` seeds its RNG with ``seed + r``.
-    ``clock``: seconds for the wall-clock budget (tests pass a fake one).
+
+    Args:
+        model: the model to train.
+        task: batches, loss and evaluation (a :class:`g2gt.core.task.Task`).
+        config: the optimisation and bookkeeping settings.
+        out_dir: the run's folder.
+        model_config: the model's hyper-parameters, saved in the checkpoints (``None``: ``model.config.to_dict()`` when
+            the model has one, else ``{}``).
+        clock: seconds for the wall-clock budget (tests pass a fake one).
     """
 
     def __init__(self, model: nn.Module, task: Task, config: TrainConfig, out_dir: str | os.PathLike,
@@ -156,7 +164,11 @@ class Trainer:
 
     # --------------------------------------------------------------- time and schedule
     def elapsed(self) -> float:
-        """Training seconds of the whole run so far (earlier segments included), agreed across ranks."""
+        """Training seconds of the whole run so far (earlier segments included), agreed across ranks.
+
+        Returns:
+            Seconds.
+        """
         t = self._elapsed_before
         if self._fit_start is not None:
             t += self.clock() - self._fit_start
@@ -187,7 +199,15 @@ class Trainer:
         return self.task.checkpoint_extra() if hasattr(self.task, "checkpoint_extra") else {}
 
     def state_dict(self, rng: list[dict] | None = None, elapsed: float | None = None) -> dict:
-        """Everything :meth:`resume` needs (loadable with ``weights_only=True``)."""
+        """Everything :meth:`resume` needs (loadable with ``weights_only=True``).
+
+        Args:
+            rng: every rank's RNG states (``None``: this process's).
+            elapsed: training seconds so far (``None``: :meth:`elapsed`).
+
+        Returns:
+            Model, optimizer, schedule, grad scaler, RNG states and data position, as a dict.
+        """
         rng = rng or [rng_state()]
         return {
             "model": self.model.state_dict(),
@@ -209,9 +229,15 @@ class Trainer:
         }
 
     def save(self, name: str = "last.pt") -> None:
-        """Write a resumable checkpoint (atomically, rank 0 only). Call it on every rank under DDP.
-        With ``keep_last`` the weights of ``last.pt`` are also kept as ``step-NNNNNNN.pt`` (the newest
-        ``keep_last`` of them), written first so that every snapshot up to the resumable step exists."""
+        """Write a resumable checkpoint (atomically, rank 0 only).
+
+        Call it on every rank under DDP. With ``keep_last`` the weights of ``last.pt`` are also kept as
+        ``step-NNNNNNN.pt`` (the newest ``keep_last`` of them), written first so that every snapshot up to the resumable
+        step exists.
+
+        Args:
+            name: the file name in ``out_dir``.
+        """
         rng = all_rng_states(self.world_size)
         elapsed = self.elapsed()
         if self.is_main:
@@ -230,7 +256,14 @@ class Trainer:
             save_atomic(self._weights(), self.out_dir / "best.pt")
 
     def resume(self, path: str | os.PathLike | None = None) -> bool:
-        """Restore from ``path`` (default ``out_dir/last.pt``); False when there is none."""
+        """Restore from ``path`` (default ``out_dir/last.pt``); False when there is none.
+
+        Args:
+            path: the checkpoint (``None``: ``out_dir/last.pt``).
+
+        Returns:
+            True when a checkpoint was restored.
+        """
         path = Path(path) if path else self.out_dir / "last.pt"
         if not path.exists():
             return False
@@ -285,8 +318,14 @@ class Trainer:
         return value > self.best if self.cfg.metric_mode == "max" else value < self.best
 
     def evaluate(self) -> dict:
-        """Run ``task.evaluate`` on rank 0 (eval mode, no grad, autocast, forked RNG); log it, keep
-        ``best.pt``. Call it on every rank under DDP."""
+        """Run ``task.evaluate`` on rank 0; log it, keep ``best.pt``.
+
+        It runs in eval mode, without gradients, under autocast and a forked RNG. Call it on every rank under DDP.
+
+        Returns:
+            The metrics of ``task.evaluate`` with ``kind``, ``step``, ``epoch``, ``lr`` (and ``train_loss``) added, on
+                rank 0; ``{}`` on the other ranks.
+        """
         model = self.model
         was = model.training
         metrics: dict = {}
@@ -379,9 +418,17 @@ class Trainer:
         return lock
 
     def fit(self, resume: bool = False) -> list[dict]:
-        """Train until the budget (``max_steps`` / ``max_minutes``) or ``epochs`` run out; returns the
-        evaluation history. With ``resume=True`` training continues from ``out_dir/last.pt`` when it exists
-        (a fresh start otherwise). A final evaluation and ``last.pt`` are always written."""
+        """Train until the budget (``max_steps`` / ``max_minutes``) or ``epochs`` run out.
+
+        Returns the evaluation history. With ``resume=True`` training continues from ``out_dir/last.pt`` when it exists
+        (a fresh start otherwise). A final evaluation and ``last.pt`` are always written.
+
+        Args:
+            resume: continue from ``out_dir/last.pt`` when it exists.
+
+        Returns:
+            The evaluation history, one metrics dict per evaluation.
+        """
         lock = self._lock()
         try:
             resumed = bool(resume and self.resume())

@@ -34,8 +34,14 @@ DATA_ENV = "G2GT_DATA"
 
 
 def find_data(rel: str) -> Path | None:
-    """``$G2GT_DATA/rel`` when the variable is set and that file exists, else None. ``rel`` is e.g.
-    :data:`EWT_TRAIN` or ``"multi30k/train.en.gz"``."""
+    """A file of the data folder ``$G2GT_DATA``, when the variable is set and the file exists.
+
+    Args:
+        rel: the file's path inside the folder, e.g. :data:`EWT_TRAIN` or ``"multi30k/train.en.gz"``.
+
+    Returns:
+        ``$G2GT_DATA/rel``, or ``None``.
+    """
     root = os.environ.get(DATA_ENV)
     if root and (Path(root) / rel).exists():
         return Path(root) / rel

@@ -73,8 +73,12 @@ __all__ = ["GraphAttention", "MultiheadGraphAttention", "KVCache", "flex_attenti
 class KVCache:
     """Projected keys / values kept between incremental decoding steps.
 
-    ``k``, ``v``: ``[B, H, P, d_head]``. For cross-attention the cache is filled
-    once from the memory and reused (``static=True``).
+    For cross-attention the cache is filled once from the memory and reused (``static=True``).
+
+    Args:
+        k: projected keys ``[B, H, P, d_head]`` (``None``: empty).
+        v: projected values ``[B, H, P, d_head]`` (``None``: empty).
+        static: filled once (cross-attention memory) and reused, not extended at each step.
     """
 
     k: Tensor | None = None
@@ -86,7 +90,11 @@ class KVCache:
         return 0 if self.k is None else self.k.shape[2]
 
     def reorder(self, index: Tensor) -> None:
-        """Select batch rows (beam search)."""
+        """Select batch rows (beam search).
+
+        Args:
+            index: ``[B']`` long, the batch rows to keep, in order.
+        """
         if self.k is not None:
             self.k = self.k.index_select(0, index)
             self.v = self.v.index_select(0, index)
@@ -94,6 +102,28 @@ class KVCache:
 
 class GraphAttention(nn.Module):
     """Graph (relation-aware) multi-head attention.
+
+    Call::
+
+        out = attn(x, labels=None, key_padding_mask=None, causal=False, *, memory=None, cache=None,
+                   need_weights=False, attn_mask=None)
+
+    returns ``out [B, nq, d]``, or ``(out, weights [B, H, nq, nk])`` with ``need_weights=True``
+    (weights come from the unfused path). ``causal=True``: position ``i`` attends to ``j <= i`` only. For the
+    ``nn.MultiheadAttention`` call ``(query, key, value) -> (out, weights)`` use :class:`MultiheadGraphAttention`
+    (what :meth:`from_multihead_attention` returns).
+
+    Masks: ``key_padding_mask [B, nk]``, bool (True = padding) or float (added to the scores);
+    ``attn_mask`` as ``nn.MultiheadAttention`` takes it, ``[nq, nk]`` or ``[B*H, nq, nk]`` (or
+    ``[B|1, H|1, nq, nk]``), bool (True = may *not* attend) or float (added to the scores; a mask
+    that needs a gradient takes the unfused autograd path). They combine with the labels, padding and
+    the causal mask. A query with no key left to attend to returns zeros (and zero weights), never NaN.
+
+    Shapes:
+        - x: ``[B, nq, d]``; memory (cross-attention): ``[B, nk, kdim]``
+        - labels: ``[B, nq, nk]`` or ``[B, C, nq, nk]`` integer, any integer dtype (batch dim may be 1
+          to broadcast); uint8 / int16 labels are read as they are
+        - output: ``[B, nq, d]``
 
     Args:
         embed_dim: model width ``d``.
@@ -110,29 +140,12 @@ class GraphAttention(nn.Module):
             (FlexAttention wherever it applies, also on CPU for keys-only inference) or ``"triton"`` (the Triton
             kernel or an error saying why not); see :func:`~g2gt.nn.label_kernels.choose_label_backend`.
             ``last_label_path`` names the path of the last label call.
-        vdim, batch_first, device, dtype: as in ``nn.MultiheadAttention``; keys and values come from one
-            memory tensor, so ``vdim`` must equal ``kdim``, and inputs are batch-first only.
-
-    Call::
-
-        out = attn(x, labels=None, key_padding_mask=None, causal=False, *, memory=None, cache=None,
-                   need_weights=False, attn_mask=None)
-
-    returns ``out [B, nq, d]``, or ``(out, weights [B, H, nq, nk])`` with ``need_weights=True``
-    (weights come from the unfused path). ``causal=True``: position ``i`` attends to ``j <= i`` only For the ``nn.MultiheadAttention`` call ``(query, key, value) -> (out, weights)`` use
-    :class:`MultiheadGraphAttention` (what :meth:`from_multihead_attention` returns).
-
-    Masks: ``key_padding_mask [B, nk]``, bool (True = padding) or float (added to the scores);
-    ``attn_mask`` as ``nn.MultiheadAttention`` takes it, ``[nq, nk]`` or ``[B*H, nq, nk]`` (or
-    ``[B|1, H|1, nq, nk]``), bool (True = may *not* attend) or float (added to the scores; a mask
-    that needs a gradient takes the unfused autograd path). They combine with the labels, padding and
-    the causal mask. A query with no key left to attend to returns zeros (and zero weights), never NaN.
-
-    Shapes:
-        - x: ``[B, nq, d]``; memory (cross-attention): ``[B, nk, kdim]``
-        - labels: ``[B, nq, nk]`` or ``[B, C, nq, nk]`` integer, any integer dtype (batch dim may be 1
-          to broadcast); uint8 / int16 labels are read as they are
-        - output: ``[B, nq, d]``
+        vdim: as in ``nn.MultiheadAttention``; keys and values come from one memory tensor, so ``vdim`` must
+            equal ``kdim`` (``None``, the default: ``kdim``).
+        batch_first: as in ``nn.MultiheadAttention``; inputs are batch-first only, so it must be ``True``.
+        device: where the parameters are created, as in ``nn.MultiheadAttention`` (``None``: torch's default
+            device).
+        dtype: the parameters' dtype, as in ``nn.MultiheadAttention`` (``None``: torch's default dtype).
     """
 
     def __init__(
@@ -201,8 +214,9 @@ class GraphAttention(nn.Module):
         value_labels: bool = True,
         backend: str = "sdpa",
     ) -> "MultiheadGraphAttention":
-        """A :class:`MultiheadGraphAttention` (called like ``mha``) computing the same function as ``mha``
-        (same device, dtype and train/eval mode).
+        """A :class:`MultiheadGraphAttention` computing the same function as ``mha``.
+
+        It is called like ``mha`` and has its device, dtype and train/eval mode.
 
         Mapping: ``in_proj_weight`` ``[3d, d]`` (or ``q/k/v_proj_weight``) and ``in_proj_bias`` split into
         ``q_proj / k_proj / v_proj``; ``out_proj -> out_proj``; ``dropout`` kept. With ``num_labels > 0``
@@ -210,6 +224,17 @@ class GraphAttention(nn.Module):
         ``mha`` must be ``batch_first=True`` (set ``mha.batch_first = True`` and pass ``[B, n, d]`` inputs;
         the weights do not depend on it), without ``add_bias_kv`` / ``add_zero_attn``, and with
         ``kdim == vdim``. The state dict is a :class:`GraphAttention`'s: load it into one for the graph call.
+
+        Args:
+            mha: the ``nn.MultiheadAttention`` to copy (``batch_first=True``, no ``add_bias_kv`` / ``add_zero_attn``,
+                ``kdim == vdim``).
+            num_labels: label-table sizes of the new layer, as the constructor's ``num_labels`` (``0``, the default: no
+                labels, plain attention).
+            value_labels: also add label embeddings to the values.
+            backend: the label path, as the constructor's ``backend`` (default ``"sdpa"``).
+
+        Returns:
+            A :class:`MultiheadGraphAttention` on ``mha``'s device and dtype, in its train/eval mode.
         """
         if not isinstance(mha, nn.MultiheadAttention):
             raise TypeError(f"expected a torch.nn.MultiheadAttention, got {type(mha).__name__}")
@@ -254,6 +279,11 @@ class GraphAttention(nn.Module):
             nn.init.normal_(self.label_value, std=std)
 
     def extra_repr(self) -> str:
+        """The layer's settings for ``repr``.
+
+        Returns:
+            The layer's settings, shown inside its ``repr``.
+        """
         return (
             f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, num_labels={self.label_sizes}, "
             f"value_labels={self.value_labels}, dropout={self.dropout}, backend={self.backend!r}"
@@ -293,7 +323,23 @@ class GraphAttention(nn.Module):
         need_weights: bool = False,
         attn_mask: Tensor | None = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """Graph attention; see the class docstring."""
+        """Graph attention; see the class docstring.
+
+        Args:
+            x: queries ``[B, nq, d]`` (and keys / values for self-attention).
+            labels: integer labels ``[B, nq, nk]`` or ``[B, C, nq, nk]`` (batch dim may be 1); ``None``: no labels
+                (plain attention).
+            key_padding_mask: ``[B, nk]``, bool (True = padding) or float (added to the scores); ``None``: no padding.
+            causal: position ``i`` attends to ``j <= i`` only.
+            memory: keys / values ``[B, nk, kdim]`` for cross-attention; ``None``: self-attention on ``x``.
+            cache: a :class:`KVCache` of earlier steps for incremental decoding, extended in place; ``None``: no cache.
+            need_weights: also return the attention weights (from the unfused path).
+            attn_mask: ``[nq, nk]``, ``[B*H, nq, nk]`` or ``[B|1, H|1, nq, nk]``, bool (True = may *not* attend) or
+                float (added to the scores); ``None``: no mask.
+
+        Returns:
+            ``out [B, nq, d]``, or ``(out, weights [B, H, nq, nk])`` with ``need_weights=True``.
+        """
         if x.dim() != 3 or x.shape[-1] != self.embed_dim:
             raise ValueError(
                 f"x must be [B, n, embed_dim={self.embed_dim}] (batch first), got shape {tuple(x.shape)}"
@@ -423,8 +469,9 @@ def _thirds_of_one(dq: Tensor, dk: Tensor, dv: Tensor, B: int, n: int, d: int) -
 
 
 class MultiheadGraphAttention(GraphAttention):
-    """:class:`GraphAttention` called like ``nn.MultiheadAttention(batch_first=True)`` (same constructor
-    and parameters; :meth:`GraphAttention.from_multihead_attention` returns one)::
+    """:class:`GraphAttention` called like ``nn.MultiheadAttention(batch_first=True)``.
+
+    Same constructor and parameters; :meth:`GraphAttention.from_multihead_attention` returns one::
 
         out, weights = attn(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                             average_attn_weights=True, is_causal=False, *, labels=None)
@@ -435,6 +482,20 @@ class MultiheadGraphAttention(GraphAttention):
     (averaged over heads) or ``[B, H, nq, nk]``, or None with ``need_weights=False`` -- pass that for the
     fast kernels, as with ``nn.MultiheadAttention``. ``is_causal=True`` applies the causal mask itself (an
     ``attn_mask`` is not required, and if given is combined with it). Masks as in :class:`GraphAttention`.
+
+    Args:
+        embed_dim: model width ``d``.
+        num_heads: heads ``H``.
+        num_labels: label-table sizes, as in :class:`GraphAttention` (``0``, the default: plain attention).
+        value_labels: also add label embeddings to the values.
+        dropout: attention-probability dropout.
+        kdim: width of the memory for cross-attention (``None``, the default: ``embed_dim``).
+        bias: biases in the projections.
+        backend: the label path, as in :class:`GraphAttention` (default ``"sdpa"``).
+        vdim: must equal ``kdim`` (one memory gives keys and values); ``None``, the default: ``kdim``.
+        batch_first: must be ``True``: inputs are ``[B, n, d]``.
+        device: where the parameters are created (``None``: torch's default device).
+        dtype: the parameters' dtype (``None``: torch's default dtype).
     """
 
     def forward(  # type: ignore[override]
@@ -450,7 +511,25 @@ class MultiheadGraphAttention(GraphAttention):
         *,
         labels: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """``(out [B, nq, d], weights or None)``; see the class docstring."""
+        """``(out [B, nq, d], weights or None)``; see the class docstring.
+
+        Args:
+            query: ``[B, nq, d]``.
+            key: ``query`` for self-attention, else the memory ``[B, nk, kdim]``; must be ``value``.
+            value: the same tensor as ``key``.
+            key_padding_mask: ``[B, nk]``, bool (True = padding) or float; ``None``: no padding.
+            need_weights: return the attention weights (pass ``False`` for the fast kernels).
+            attn_mask: as in :class:`GraphAttention`; ``None``: no mask.
+            average_attn_weights: average the weights over the heads (``[B, nq, nk]``) rather than ``[B, H, nq, nk]``.
+            is_causal: apply the causal mask (combined with ``attn_mask`` when one is given).
+            labels: integer labels as in the graph call; required when the layer has label tables.
+
+        Returns:
+            ``(out [B, nq, d], weights)``, ``weights`` ``None`` with ``need_weights=False``.
+
+        Raises:
+            ValueError: ``key`` and ``value`` are different tensors.
+        """
         if key is not value:
             raise ValueError(
                 "GraphAttention projects one tensor into both keys and values: call attn(x, x, x) for "

@@ -216,6 +216,19 @@ class _EdgeAggregate(torch.autograd.Function):
 class G2GConv(MessagePassing):
     r"""Relation-aware multi-head attention over the edges of a graph (see module docstring).
 
+    Shapes:
+        - x: ``[N, in]`` or ``([N_src, in_src], [N_dst, in_dst])``
+        - edge_index: ``[2, E]`` long (source, target)
+        - edge_type: ``[E]`` or ``[E, C]`` long
+        - output: ``[N_dst, H*d_h]`` (``concat``) or ``[N_dst, d_h]``; with
+          ``return_attention_weights`` also ``(edge_index, alpha [E, H])`` where
+          ``alpha`` sums to 1 over each target's incoming edges (before dropout).
+
+    Parameters (names as in :class:`g2gt.nn.GraphAttention` where they coincide):
+        ``q_proj`` (targets), ``k_proj``, ``v_proj`` (sources), ``lin_skip``,
+        ``label_key`` ``[L_total, d_h]`` and ``label_value`` (channel tables stacked, see
+        ``label_offsets``).
+
     Args:
         in_channels: input width, ``-1`` for lazy initialisation, or a ``(source,
             target)`` pair for bipartite graphs.
@@ -236,19 +249,6 @@ class G2GConv(MessagePassing):
         fused: use the chunked O(E·H)-memory kernels (default) instead of
             :meth:`propagate` / :meth:`message`.
         **kwargs: passed to :class:`~torch_geometric.nn.MessagePassing` (e.g. ``flow``).
-
-    Shapes:
-        - x: ``[N, in]`` or ``([N_src, in_src], [N_dst, in_dst])``
-        - edge_index: ``[2, E]`` long (source, target)
-        - edge_type: ``[E]`` or ``[E, C]`` long
-        - output: ``[N_dst, H*d_h]`` (``concat``) or ``[N_dst, d_h]``; with
-          ``return_attention_weights`` also ``(edge_index, alpha [E, H])`` where
-          ``alpha`` sums to 1 over each target's incoming edges (before dropout).
-
-    Parameters (names as in :class:`g2gt.nn.GraphAttention` where they coincide):
-        ``q_proj`` (targets), ``k_proj``, ``v_proj`` (sources), ``lin_skip``,
-        ``label_key`` ``[L_total, d_h]`` and ``label_value`` (channel tables stacked, see
-        ``label_offsets``).
     """
 
     def __init__(
@@ -380,8 +380,20 @@ class G2GConv(MessagePassing):
         edge_type: Tensor | None = None,
         return_attention_weights: bool | None = None,
     ) -> Tensor | tuple[Tensor, tuple[Tensor, Tensor]]:
-        """See the class docstring for shapes. ``return_attention_weights`` set to any
-        bool also returns ``(edge_index, alpha [E, H])``."""
+        """Attention over the edges: new node features (see the class docstring for shapes).
+
+        ``return_attention_weights`` set to any bool also returns ``(edge_index, alpha [E, H])``.
+
+        Args:
+            x: node features ``[N, in]``, or ``(x_src, x_dst)`` for a bipartite graph.
+            edge_index: ``[2, E]`` long (source, target).
+            edge_type: ``[E]`` or ``[E, C]`` long labels (``None``: no labels).
+            return_attention_weights: any bool: also return the attention weights; ``None``: do not.
+
+        Returns:
+            ``[N_dst, H*d_h]`` (``concat``) or ``[N_dst, d_h]``; with ``return_attention_weights`` ``(output,
+                (edge_index, alpha [E, H]))``.
+        """
         if not isinstance(edge_index, Tensor) or edge_index.dim() != 2 or edge_index.shape[0] != 2:
             raise ValueError(
                 "G2GConv expects edge_index as a [2, E] long tensor (SparseTensor adjacency is not supported), "
@@ -451,7 +463,22 @@ class G2GConv(MessagePassing):
 
     def message(self, q_i: Tensor, k_j: Tensor, v_j: Tensor, types: Tensor | None, ak: Tensor | None,
                 av: Tensor | None, index: Tensor, ptr: Tensor | None, size_i: int | None) -> Tensor:
-        """Unfused reference path: ``[E, H, d_h]`` messages ``α_ij (v_j + a^V[t_ij])``."""
+        """Unfused reference path: ``[E, H, d_h]`` messages ``α_ij (v_j + a^V[t_ij])``.
+
+        Args:
+            q_i: target queries ``[E, H, d_h]``.
+            k_j: source keys ``[E, H, d_h]``.
+            v_j: source values ``[E, H, d_h]``.
+            types: edge labels ``[E, C]`` (offset into the stacked tables), or ``None``.
+            ak: key label table ``a^K``, or ``None``.
+            av: value label table ``a^V``, or ``None`` (no value labels).
+            index: target node of each edge ``[E]`` (the softmax groups).
+            ptr: CSR pointers of the targets, or ``None``.
+            size_i: number of target nodes, or ``None``.
+
+        Returns:
+            The messages ``[E, H, d_h]``.
+        """
         if ak is not None:
             for c in range(types.shape[1]):
                 k_j = k_j + ak[types[:, c]]
@@ -466,13 +493,24 @@ class G2GConv(MessagePassing):
     # ------------------------------------------------------------------ interop
     @classmethod
     def from_transformer_conv(cls, conv, num_edge_labels: int | None = None, **kwargs) -> "G2GConv":
-        """A G2GConv computing the same function as a
-        :class:`torch_geometric.nn.TransformerConv` (``beta=False``) fed one-hot
-        ``edge_attr`` of the edge types.
+        """A G2GConv computing the same function as a :class:`torch_geometric.nn.TransformerConv`.
+
+        The ``TransformerConv`` has ``beta=False`` and is fed one-hot ``edge_attr`` of the edge types.
 
         Mapping: ``lin_query/lin_key/lin_value/lin_skip -> q_proj/k_proj/v_proj/lin_skip``;
         ``lin_edge.weight`` ``[H*d, L]`` transposed is the per-head label table
         ``[L, H*d]``, used for both keys and values (``shared_labels=False``).
+
+        Args:
+            conv: the ``TransformerConv`` to copy (``beta=False``).
+            num_edge_labels: number of edge types ``L``; ``None`` (default): ``conv.edge_dim``, which it must equal.
+            **kwargs: passed to the :class:`G2GConv` constructor.
+
+        Returns:
+            The new layer.
+
+        Raises:
+            ValueError: ``conv`` has ``beta=True``, or ``num_edge_labels`` differs from ``conv.edge_dim``.
         """
         if getattr(conv, "beta", False):
             raise ValueError("TransformerConv(beta=True) has no G2GConv equivalent")

@@ -46,13 +46,31 @@ __all__ = [
 class G2GTConfig(DictConfig):
     """Hyper-parameters of :class:`G2GTransformer` (saved inside checkpoints; :meth:`from_dict` reads them).
 
-    ``num_labels``: label-table size of each encoder label channel (e.g.
-    ``[num_chain_labels(16)]`` for a sequence, plus a dependency channel), as
-    :class:`GraphAttention`'s ``num_labels``.
-    ``decoder_max_distance``: clip distance of the decoder's causal chain labels
-    (``0`` = no labels in decoder self-attention). ``positions``: ``"none"``
-    (relative labels only), ``"sinusoidal"`` or ``"learned"`` absolute positions.
-    ``tgt_vocab_size=0`` builds an encoder-only model.
+    Args:
+        src_vocab_size: source vocabulary size.
+        tgt_vocab_size: target vocabulary size; ``0`` (default) builds an encoder-only model.
+        d_model: model width ``d``.
+        num_heads: attention heads ``H``.
+        num_encoder_layers: encoder layers.
+        num_decoder_layers: decoder layers.
+        ffn_dim: inner width of the feed-forward blocks.
+        dropout: dropout on residual branches and in the feed-forward blocks.
+        attention_dropout: dropout on the attention probabilities.
+        activation: ``"relu"`` or ``"gelu"``.
+        num_labels: label-table size of each encoder label channel (e.g. ``[num_chain_labels(16)]`` for a
+            sequence, plus a dependency channel), as :class:`GraphAttention`'s ``num_labels`` (default ``[]``: no
+            labels).
+        decoder_max_distance: clip distance of the decoder's causal chain labels (``0``: no labels in decoder
+            self-attention).
+        value_labels: also add label embeddings to the values.
+        norm_first: pre-LN (LayerNorm before each sublayer, and a final one) instead of post-LN.
+        positions: ``"none"`` (relative labels only), ``"sinusoidal"`` or ``"learned"`` absolute positions.
+        max_positions: longest sequence with ``"learned"`` positions.
+        tie_embeddings: the output projection shares the target embedding's weights.
+        share_embeddings: source and target share one embedding table (a joint vocabulary).
+        pad_id: id of padding.
+        bos_id: id that starts decoding.
+        eos_id: id that ends decoding.
     """
 
     src_vocab_size: int
@@ -90,7 +108,14 @@ def sinusoidal_positions(positions: Tensor, dim: int) -> Tensor:
 
 
 class FeedForward(nn.Module):
-    """``W2 · act(W1 x + b1) + b2`` with dropout after the activation."""
+    """``W2 · act(W1 x + b1) + b2`` with dropout after the activation.
+
+    Args:
+        d_model: input and output width ``d``.
+        ffn_dim: inner width.
+        dropout: dropout after the activation.
+        activation: ``"relu"`` or ``"gelu"``.
+    """
 
     def __init__(self, d_model: int, ffn_dim: int, dropout: float = 0.0, activation: str = "relu") -> None:
         super().__init__()
@@ -106,9 +131,22 @@ class FeedForward(nn.Module):
             nn.init.zeros_(lin.bias)
 
     def extra_repr(self) -> str:
+        """The block's settings for ``repr``.
+
+        Returns:
+            The layer's settings, shown inside its ``repr``.
+        """
         return f"activation={self.act.__name__!r}, dropout={self.dropout.p}"
 
     def forward(self, x: Tensor) -> Tensor:
+        """``W2 · act(W1 x + b1) + b2``.
+
+        Args:
+            x: ``[..., d]``.
+
+        Returns:
+            ``[..., d]``.
+        """
         return self.lin2(self.dropout(self.act(self.lin1(x))))
 
 
@@ -134,7 +172,19 @@ class _Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Graph self-attention + FFN. ``x [B, n, d]``, ``labels [B, C, n, n]``, ``padding_mask [B, n]``."""
+    """Graph self-attention + FFN. ``x [B, n, d]``, ``labels [B, C, n, n]``, ``padding_mask [B, n]``.
+
+    Args:
+        d_model: model width ``d``.
+        num_heads: attention heads ``H``.
+        ffn_dim: inner width of the feed-forward block.
+        num_labels: label-table sizes, as :class:`GraphAttention`'s ``num_labels``.
+        value_labels: also add label embeddings to the values.
+        dropout: dropout on the residual branches and in the feed-forward block.
+        attention_dropout: dropout on the attention probabilities.
+        norm_first: pre-LN instead of post-LN.
+        activation: ``"relu"`` or ``"gelu"``.
+    """
 
     def __init__(
         self, d_model: int, num_heads: int, ffn_dim: int, num_labels, value_labels: bool = True,
@@ -153,15 +203,31 @@ class EncoderLayer(nn.Module):
         self.res_ffn.norm.reset_parameters()
 
     def extra_repr(self) -> str:
+        """The layer's settings for ``repr``.
+
+        Returns:
+            The layer's settings, shown inside its ``repr``.
+        """
         return f"norm_first={self.res_ffn.norm_first}"
 
     def forward(
         self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None, need_weights: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """``[B, n, d]``; with ``need_weights`` also the attention probabilities ``[B, H, n, n]``
-        (before attention dropout; rows of padded / fully masked queries are zero). The weights
-        come from :class:`GraphAttention`'s reference path, so the output may differ from the
-        default path by floating-point rounding only."""
+        """Self-attention and FFN over ``x``: ``[B, n, d]``, with ``need_weights`` also the attention probabilities.
+
+        The probabilities ``[B, H, n, n]`` are taken before attention dropout; rows of padded / fully masked queries are
+        zero. The weights come from :class:`GraphAttention`'s reference path, so the output may differ from the default
+        path by floating-point rounding only.
+
+        Args:
+            x: ``[B, n, d]``.
+            labels: ``[B, C, n, n]`` integer labels, or ``None``.
+            padding_mask: ``[B, n]`` bool, True = padding (``None``: no padding).
+            need_weights: also return the attention probabilities.
+
+        Returns:
+            ``[B, n, d]``, or ``(output, weights [B, H, n, n])`` with ``need_weights=True``.
+        """
         if not need_weights:
             x = self.res_attn(x, lambda h: self.self_attn(h, labels, padding_mask))
             return self.res_ffn(x, self.ffn)
@@ -177,7 +243,19 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Causal graph self-attention, cross-attention to the memory, FFN."""
+    """Causal graph self-attention, cross-attention to the memory, FFN.
+
+    Args:
+        d_model: model width ``d``.
+        num_heads: attention heads ``H``.
+        ffn_dim: inner width of the feed-forward block.
+        self_labels: label-table sizes of the causal self-attention, as :class:`GraphAttention`'s ``num_labels``.
+        value_labels: also add label embeddings to the values.
+        dropout: dropout on the residual branches and in the feed-forward block.
+        attention_dropout: dropout on the attention probabilities.
+        norm_first: pre-LN instead of post-LN.
+        activation: ``"relu"`` or ``"gelu"``.
+    """
 
     def __init__(
         self, d_model: int, num_heads: int, ffn_dim: int, self_labels, value_labels: bool = True,
@@ -198,12 +276,30 @@ class DecoderLayer(nn.Module):
             r.norm.reset_parameters()
 
     def extra_repr(self) -> str:
+        """The layer's settings for ``repr``.
+
+        Returns:
+            The layer's settings, shown inside its ``repr``.
+        """
         return f"norm_first={self.res_ffn.norm_first}"
 
     def forward(
         self, x: Tensor, self_labels: Tensor | None, memory: Tensor, memory_padding_mask: Tensor | None,
         tgt_padding_mask: Tensor | None = None, cache: tuple[KVCache, KVCache] | None = None,
     ) -> Tensor:
+        """One decoder layer: causal self-attention, cross-attention to the memory, FFN.
+
+        Args:
+            x: ``[B, m, d]``.
+            self_labels: causal labels ``[B|1, m, P+m]`` of the self-attention (``P`` cached positions), or ``None``.
+            memory: the encoder output ``[B, n, d]``.
+            memory_padding_mask: ``[B, n]`` bool, True = padding, or ``None``.
+            tgt_padding_mask: ``[B, m]`` bool, True = padding (``None``: no padding).
+            cache: ``(self, cross)`` :class:`KVCache` pair, extended in place (``None``: no cache).
+
+        Returns:
+            ``[B, m, d]``.
+        """
         sc, cc = (None, None) if cache is None else cache
         x = self.res_self(x, lambda h: self.self_attn(h, self_labels, tgt_padding_mask, causal=True, cache=sc))
         x = self.res_cross(x, lambda h: self.cross_attn(h, None, memory_padding_mask, memory=memory, cache=cc))
@@ -230,7 +326,20 @@ class _LayerStack(nn.Module):
 
 
 class GraphEncoder(_LayerStack):
-    """A stack of :class:`EncoderLayer` (final LayerNorm when pre-LN). Bring your own embeddings."""
+    """A stack of :class:`EncoderLayer` (final LayerNorm when pre-LN). Bring your own embeddings.
+
+    Args:
+        num_layers: number of :class:`EncoderLayer`.
+        d_model: model width ``d``.
+        num_heads: attention heads ``H``.
+        ffn_dim: inner width of the feed-forward blocks.
+        num_labels: label-table sizes, as :class:`GraphAttention`'s ``num_labels``.
+        value_labels: also add label embeddings to the values.
+        dropout: dropout on residual branches and in the feed-forward blocks.
+        attention_dropout: dropout on the attention probabilities.
+        norm_first: pre-LN (with a final LayerNorm) instead of post-LN.
+        activation: ``"relu"`` or ``"gelu"``.
+    """
 
     def __init__(
         self, num_layers: int, d_model: int, num_heads: int, ffn_dim: int, num_labels,
@@ -249,6 +358,15 @@ class GraphEncoder(_LayerStack):
         ``need_weights=True`` returns ``(output, weights)`` instead, ``weights[l]`` the
         self-attention probabilities ``[B, H, n, n]`` of layer ``l`` (see
         :meth:`EncoderLayer.forward`); the default return value is unchanged.
+
+        Args:
+            x: embedded inputs ``[B, n, d]``.
+            labels: ``[B, C, n, n]`` integer labels, or ``None``.
+            padding_mask: ``[B, n]`` bool, True = padding (``None``: no padding).
+            need_weights: also return each layer's attention probabilities.
+
+        Returns:
+            ``[B, n, d]``, or ``(output, weights)`` with ``need_weights=True``.
         """
         if not (self.training or need_weights) and self._fusable():
             x = self._forward_fused(x, labels, padding_mask)
@@ -297,7 +415,20 @@ class GraphEncoder(_LayerStack):
 
 
 class GraphDecoder(_LayerStack):
-    """A stack of :class:`DecoderLayer` with causal chain labels clipped at ``max_distance``."""
+    """A stack of :class:`DecoderLayer` with causal chain labels clipped at ``max_distance``.
+
+    Args:
+        num_layers: number of :class:`DecoderLayer`.
+        d_model: model width ``d``.
+        num_heads: attention heads ``H``.
+        ffn_dim: inner width of the feed-forward blocks.
+        max_distance: clip distance of the causal chain labels (``0``: no labels in self-attention).
+        value_labels: also add label embeddings to the values.
+        dropout: dropout on residual branches and in the feed-forward blocks.
+        attention_dropout: dropout on the attention probabilities.
+        norm_first: pre-LN (with a final LayerNorm) instead of post-LN.
+        activation: ``"relu"`` or ``"gelu"``.
+    """
 
     def __init__(
         self, num_layers: int, d_model: int, num_heads: int, ffn_dim: int, max_distance: int,
@@ -311,12 +442,30 @@ class GraphDecoder(_LayerStack):
         self.max_distance = max_distance
 
     def init_cache(self) -> list[tuple[KVCache, KVCache]]:
+        """Empty per-layer (self, cross) caches for incremental decoding.
+
+        Returns:
+            One ``(self, cross)`` pair of empty :class:`KVCache` per layer.
+        """
         return [(KVCache(), KVCache()) for _ in self.layers]
 
     def forward(
         self, x: Tensor, memory: Tensor, memory_padding_mask: Tensor | None = None,
         tgt_padding_mask: Tensor | None = None, cache: list[tuple[KVCache, KVCache]] | None = None,
     ) -> Tensor:
+        """Decode target inputs against the memory.
+
+        Args:
+            x: embedded target inputs ``[B, m, d]``.
+            memory: the encoder output ``[B, n, d]``.
+            memory_padding_mask: ``[B, n]`` bool, True = padding (``None``: no padding).
+            tgt_padding_mask: ``[B, m]`` bool, True = padding (``None``: no padding).
+            cache: from :meth:`init_cache`, extended in place; positions continue after the cached ones (``None``: no
+                cache).
+
+        Returns:
+            ``[B, m, d]``.
+        """
         m = x.shape[1]
         offset = 0 if cache is None else cache[0][0].length
         labels = None
@@ -336,9 +485,17 @@ class G2GTransformer(nn.Module):
     >>> cfg = G2GTConfig(src_vocab_size=100, tgt_vocab_size=100, d_model=64, num_heads=4,
     ...                  num_encoder_layers=2, num_decoder_layers=2, ffn_dim=128)
     >>> model = G2GTransformer(cfg)
+
+    Args:
+        config: the hyper-parameters.
     """
 
     def extra_repr(self) -> str:
+        """The model's settings for ``repr``.
+
+        Returns:
+            The layer's settings, shown inside its ``repr``.
+        """
         c = self.config
         return (f"d_model={c.d_model}, num_heads={c.num_heads}, layers={c.num_encoder_layers}+{c.num_decoder_layers}, "
                 f"ffn_dim={c.ffn_dim}, num_labels={list(c.num_labels)}, positions={c.positions!r}")
@@ -396,18 +553,42 @@ class G2GTransformer(nn.Module):
         return self.embed_dropout(x)
 
     def encode(self, tokens: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None) -> Tensor:
-        """``tokens [B, n]``, ``labels [B, C, n, n]`` -> memory ``[B, n, d]``."""
+        """``tokens [B, n]``, ``labels [B, C, n, n]`` -> memory ``[B, n, d]``.
+
+        Args:
+            tokens: source ids ``[B, n]``.
+            labels: ``[B, C, n, n]`` integer labels, or ``None`` (no labels).
+            padding_mask: ``[B, n]`` bool, True = padding (``None``: no padding).
+
+        Returns:
+            The memory ``[B, n, d]``.
+        """
         return self.encoder(self._embed(self.src_embed, tokens), labels, padding_mask)
 
     def init_cache(self) -> list[tuple[KVCache, KVCache]]:
-        """Empty per-layer (self, cross) caches for incremental decoding."""
+        """Empty per-layer (self, cross) caches for incremental decoding.
+
+        Returns:
+            One ``(self, cross)`` pair of empty :class:`KVCache` per decoder layer.
+        """
         return self.decoder.init_cache()
 
     def decode(
         self, tokens: Tensor, memory: Tensor, memory_padding_mask: Tensor | None = None,
         tgt_padding_mask: Tensor | None = None, cache: list[tuple[KVCache, KVCache]] | None = None,
     ) -> Tensor:
-        """``tokens [B, m]`` (the new tokens when ``cache`` holds earlier ones) -> logits ``[B, m, V]``."""
+        """``tokens [B, m]`` (the new tokens when ``cache`` holds earlier ones) -> logits ``[B, m, V]``.
+
+        Args:
+            tokens: target ids ``[B, m]``.
+            memory: the encoder output ``[B, n, d]``.
+            memory_padding_mask: ``[B, n]`` bool, True = padding (``None``: no padding).
+            tgt_padding_mask: ``[B, m]`` bool, True = padding (``None``: no padding).
+            cache: from :meth:`init_cache`, extended in place (``None``: decode ``tokens`` from the start).
+
+        Returns:
+            Logits ``[B, m, V]``.
+        """
         if self.decoder is None:
             raise RuntimeError("this G2GTransformer is encoder-only (tgt_vocab_size=0)")
         offset = 0 if cache is None else cache[0][0].length
@@ -419,7 +600,18 @@ class G2GTransformer(nn.Module):
         self, src_tokens: Tensor, src_labels: Tensor | None, src_padding_mask: Tensor | None,
         tgt_tokens: Tensor, tgt_padding_mask: Tensor | None = None,
     ) -> Tensor:
-        """Teacher-forced logits ``[B, m, V]`` for target inputs ``tgt_tokens [B, m]``."""
+        """Teacher-forced logits ``[B, m, V]`` for target inputs ``tgt_tokens [B, m]``.
+
+        Args:
+            src_tokens: source ids ``[B, n]``.
+            src_labels: ``[B, C, n, n]`` integer labels, or ``None``.
+            src_padding_mask: ``[B, n]`` bool, True = padding, or ``None``.
+            tgt_tokens: target inputs ``[B, m]`` (BOS first).
+            tgt_padding_mask: ``[B, m]`` bool, True = padding (``None``: no padding).
+
+        Returns:
+            Logits ``[B, m, V]``.
+        """
         memory = self.encode(src_tokens, src_labels, src_padding_mask)
         return self.decode(tgt_tokens, memory, src_padding_mask, tgt_padding_mask)
 
@@ -436,6 +628,17 @@ class G2GTransformer(nn.Module):
         ``beam = K > 1``: beam search ranking hypotheses by ``log p(y | x) / |y| ** length_penalty``
         (:func:`g2gt.nn.search.beam_search`). Decoding starts from ``config.bos_id`` and stops at
         ``config.eos_id``; it runs in eval mode (no dropout) whatever the model's mode, which is restored.
+
+        Args:
+            src_tokens: source ids ``[B, n]``.
+            src_labels: ``[B, C, n, n]`` integer labels (``None``: no labels).
+            src_padding_mask: ``[B, n]`` bool, True = padding (``None``: no padding).
+            max_new_tokens: most tokens generated per source.
+            beam: beam size; ``1`` (default): greedy search.
+            length_penalty: exponent of the length normalisation in beam search.
+
+        Returns:
+            Per source, the generated token ids without BOS and EOS.
         """
         if self.decoder is None:
             raise RuntimeError("this G2GTransformer is encoder-only (tgt_vocab_size=0): it cannot generate")

@@ -33,13 +33,21 @@ SELECT_MODES = {"dev_loss": "min", "bleu": "max"}
 class Seq2SeqSettings(DictConfig):
     """Data and decoding settings of a seq2seq model (saved inside its checkpoint).
 
-    ``max_distance``: clip distance ``k`` of the source chain labels (0 = no chain
-    channel, e.g. absolute positions only). ``graph``: the encoder also gets the
-    source dependency channel. ``max_src_len`` / ``max_tgt_len``: subwords kept per
-    sentence (longer ones are truncated, with a warning counting them; the target
-    limit includes EOS). ``max_len_a`` / ``max_len_b``: decoding stops after
-    ``a * source_len + b`` tokens. ``batch_tokens``: padded tokens per training batch (``max_tokens``
-    before; checkpoints that say so still load).
+    Args:
+        max_distance: clip distance ``k`` of the source chain labels (0: no chain channel, e.g. absolute positions
+            only).
+        graph: the encoder also gets the source dependency channel.
+        joint_vocab: one subword vocabulary for both sides.
+        max_src_len: source subwords kept per sentence (longer ones are truncated, with a warning counting them).
+        max_tgt_len: target subwords kept per sentence, EOS included (longer ones are truncated, with a warning
+            counting them).
+        label_smoothing: label smoothing of the cross entropy.
+        batch_tokens: padded tokens per training batch (``max_tokens`` before; checkpoints that say so still load).
+        eval_sentences: dev sentences translated at each evaluation (0: the whole dev set).
+        eval_beam: beam size of those evaluations (1: greedy).
+        length_penalty: length penalty exponent of beam search.
+        max_len_a: ``a`` of the decoding limit: decoding stops after ``a * source_len + b`` tokens.
+        max_len_b: ``b`` of the decoding limit ``a * source_len + b``.
     """
 
     max_distance: int = 16
@@ -65,6 +73,13 @@ class TranslateConfig(DictConfig):
     bounded by ``beam * batch_tokens`` decoder states. A line longer than ``max_input_subwords`` (the model's
     own limit ``max_src_len`` when 0) is split at word boundaries, preferably after a sentence-final
     punctuation mark, into pieces translated one by one and joined with a space (with a warning).
+
+    Args:
+        beam: beam size (1 = greedy search).
+        length_penalty: length penalty of beam search: score / length ** X (default: the model's, saved at training).
+        batch_tokens: padded source subwords decoded together at most.
+        batch_size: sentences decoded together at most.
+        max_input_subwords: longer lines are split into pieces of at most this many subwords (0 = the model's limit).
     """
 
     beam: int = option(DEFAULT_BEAM, "beam size (1 = greedy search)", "decoding")
@@ -76,7 +91,14 @@ class TranslateConfig(DictConfig):
                                      "(0 = the model's limit)", "decoding")
 
     def check(self) -> "TranslateConfig":
-        """``self`` when every field is in range, else :class:`g2gt.Error` naming the field and what it accepts."""
+        """``self`` when every field is in range, else :class:`g2gt.Error` naming the field and what it accepts.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            g2gt.Error: a field out of range, naming it and what it accepts.
+        """
         for name, least in (("beam", 1), ("batch_tokens", 1), ("batch_size", 1), ("max_input_subwords", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
@@ -93,8 +115,20 @@ SEQ2SEQ_TRAIN = TrainConfig(lr=1e-3, warmup=0.1, eval_every=400, metric="dev_los
 
 
 def seq2seq_train_config(**fields) -> TrainConfig:
-    """The translation recipe's :class:`TrainConfig` (a copy of :data:`SEQ2SEQ_TRAIN`); ``fields`` override any
-    field. ``metric`` (one of :data:`SELECT_MODES`: ``dev_loss`` or ``bleu``) also sets ``metric_mode``."""
+    """The translation recipe's :class:`TrainConfig` (a copy of :data:`SEQ2SEQ_TRAIN`).
+
+    ``fields`` override any field. ``metric`` (one of :data:`SELECT_MODES`: ``dev_loss`` or ``bleu``) also sets
+    ``metric_mode``.
+
+    Args:
+        **fields: :class:`TrainConfig` fields to override.
+
+    Returns:
+        The :class:`TrainConfig`.
+
+    Raises:
+        g2gt.Error: a ``metric`` that is not one of :data:`SELECT_MODES`.
+    """
     if "metric" in fields and "metric_mode" not in fields:
         fields["metric_mode"] = SELECT_MODES.get(fields["metric"], SEQ2SEQ_TRAIN.metric_mode)
     return check_metric(replace(SEQ2SEQ_TRAIN, **fields))
@@ -115,14 +149,37 @@ def check_metric(tc: TrainConfig) -> TrainConfig:
 
 @dataclass
 class Seq2SeqConfig(DictConfig):
-    """The translation model, its subwords and its data / evaluation settings: what :func:`train_seq2seq`
-    takes besides the data and its :class:`TrainConfig` (:func:`seq2seq_train_config`); the defaults are the
-    project's recipe.
+    """The translation model, its subwords and its data / evaluation settings.
+
+    What :func:`train_seq2seq` takes besides the data and its :class:`TrainConfig` (:func:`seq2seq_train_config`); the
+    defaults are the project's recipe.
 
     Field metadata ``{"help", "group"}`` documents each field; ``g2gt train seq2seq`` builds its options
     from these fields and from :class:`TrainConfig`'s (``--d-model`` for ``d_model`` ...), so the CLI and Python
     share one set of defaults. Sizes are named as in :class:`g2gt.nn.G2GTConfig` (``num_layers``,
     ``num_heads``, ``num_encoder_layers``, ``num_decoder_layers``).
+
+    Args:
+        bpe_vocab: bPE vocabulary size (per side when not joint).
+        joint_vocab: one BPE vocabulary for both sides, with shared embeddings.
+        max_len: subwords kept per sentence (longer ones are truncated, with a warning that counts them).
+        d_model: model width.
+        num_layers: encoder and decoder layers (each).
+        num_encoder_layers: encoder layers (default: num_layers).
+        num_decoder_layers: decoder layers (default: num_layers).
+        num_heads: attention heads.
+        ffn_dim: feed-forward width.
+        dropout: dropout.
+        attention_dropout: dropout on attention probabilities.
+        positions: absolute position embeddings: none (relative labels only), sinusoidal or learned.
+        max_distance: clip distance k of the relative-position labels (encoder chain channel and decoder); 0 = none (use
+            with positions=sinusoidal).
+        value_labels: also add label embeddings to the attention values (keys only is faster).
+        label_smoothing: label smoothing of the cross entropy.
+        batch_tokens: padded tokens per training batch.
+        eval_sentences: dev sentences translated at each evaluation (0 = all).
+        final_beam: beam size of the final translation of the whole dev set (0 = skip).
+        length_penalty: length penalty exponent of beam search.
     """
 
     # subwords
@@ -154,14 +211,25 @@ class Seq2SeqConfig(DictConfig):
     length_penalty: float = option(1.0, "length penalty exponent of beam search", "evaluation")
 
     def settings(self, graph: bool = False) -> Seq2SeqSettings:
-        """The data / decoding :class:`Seq2SeqSettings` of this recipe."""
+        """The data / decoding :class:`Seq2SeqSettings` of this recipe.
+
+        Args:
+            graph: graph to sequence (a source dependency channel).
+
+        Returns:
+            The :class:`Seq2SeqSettings`.
+        """
         return Seq2SeqSettings(
             max_distance=self.max_distance, graph=graph, joint_vocab=self.joint_vocab, max_src_len=self.max_len,
             max_tgt_len=self.max_len, label_smoothing=self.label_smoothing, batch_tokens=self.batch_tokens,
             eval_sentences=self.eval_sentences, length_penalty=self.length_penalty)
 
     def model_kwargs(self) -> dict:
-        """Keyword arguments of :meth:`Seq2SeqTask.model_config` for this recipe's model size."""
+        """Keyword arguments of :meth:`Seq2SeqTask.model_config` for this recipe's model size.
+
+        Returns:
+            Keyword arguments, as a dict.
+        """
         return dict(d_model=self.d_model, num_heads=self.num_heads,
                     num_encoder_layers=self.num_encoder_layers or self.num_layers,
                     num_decoder_layers=self.num_decoder_layers or self.num_layers, ffn_dim=self.ffn_dim,

@@ -20,18 +20,39 @@ class MisalignedError(Error):
 
 
 def read_lines(path: str | os.PathLike | IO, name: str | None = None) -> list[str]:
-    """All lines of a plain or ``.gz`` UTF-8 file, ``"-"`` (stdin) or an open stream, without their line ends
-    (``\\n`` / ``\\r\\n``); a UTF-8 byte-order mark at the start is dropped. The library's one line reader,
-    :func:`g2gt.core.files.iter_lines`, read to the end.
+    """All lines of a plain or ``.gz`` UTF-8 file, ``"-"`` (stdin) or an open stream.
+
+    The lines come without their line ends (``\\n`` / ``\\r\\n``); a UTF-8 byte-order mark at the start is
+    dropped. The library's one line reader, :func:`g2gt.core.files.iter_lines`, read to the end.
 
     Raises :class:`g2gt.core.files.InputError` (a ``ValueError``) naming the file and line: ``FILE:LINE: not
     valid UTF-8 ...``, a ``.gz`` name that is not (complete) gzip, a directory.
+
+    Args:
+        path: a file, ``"-"`` or an open stream.
+        name: the name in error messages (``None``: the path's).
+
+    Returns:
+        The lines.
+
+    Raises:
+        g2gt.core.files.InputError: invalid UTF-8, a broken ``.gz`` or a directory, naming the file and line.
     """
     return list(iter_lines(path, name))
 
 
 def check_aligned(n_src: int, src_name: str, n_tgt: int, tgt_name: str) -> None:
-    """Raise :class:`MisalignedError` unless both sides have the same number of sentences."""
+    """Raise :class:`MisalignedError` unless both sides have the same number of sentences.
+
+    Args:
+        n_src: sentences on the source side.
+        src_name: the source side's name, in the message.
+        n_tgt: sentences on the target side.
+        tgt_name: the target side's name, in the message.
+
+    Raises:
+        MisalignedError: the counts differ.
+    """
     if n_src != n_tgt:
         raise MisalignedError(
             f"parallel files are misaligned: {src_name} has {n_src} lines but {tgt_name} has {n_tgt} lines "
@@ -40,7 +61,18 @@ def check_aligned(n_src: int, src_name: str, n_tgt: int, tgt_name: str) -> None:
 
 
 def read_parallel(src: str | os.PathLike, tgt: str | os.PathLike) -> tuple[list[str], list[str]]:
-    """Read two aligned files (one sentence a line); fail if their line counts differ."""
+    """Read two aligned files (one sentence a line); fail if their line counts differ.
+
+    Args:
+        src: the source file.
+        tgt: the target file.
+
+    Returns:
+        ``(sources, targets)``.
+
+    Raises:
+        MisalignedError: the line counts differ.
+    """
     s, t = read_lines(src), read_lines(tgt)
     check_aligned(len(s), str(src), len(t), str(tgt))
     return s, t
@@ -57,6 +89,22 @@ def read_training_data(
     Graph to sequence: ``src_graphs`` / ``src_dev_graphs`` are CoNLL-U files with one parsed sentence per
     target line, and the sources come back as :class:`g2gt.ud.io.sentence.Sentence` objects; text files given
     too are only checked for their line counts. Every count is checked before anything is returned.
+
+    Args:
+        tgt_train: training targets (text).
+        tgt_dev: dev targets (text).
+        src_train: training sources (text; ``None`` in graph to sequence).
+        src_dev: dev sources (text; ``None`` in graph to sequence).
+        src_graphs: training sources parsed (CoNLL-U; ``None``: sequence to sequence).
+        src_dev_graphs: dev sources parsed (CoNLL-U; ``None``: sequence to sequence).
+
+    Returns:
+        ``(src_train, tgt_train, src_dev, tgt_dev)``.
+
+    Raises:
+        MisalignedError: files whose counts differ.
+        ValueError: sources given neither as text files nor as parses (or only one of the two parse files), or no
+            training or dev sentences.
     """
     tgt_tr, tgt_dv = read_lines(tgt_train), read_lines(tgt_dev)
     if (src_graphs is None) != (src_dev_graphs is None):

@@ -20,6 +20,17 @@ def mt_scores(refs: Sequence[str], hyps: Sequence[str], lowercase: bool = False)
     ``CHRF(lowercase=...)``, sacreBLEU's own signature strings (e.g.
     ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``) and its verbose BLEU line (n-gram
     precisions, brevity penalty). Raises ``ValueError`` for different lengths or no sentences.
+
+    Args:
+        refs: one reference per sentence.
+        hyps: one hypothesis per sentence.
+        lowercase: score case-insensitively.
+
+    Returns:
+        The scores, as a dict.
+
+    Raises:
+        ValueError: different lengths or no sentences.
     """
     from sacrebleu.metrics import BLEU, CHRF
 

@@ -30,7 +30,15 @@ def find_translator(name_or_path: str | os.PathLike) -> Path:
       else ``last.pt``;
     * a translator's name (shipped or installed, :func:`g2gt.core.registry.find_model`): its ``translator.pt``.
 
-    Raises ``FileNotFoundError`` saying what was looked for and naming the available translators."""
+    Args:
+        name_or_path: a file, a model or training folder, or a translator's name.
+
+    Returns:
+        The checkpoint file.
+
+    Raises:
+        FileNotFoundError: nothing found, saying what was looked for and naming the available translators.
+    """
     from ..core.checkpoint import resolve_checkpoint
     from ..core.registry import find_model, is_model_folder
 
@@ -40,9 +48,18 @@ def find_translator(name_or_path: str | os.PathLike) -> Path:
 
 # ---------------------------------------------------------------------------- writing a package
 def training_card(folder: str | os.PathLike, data_name: str = "dev") -> dict:
-    """Card facts read from a training folder of ``g2gt train seq2seq``: the model's size and recipe
-    (``config.json``) and the final beam-search scores on the dev set (``final.json``), under
-    ``scores[data_name]``. Missing files give fewer facts, never an error."""
+    """Card facts read from a training folder of ``g2gt train seq2seq``.
+
+    The model's size and recipe (``config.json``) and the final beam-search scores on the dev set (``final.json``),
+    under ``scores[data_name]``. Missing files give fewer facts, never an error.
+
+    Args:
+        folder: the training folder.
+        data_name: the key of the dev scores under ``scores``.
+
+    Returns:
+        The card facts, as a dict.
+    """
     folder = Path(folder)
 
     def read(name: str) -> dict:
@@ -110,12 +127,28 @@ def _readme(name: str, card: dict) -> str:
 
 def build_translation_package(translator, name: str, out: str | os.PathLike, card: dict | None = None,
                               version: str | None = None, max_mb: float | None = None) -> Path:
-    """Write the package folder ``out`` for ``translator`` (a :class:`~g2gt.seq2seq.Translator`): its weights
-    stored as float16 in ``translator.pt``, ``card`` (merged over the translator's own card) as ``model.json``
-    and ``README.md``, through :func:`g2gt.core.package.build_package`. Returns ``out``.
+    """Write the package folder ``out`` for ``translator`` (a :class:`~g2gt.seq2seq.Translator`).
+
+    Its weights are stored as float16 in ``translator.pt``, ``card`` (merged over the translator's own card) as
+    ``model.json`` and ``README.md``, through :func:`g2gt.core.package.build_package`. Returns ``out``.
 
     Raises ``ValueError`` for a bad name or a model over ``max_mb`` (default: the package limit); then nothing
-    is left in ``out``."""
+    is left in ``out``.
+
+    Args:
+        translator: the :class:`~g2gt.seq2seq.Translator`.
+        name: the package's model name.
+        out: the folder to write.
+        card: card facts over the translator's own (``None``: none).
+        version: the package version (``None``: this library's).
+        max_mb: size limit in MB (``None``: the package limit).
+
+    Returns:
+        ``out``.
+
+    Raises:
+        ValueError: a bad name or a model over ``max_mb``; nothing is left in ``out``.
+    """
     from ..core.package import MAX_PACKAGE_MB, build_package
 
     card = {**translator.card, **(card or {}), "name": name, "kind": "translator"}

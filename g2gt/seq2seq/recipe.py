@@ -79,8 +79,18 @@ class _ReportingTrainer(Trainer):
 
 @dataclass
 class Seq2SeqRun:
-    """What :func:`train_seq2seq` returns: the best model (``best.pt``) with its task, the evaluation
-    history, the final beam-search scores on the whole dev set (``None`` when skipped) and the updates."""
+    """What :func:`train_seq2seq` returns.
+
+    The best model (``best.pt``) with its task, the evaluation history, the final beam-search scores on the whole dev
+    set (``None`` when skipped) and the updates.
+
+    Args:
+        model: the best model (``best.pt``).
+        task: its task.
+        history: the evaluation history.
+        final: the final beam-search scores on the whole dev set (``None`` when skipped).
+        steps: the number of updates.
+    """
 
     model: G2GTransformer
     task: Seq2SeqTask
@@ -121,13 +131,10 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
                   out_dir: str | os.PathLike, config: Seq2SeqConfig | None = None,
                   train_config: TrainConfig | None = None, resume: bool = False,
                   overwrite: bool = False) -> Seq2SeqRun:
-    """Train a translation model through the one training runner (:func:`g2gt.core.run.run_training`);
-    return the best one.
+    """Train a translation model; return the best one.
 
-    ``src_*``: source sentences as strings, or :class:`g2gt.ud.io.sentence.Sentence` objects (one parse per
-    target line) for graph to sequence (see :func:`read_training_data`); ``tgt_*``: target sentences.
-    ``config``: the model, subwords and data settings (default: :class:`Seq2SeqConfig`'s); ``train_config``:
-    default :func:`seq2seq_train_config`, its ``metric`` (``dev_loss`` or ``bleu``) selects ``best.pt``.
+    It runs through the one training runner (:func:`g2gt.core.run.run_training`).
+
     ``out_dir`` receives ``best.pt``, ``last.pt`` (resumable), ``log.jsonl``, ``config.json``
     (``model_config``, ``train_config``, ``task``: the recipe and the data settings, ``data``, ``parameters``,
     then ``steps``, ``train_seconds``, ``best_dev``) and, with ``final_beam > 0``, ``dev.hyp`` + ``final.json``
@@ -143,6 +150,25 @@ def train_seq2seq(src_train: Sequence, tgt_train: Sequence[str], src_dev: Sequen
     BLEU, chrF, whether it is the best so far); without progress bars (``train_config.progress=False``) a line
     of the training loss comes every ``eval_every / 4`` updates too; the final decoding of the dev set is
     announced, then its scores printed.
+
+    Args:
+        src_train: training sources as strings, or :class:`g2gt.ud.io.sentence.Sentence` objects (one parse per
+            target line) for graph to sequence (see :func:`read_training_data`).
+        tgt_train: training target sentences, one per source.
+        src_dev: dev sources, as ``src_train``.
+        tgt_dev: dev target sentences, one per source.
+        out_dir: the run's folder.
+        config: the model, subwords and data settings (``None``: :class:`Seq2SeqConfig`'s defaults).
+        train_config: the optimisation settings; its ``metric`` (``dev_loss`` or ``bleu``) selects ``best.pt``
+            (``None``: :func:`seq2seq_train_config`).
+        resume: continue the run in ``out_dir``.
+        overwrite: replace the run in ``out_dir``.
+
+    Returns:
+        A :class:`Seq2SeqRun`: the best model, its task, the history and the final scores.
+
+    Raises:
+        g2gt.core.run.RunExists: ``out_dir`` holds a run and neither ``resume`` nor ``overwrite`` is set.
     """
     from ..core.run import resume_checkpoint, run_training
     from ..core.runtime import autocast_dtype
@@ -221,10 +247,20 @@ def final_evaluation(out_dir: str | os.PathLike, src_dev: Sequence, tgt_dev: Seq
                      checkpoint: str = "best.pt") -> dict:
     """Translate the whole dev set with ``out_dir``'s best checkpoint; write ``dev.hyp`` and ``final.json``.
 
-    Returns the :func:`mt_scores` of the cased output (``bleu``, ``chrf``, signatures), plus
-    ``bleu_lowercase`` / ``chrf_lowercase``, ``beam``, ``length_penalty`` and ``translate_seconds``.
-    ``checkpoint``: another checkpoint of the folder, e.g. ``averaged.pt``, whose files are then
-    ``dev.averaged.hyp`` and ``final.averaged.json``.
+    Args:
+        out_dir: the training folder.
+        src_dev: dev sources.
+        tgt_dev: dev references.
+        beam: beam size.
+        length_penalty: length penalty exponent.
+        device: where to decode.
+        progress: show a progress bar.
+        checkpoint: the checkpoint file of the folder to decode with (default ``"best.pt"``); another one, e.g.
+            ``averaged.pt``, writes ``dev.averaged.hyp`` and ``final.averaged.json`` instead.
+
+    Returns:
+        The :func:`mt_scores` of the cased output (``bleu``, ``chrf``, signatures), plus ``bleu_lowercase`` /
+            ``chrf_lowercase``, ``beam``, ``length_penalty`` and ``translate_seconds``.
     """
     out = Path(out_dir)
     model, task = load_seq2seq(out / checkpoint, device, "float32")

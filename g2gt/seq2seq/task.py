@@ -56,9 +56,17 @@ SUBWORD_LABEL = "<subword>"
 # ---------------------------------------------------------------------------- settings / data
 @dataclass
 class ParallelData:
-    """Encoded sentence pairs: ``src[i]`` / ``tgt[i]`` subword ids (no BOS/EOS),
-    ``deps[i]`` the source dependency channel over subwords (graph mode), ``refs``
-    the raw target sentences (for BLEU)."""
+    """Encoded sentence pairs.
+
+    ``src[i]`` / ``tgt[i]`` subword ids (no BOS/EOS), ``deps[i]`` the source dependency channel over subwords (graph
+    mode), ``refs`` the raw target sentences (for BLEU).
+
+    Args:
+        src: source subword ids of each pair.
+        tgt: target subword ids of each pair.
+        refs: the raw target sentences (default: none).
+        deps: the source dependency channels (graph mode; ``None``: none).
+    """
 
     src: list[list[int]]
     tgt: list[list[int]]
@@ -71,8 +79,14 @@ class ParallelData:
 
 @dataclass
 class Seq2SeqBatch:
-    """``src``: the padded source graphs; ``tgt_in [B, m]`` = BOS + target,
-    ``tgt_out [B, m]`` = target + EOS (``pad_id`` where padded)."""
+    """A training batch of sentence pairs.
+
+    Args:
+        src: the padded source graphs.
+        tgt_in: ``[B, m]`` BOS + target (``pad_id`` where padded).
+        tgt_out: ``[B, m]`` target + EOS (``pad_id`` where padded).
+        pad_id: id of padding in ``tgt_in`` / ``tgt_out``.
+    """
 
     src: GraphBatch
     tgt_in: Tensor
@@ -80,6 +94,15 @@ class Seq2SeqBatch:
     pad_id: int = 0
 
     def to(self, device, non_blocking: bool = False) -> "Seq2SeqBatch":
+        """The batch with every tensor moved to ``device``.
+
+        Args:
+            device: the target device.
+            non_blocking: as in ``Tensor.to``.
+
+        Returns:
+            A new :class:`Seq2SeqBatch`.
+        """
         return Seq2SeqBatch(self.src.to(device, non_blocking=non_blocking),
                             self.tgt_in.to(device, non_blocking=non_blocking),
                             self.tgt_out.to(device, non_blocking=non_blocking), self.pad_id)
@@ -96,6 +119,8 @@ def subword_dependency_channel(word_labels: Tensor, word_index: Sequence[int], s
         word_labels: ``[n_words, n_words]`` long, the word graph (0 = no relation).
         word_index: ``word_index[t]`` = word of subword ``t`` (length ``n_sub``).
         subword_label: id for two different subwords of the same word.
+        num_labels: size of the label set.
+
     Returns:
         an :class:`EdgeChannel` over ``n_sub`` nodes.
     """
@@ -127,9 +152,11 @@ class Seq2SeqTask:
     """Translation task for :class:`g2gt.core.train.Trainer` (see its module docstring).
 
     Args:
-        src_tok / tgt_tok: subword tokenizers (the same object with a joint vocabulary).
+        src_tok: the source subword tokenizer (the same object as ``tgt_tok`` with a joint vocabulary).
+        tgt_tok: the target subword tokenizer.
         settings: :class:`Seq2SeqSettings`.
-        train / dev: encoded data (``None`` for a model used only to translate).
+        train: encoded training data (``None`` for a model used only to translate).
+        dev: encoded dev data (``None`` for a model used only to translate).
         rel_vocab: dependency label vocabulary of the source channel (graph mode).
         seed: data-order seed.
     """
@@ -154,13 +181,27 @@ class Seq2SeqTask:
         return ch + (["deps"] if self.settings.graph else [])
 
     def encoder_label_sizes(self) -> list[int]:
+        """Label-table sizes of the encoder's channels.
+
+        The chain channel (when ``max_distance > 0``), then the dependency channel (graph mode).
+
+        Returns:
+            The sizes, one per channel.
+        """
         sizes = [num_chain_labels(self.settings.max_distance)] if self.settings.max_distance > 0 else []
         if self.settings.graph:
             sizes.append(len(self.rel_vocab))
         return sizes
 
     def model_config(self, **kw) -> G2GTConfig:
-        """A :class:`G2GTConfig` matching this task's vocabularies and label channels."""
+        """A :class:`G2GTConfig` matching this task's vocabularies and label channels.
+
+        Args:
+            **kw: :class:`G2GTConfig` fields (model size, dropout ...).
+
+        Returns:
+            The :class:`G2GTConfig`.
+        """
         joint = self.src_tok is self.tgt_tok or self.settings.joint_vocab
         base = dict(src_vocab_size=self.src_tok.vocab_size, tgt_vocab_size=self.tgt_tok.vocab_size,
                     num_labels=self.encoder_label_sizes(), share_embeddings=bool(joint),
@@ -169,10 +210,22 @@ class Seq2SeqTask:
         return G2GTConfig(**base)
 
     def build_model(self, **kw) -> G2GTransformer:
+        """A new :class:`G2GTransformer` for this task.
+
+        Args:
+            **kw: :class:`G2GTConfig` fields, as for :meth:`model_config`.
+
+        Returns:
+            The model.
+        """
         return G2GTransformer(self.model_config(**kw))
 
     def checkpoint_extra(self) -> dict:
-        """Tokenizers (JSON strings), settings and label vocabulary: ``weights_only``-safe."""
+        """Tokenizers (JSON strings), settings and label vocabulary: ``weights_only``-safe.
+
+        Returns:
+            A dict of plain data.
+        """
         joint = self.src_tok is self.tgt_tok
         return {
             "kind": "seq2seq",
@@ -184,6 +237,17 @@ class Seq2SeqTask:
 
     @classmethod
     def from_checkpoint_extra(cls, extra: dict) -> "Seq2SeqTask":
+        """The task :meth:`checkpoint_extra` saved (without data).
+
+        Args:
+            extra: what :meth:`checkpoint_extra` returned.
+
+        Returns:
+            The :class:`Seq2SeqTask`.
+
+        Raises:
+            ValueError: ``extra`` is not from a seq2seq checkpoint.
+        """
         if extra.get("kind") != "seq2seq":
             raise ValueError(f"not a seq2seq checkpoint (task kind {extra.get('kind')!r})")
         src = SubwordTokenizer.from_str(extra["src_tokenizer"])
@@ -193,12 +257,29 @@ class Seq2SeqTask:
 
     # ---- encoding
     def encode_sources(self, sentences: Sequence[str], what: str = "source") -> list[list[int]]:
+        """Source sentences -> subword ids, truncated to ``max_src_len``.
+
+        Args:
+            sentences: raw source sentences.
+            what: what they are, in the truncation warning.
+
+        Returns:
+            The ids of each sentence.
+        """
         ids = self.src_tok.encode_batch(list(sentences))
         _truncate(ids, self.settings.max_src_len, what)
         return ids
 
     def encode_graph_sources(self, parsed: Sequence, what: str = "source") -> tuple[list[list[int]], list[EdgeChannel]]:
-        """CoNLL-U sentences (:class:`g2gt.ud.io.sentence.Sentence`) -> subword ids + dependency channels."""
+        """CoNLL-U sentences (:class:`g2gt.ud.io.sentence.Sentence`) -> subword ids + dependency channels.
+
+        Args:
+            parsed: the parsed source sentences.
+            what: what they are, in the truncation warning.
+
+        Returns:
+            ``(ids, channels)``, one of each per sentence.
+        """
         rv = self.rel_vocab
         sub_label = rv.get(SUBWORD_LABEL)
         words = [list(s.forms) for s in parsed]
@@ -219,12 +300,33 @@ class Seq2SeqTask:
         return ids, deps
 
     def encode_targets(self, sentences: Sequence[str], what: str = "target") -> list[list[int]]:
+        """Target sentences -> subword ids, truncated to ``max_tgt_len - 1`` (room for EOS).
+
+        Args:
+            sentences: raw target sentences.
+            what: what they are, in the truncation warning.
+
+        Returns:
+            The ids of each sentence.
+        """
         ids = self.tgt_tok.encode_batch(list(sentences))
         _truncate(ids, self.settings.max_tgt_len - 1, what)  # room for EOS
         return ids
 
     def encode_pairs(self, src: Sequence[str] | Sequence, tgt: Sequence[str], name: str = "data") -> ParallelData:
-        """Raw sentence pairs (or CoNLL-U sentences + targets in graph mode) -> :class:`ParallelData`."""
+        """Raw sentence pairs (or CoNLL-U sentences + targets in graph mode) -> :class:`ParallelData`.
+
+        Args:
+            src: the sources.
+            tgt: the targets, one per source.
+            name: the data's name, in messages.
+
+        Returns:
+            The :class:`ParallelData`.
+
+        Raises:
+            MisalignedError: the two sides have different lengths.
+        """
         check_aligned(len(src), f"{name} source", len(tgt), f"{name} target")
         if self.settings.graph:
             s, deps = self.encode_graph_sources(src, f"{name} source")
@@ -234,7 +336,15 @@ class Seq2SeqTask:
 
     # ---- batching
     def source_graph(self, ids: list[int], deps: EdgeChannel | None = None) -> Graph:
-        """One source sentence as a graph: chain channel over its subwords (+ dependency channel)."""
+        """One source sentence as a graph: chain channel over its subwords (+ dependency channel).
+
+        Args:
+            ids: the subword ids.
+            deps: the dependency channel (graph mode; ``None``: none).
+
+        Returns:
+            The :class:`Graph`.
+        """
         if self.settings.max_distance > 0:
             g = chain_graph(ids, self.settings.max_distance)
         else:
@@ -246,10 +356,28 @@ class Seq2SeqTask:
         return g
 
     def collate_sources(self, ids: Sequence[list[int]], deps: Sequence[EdgeChannel] | None = None) -> GraphBatch:
+        """Encoded sources -> a padded :class:`GraphBatch` of their graphs.
+
+        Args:
+            ids: the subword ids of each source.
+            deps: their dependency channels (``None``: none).
+
+        Returns:
+            The :class:`GraphBatch`.
+        """
         graphs = [self.source_graph(s, None if deps is None else deps[i]) for i, s in enumerate(ids)]
         return collate(graphs, channels=self.channels, pad_id=self.pad_id)
 
     def make_batch(self, data: ParallelData, indices: Sequence[int]) -> Seq2SeqBatch:
+        """A training batch of some pairs of ``data``.
+
+        Args:
+            data: the encoded pairs.
+            indices: the pairs to take.
+
+        Returns:
+            The :class:`Seq2SeqBatch`.
+        """
         src = self.collate_sources([data.src[i] for i in indices],
                                    None if data.deps is None else [data.deps[i] for i in indices])
         tgt_in = pad_sequences([[self.bos_id] + data.tgt[i] for i in indices], self.pad_id)
@@ -266,16 +394,46 @@ class Seq2SeqTask:
         return sampler
 
     def train_batches(self, epoch: int, rank: int, world_size: int, skip: int = 0) -> Iterator[Seq2SeqBatch]:
+        """This rank's training batches of ``epoch`` (token-budget buckets).
+
+        Args:
+            epoch: the epoch.
+            rank: this process's rank.
+            world_size: number of processes.
+            skip: batches to leave out at the start.
+
+        Yields:
+            Seq2SeqBatch objects.
+
+        Raises:
+            RuntimeError: the task has no training data.
+        """
         if self.train is None:
             raise RuntimeError("this Seq2SeqTask has no training data")
         for idx in self._sampler(self.train, True, epoch, rank, world_size, skip):
             yield self.make_batch(self.train, idx)
 
     def num_tokens(self, batch: Seq2SeqBatch) -> int:
+        """The non-pad target tokens of ``batch`` (what :meth:`loss` sums over).
+
+        Args:
+            batch: a training batch.
+
+        Returns:
+            The count.
+        """
         return int((batch.tgt_out != batch.pad_id).sum())
 
     def loss(self, model, batch: Seq2SeqBatch) -> Tensor:
-        """Label-smoothed cross entropy, **summed** over the non-pad target tokens."""
+        """Label-smoothed cross entropy, **summed** over the non-pad target tokens.
+
+        Args:
+            model: the :class:`G2GTransformer`.
+            batch: a training batch.
+
+        Returns:
+            A scalar tensor.
+        """
         logits = model(batch.src.tokens, batch.src.labels if batch.src.labels.shape[1] else None,
                        batch.src.padding_mask, batch.tgt_in)
         return F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.flatten(), ignore_index=batch.pad_id,
@@ -290,12 +448,29 @@ class Seq2SeqTask:
     def translate_ids(self, model, src: Sequence[list[int]], deps: Sequence[EdgeChannel] | None = None,
                       beam: int = 1, length_penalty: float | None = None, batch_size: int = 64,
                       progress: bool = False, batch_tokens: int | None = None) -> list[list[int]]:
-        """Decode encoded sources (greedy for ``beam = 1``, else beam search); returns target ids in input
-        order. Empty sources give empty outputs without running the model.
+        """Decode encoded sources (greedy for ``beam = 1``, else beam search).
+
+        Returns target ids in input order. Empty sources give empty outputs without running the model.
 
         Sources are decoded shortest first, in batches of at most ``batch_size`` sentences and, when
         ``batch_tokens`` is given, at most ``batch_tokens`` padded source subwords (a longer sentence is decoded
-        alone). ``beam``, ``batch_size`` and ``batch_tokens`` must be integers >= 1 (``ValueError`` otherwise).
+        alone).
+
+        Args:
+            model: the :class:`G2GTransformer`.
+            src: the encoded sources.
+            deps: their dependency channels (graph mode; ``None``: none).
+            beam: beam size (1: greedy).
+            length_penalty: length penalty exponent (``None``: the settings').
+            batch_size: most sentences per batch.
+            progress: show a progress bar.
+            batch_tokens: most padded source subwords per batch (``None``: no limit).
+
+        Returns:
+            The target ids of each source.
+
+        Raises:
+            ValueError: ``beam``, ``batch_size`` or ``batch_tokens`` is not an integer >= 1.
         """
         _check_positive_int("beam", beam, "1 = greedy search")
         _check_positive_int("batch_size", batch_size, "sentences decoded together")
@@ -330,8 +505,22 @@ class Seq2SeqTask:
     def translate(self, model, sentences: Sequence[str] | Sequence, beam: int = 1,
                   length_penalty: float | None = None, batch_size: int = 64, progress: bool = False,
                   batch_tokens: int | None = None) -> list[str]:
-        """Raw sentences (or CoNLL-U sentences in graph mode) -> detokenized translations,
-        one per input, ``""`` for an empty input (batching as in :meth:`translate_ids`)."""
+        """Raw sentences (or CoNLL-U sentences in graph mode) -> detokenized translations.
+
+        One per input, ``""`` for an empty input (batching as in :meth:`translate_ids`).
+
+        Args:
+            model: the :class:`G2GTransformer`.
+            sentences: raw sentences, or parsed ones in graph mode.
+            beam: beam size (1: greedy).
+            length_penalty: length penalty exponent (``None``: the settings').
+            batch_size: most sentences per batch.
+            progress: show a progress bar.
+            batch_tokens: most padded source subwords per batch (``None``: no limit).
+
+        Returns:
+            One translation per input.
+        """
         if self.settings.graph:
             ids, deps = self.encode_graph_sources(sentences, "input")
         else:
@@ -342,7 +531,15 @@ class Seq2SeqTask:
     # ---- evaluation
     @torch.no_grad()
     def dev_loss(self, model, data: ParallelData) -> float:
-        """Mean label-smoothed loss per target token on ``data``."""
+        """Mean label-smoothed loss per target token on ``data``.
+
+        Args:
+            model: the :class:`G2GTransformer`.
+            data: the encoded pairs.
+
+        Returns:
+            The mean loss.
+        """
         total, n = 0.0, 0
         device = next(model.parameters()).device
         for idx in self._sampler(data, False):
@@ -352,8 +549,16 @@ class Seq2SeqTask:
         return total / max(n, 1)
 
     def evaluate(self, model) -> dict[str, float]:
-        """Greedy (or ``eval_beam``) translation of the first ``eval_sentences`` dev
-        pairs -> ``{"bleu", "chrf", "dev_loss"}``."""
+        """Dev scores: ``{"bleu", "chrf", "dev_loss"}``.
+
+        From a greedy (or ``eval_beam``) translation of the first ``eval_sentences`` dev pairs.
+
+        Args:
+            model: the :class:`G2GTransformer`.
+
+        Returns:
+            ``{"bleu", "chrf", "dev_loss"}``.
+        """
         if self.dev is None:
             raise RuntimeError("this Seq2SeqTask has no dev data")
         k = self.settings.eval_sentences or len(self.dev)
@@ -371,9 +576,19 @@ def _check_positive_int(name: str, value, meaning: str) -> None:
 
 def load_seq2seq(path: str | os.PathLike, device: str | torch.device = "auto",
                  dtype: str | torch.dtype | None = "auto") -> tuple[G2GTransformer, Seq2SeqTask]:
-    """Load a trained model: ``path`` is a checkpoint file or a training folder
-    (``best.pt``, else ``last.pt``). Uses ``weights_only=True`` and ``strict=True``; ``device`` and ``dtype`` as
-    every loader (:func:`g2gt.core.runtime.resolve_dtype`)."""
+    """Load a trained model and its task.
+
+    Uses ``weights_only=True`` and ``strict=True``.
+
+    Args:
+        path: a checkpoint file or a training folder (``best.pt``, else ``last.pt``).
+        device: as every loader: ``"auto"`` (default: CUDA when available), ``"cpu"``, ``"cuda:1"`` ...
+        dtype: as every loader: ``"auto"`` (default: :func:`g2gt.core.runtime.resolve_dtype`'s choice for the
+            device), ``"float32"``, ``"bfloat16"``, ``"float16"`` or a ``torch.dtype``.
+
+    Returns:
+        ``(model, task)``, the model in eval mode.
+    """
     from ..core.checkpoint import load_checkpoint, resolve_checkpoint
     from ..core.runtime import resolve_device, resolve_dtype
 

@@ -59,6 +59,13 @@ class Translator:
     Build one with :meth:`load` (or from a trained ``model`` and its ``task``, e.g. the ones
     :func:`g2gt.seq2seq.train_seq2seq` returns). ``config`` (:class:`TranslateConfig`) holds the decoding
     defaults -- beam size, length penalty, batch sizes; keyword options of a call override them for that call.
+
+    Args:
+        model: the trained model.
+        task: its :class:`Seq2SeqTask` (tokenizers and settings).
+        config: the decoding defaults (``None``: :class:`TranslateConfig`'s).
+        card: the model's card (``model.json``; ``None``: an empty one).
+        source: where it was loaded from, for messages (``None``: in memory).
     """
 
     def __init__(self, model: G2GTransformer, task: Seq2SeqTask, config: TranslateConfig | None = None,
@@ -73,16 +80,28 @@ class Translator:
     @classmethod
     def load(cls, name_or_path: str | os.PathLike, device: str | torch.device = "auto",
              dtype: str | torch.dtype | None = "auto", threads: int | None = None, **options) -> "Translator":
-        """Load a translator: an installed model package's name, a model folder (``translator.pt``), a training
-        folder of ``g2gt train seq2seq`` (``best.pt``, else ``last.pt``) or a checkpoint file.
+        """Load a translator.
 
-        ``device``: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda:1"`` ...; ``dtype``: ``"auto"`` (as every
-        loader, :func:`g2gt.core.runtime.resolve_dtype`: bfloat16 where it is fast, a GPU that has it or a CPU
-        with AMX, else float32), ``"float32"``, ``"bfloat16"``, ``"float16"``;
-        ``threads``: CPU threads of torch (``None`` leaves them); ``options``: fields of
-        :class:`TranslateConfig` (``beam=1`` ...), over the defaults stored with the model.
-        Loads with ``weights_only=True`` and ``strict=True``; a checkpoint of another kind of model is a
-        :class:`g2gt.core.checkpoint.CheckpointError` naming the file and what it holds."""
+        An installed model package's name, a model folder (``translator.pt``), a training folder of ``g2gt train
+        seq2seq`` (``best.pt``, else ``last.pt``) or a checkpoint file. Loads with ``weights_only=True`` and
+        ``strict=True``.
+
+        Args:
+            name_or_path: an installed package's name, a model folder, a training folder or a checkpoint file.
+            device: ``"auto"`` (default: CUDA when available), ``"cpu"``, ``"cuda:1"`` ...
+            dtype: ``"auto"`` (default: as every loader, :func:`g2gt.core.runtime.resolve_dtype`: bfloat16 where it is
+                fast, a GPU that has it or a CPU with AMX, else float32), ``"float32"``, ``"bfloat16"``,
+                ``"float16"`` or a ``torch.dtype``.
+            threads: CPU threads of torch (``None`` leaves them).
+            **options: :class:`TranslateConfig` fields (``beam=1`` ...) over the defaults stored with the model.
+
+        Returns:
+            The :class:`Translator`, in eval mode.
+
+        Raises:
+            g2gt.core.checkpoint.CheckpointError: a checkpoint of another kind of model, naming the file and what it
+                holds.
+        """
         if threads is not None:
             from ..core.runtime import set_threads
 
@@ -113,10 +132,20 @@ class Translator:
         return cls(model, task, config, card, source=path)
 
     def save(self, path: str | os.PathLike, storage_dtype: str | torch.dtype = "float16") -> Path:
-        """Write one checkpoint file that :meth:`load` (and ``g2gt translate --model``) reads back: the weights
-        (floating-point ones stored as ``storage_dtype``: float16 halves the file, and loading gives back the
-        same translations as the translator that was saved when its weights are float16 values already),
-        the tokenizers, settings and this translator's :class:`TranslateConfig`. Returns the path."""
+        """Write one checkpoint file that :meth:`load` (and ``g2gt translate --model``) reads back.
+
+        It holds the weights (floating-point ones stored as ``storage_dtype``), the tokenizers, settings and this
+        translator's :class:`TranslateConfig`.
+
+        Args:
+            path: the file to write.
+            storage_dtype: dtype of the floating-point weights in the file (default ``"float16"``: it halves the file,
+                and loading gives back the same translations as the translator that was saved when its weights are
+                float16 values already).
+
+        Returns:
+            The path.
+        """
         dt = _DTYPES.get(storage_dtype, storage_dtype) if isinstance(storage_dtype, str) else storage_dtype
         if dt not in _DTYPES.values():
             raise Error(f"storage_dtype must be float16, bfloat16 or float32, got {storage_dtype!r}")
@@ -147,8 +176,16 @@ class Translator:
         return bool(self.task.settings.graph)
 
     def max_input_subwords(self, config: TranslateConfig | None = None) -> int:
-        """The longest piece of a line translated at once under ``config`` (this translator's by default):
-        its ``max_input_subwords``, at most the model's ``max_src_len`` (longer lines are split)."""
+        """The longest piece of a line translated at once under ``config`` (this translator's by default).
+
+        Its ``max_input_subwords``, at most the model's ``max_src_len`` (longer lines are split).
+
+        Args:
+            config: decoding settings (``None``: this translator's).
+
+        Returns:
+            The number of subwords.
+        """
         cfg = config or self.config
         limit = self.task.settings.max_src_len
         return min(cfg.max_input_subwords, limit) if cfg.max_input_subwords else limit
@@ -161,8 +198,16 @@ class Translator:
 
     # ------------------------------------------------------------------ translating
     def __call__(self, lines: Sequence[str], **options) -> list[str]:
-        """One translation per line (module docstring); ``options``: :class:`TranslateConfig` fields for this
-        call (``beam=1``, ``batch_tokens=...``)."""
+        """One translation per line (module docstring).
+
+        Args:
+            lines: the source lines.
+            **options: :class:`TranslateConfig` fields for this call (``beam=1``, ``batch_tokens=...``), over this
+                translator's own.
+
+        Returns:
+            One translation per line.
+        """
         return self._translate(lines, self._options(options), first_line=1)
 
     def _options(self, options: dict) -> TranslateConfig:
@@ -237,10 +282,19 @@ class Translator:
         return pieces
 
     def pipe(self, lines: Iterable, n_process: int = 1, progress: bool = False, **options) -> Iterator[str]:
-        """Translations of ``lines`` (any iterable, read :data:`CHUNK_LINES` at a time), in order, one per
-        line; ``n_process > 1`` translates chunks in that many worker processes (the same output).
-        ``progress``: count the lines on stderr. ``options``: :class:`TranslateConfig` fields
-        (``batch_tokens=...``, ``beam=...``)."""
+        """Translations of ``lines``, in order, one per line.
+
+        ``lines`` is any iterable, read :data:`CHUNK_LINES` at a time.
+
+        Args:
+            lines: source lines, any iterable.
+            n_process: ``> 1``: translate chunks in that many worker processes (the same output); ``1``: in this one.
+            progress: count the lines on stderr.
+            **options: :class:`TranslateConfig` fields (``beam=1``, ``batch_tokens=...``) over this translator's own.
+
+        Yields:
+            One translation per line, in order.
+        """
         cfg = self._options(options)
         if isinstance(n_process, bool) or not isinstance(n_process, int) or n_process < 1:
             raise Error(f"n_process must be an integer >= 1, got {n_process!r}")
@@ -267,9 +321,22 @@ class Translator:
 
     def translate_file(self, src: str | os.PathLike, out: str | os.PathLike, n_process: int = 1,
                        progress: bool = False, **options) -> int:
-        """Translate the lines of ``src`` (plain or ``.gz`` UTF-8; CoNLL-U for a graph-to-sequence model) into
-        ``out`` (one line each; ``"-"`` = standard input / output); ``out`` appears only once complete.
-        ``n_process``, ``progress`` and ``options`` as for :meth:`pipe`. Returns the number of lines written."""
+        """Translate the lines of ``src`` into ``out``.
+
+        ``src`` is plain or ``.gz`` UTF-8 (CoNLL-U for a graph-to-sequence model); ``out`` gets one line each (``"-"`` =
+        standard input / output) and appears only once complete.
+
+        Args:
+            src: the input file (``"-"``: standard input).
+            out: the output file (``"-"``: standard output).
+            n_process: worker processes, as for :meth:`pipe`.
+            progress: count the lines on stderr, as for :meth:`pipe`.
+            **options: :class:`TranslateConfig` fields (``beam=1``, ``batch_tokens=...``) over this translator's own,
+                as for :meth:`pipe`.
+
+        Returns:
+            The number of lines written.
+        """
         from ..core.files import iter_lines, open_output
 
         if self.graph:

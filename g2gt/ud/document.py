@@ -68,9 +68,11 @@ def pretokenized_text(sentences: Sequence[Sentence]) -> str:
 
 
 class Document(list):
-    """The parsed sentences of one text (a ``list`` of :class:`~g2gt.ud.io.Sentence`, so ``for s in doc``,
-    ``len(doc)`` and ``doc[0]`` work as on a list) plus :attr:`text` and character offsets (see the module
-    docstring). The sentences' word and token views point into :attr:`text`.
+    """The parsed sentences of one text, with the text and character offsets.
+
+    A ``list`` of :class:`~g2gt.ud.io.Sentence` (so ``for s in doc``, ``len(doc)`` and ``doc[0]`` work as on a list)
+    plus :attr:`text` and character offsets (see the module docstring). The sentences' word and token views point into
+    :attr:`text`.
 
     Args:
         sentences: the sentences, in order.
@@ -97,8 +99,13 @@ class Document(list):
         return list(self)
 
     def spans(self) -> list[list[tuple[int, int] | None]]:
-        """Per sentence, the ``(start_char, end_char)`` of each entry of ``sentence.rows`` (see
-        :func:`~g2gt.ud.io.surface.token_spans`; computed on each call, so edits of the sentences are seen)."""
+        """Per sentence, the ``(start_char, end_char)`` of each entry of ``sentence.rows``.
+
+        See :func:`~g2gt.ud.io.surface.token_spans`; computed on each call, so edits of the sentences are seen.
+
+        Returns:
+            One list per sentence, ``None`` for empty nodes.
+        """
         return token_spans(self, self.text)
 
     @property
@@ -126,9 +133,14 @@ class Document(list):
 
     # ------------------------------------------------------------------ formats
     def to_dict(self) -> dict:
-        """The JSON object of the module docstring (plain dicts and lists), with ``"entities"``
-        (:func:`g2gt.ud.coref.io.entities` plus each mention's ``start_char`` / ``end_char``) when a word's MISC
-        has ``Entity=`` (``nlp(text, coref=True)``)."""
+        """The JSON object of the module docstring (plain dicts and lists).
+
+        With ``"entities"`` (:func:`g2gt.ud.coref.io.entities` plus each mention's ``start_char`` / ``end_char``) when a
+        word's MISC has ``Entity=`` (``nlp(text, coref=True)``).
+
+        Returns:
+            The JSON object, as a dict.
+        """
         out = {"model": self.model, "text": self.text,
                "sentences": [sentence_dict(s, sp) for s, sp in zip(self, self.spans())]}
         if any("Entity" in (w["misc"] or {}) for s in self for w in s.word_rows):
@@ -144,14 +156,28 @@ class Document(list):
         return out
 
     def to_json(self, indent: int | None = None) -> str:
-        """:meth:`to_dict` as a JSON string (UTF-8 characters kept as they are, not escaped)."""
+        """:meth:`to_dict` as a JSON string (UTF-8 characters kept as they are, not escaped).
+
+        Args:
+            indent: as ``json.dumps``'s (``None``: one line).
+
+        Returns:
+            The JSON text.
+        """
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Document":
-        """The document :meth:`to_dict` wrote (``conllu()`` gives the same bytes). Keys it does not know are
-        ignored, so the server's answer (with ``svg``, ``conllu``) reads too; the entities come back from the
-        ``Entity=`` items of MISC.
+        """The document :meth:`to_dict` wrote (``conllu()`` gives the same bytes).
+
+        Keys it does not know are ignored, so the server's answer (with ``svg``, ``conllu``) reads too; the entities
+        come back from the ``Entity=`` items of MISC.
+
+        Args:
+            data: the dict :meth:`to_dict` wrote.
+
+        Returns:
+            The :class:`Document`.
 
         Raises:
             ValueError: ``data`` is not a dict with a ``"sentences"`` list.
@@ -166,18 +192,39 @@ class Document(list):
 
     @classmethod
     def from_json(cls, text: str) -> "Document":
-        """The document :meth:`to_json` wrote."""
+        """The document :meth:`to_json` wrote.
+
+        Args:
+            text: the JSON text.
+
+        Returns:
+            The :class:`Document`.
+
+        Raises:
+            ValueError: invalid JSON, or not a dict with a ``"sentences"`` list.
+        """
         return cls.from_dict(json.loads(text))
 
     def conllu(self) -> str:
-        """The CoNLL-U text of the sentences (what ``g2gt parse`` writes for the same input)."""
+        """The CoNLL-U text of the sentences (what ``g2gt parse`` writes for the same input).
+
+        Returns:
+            The CoNLL-U text.
+        """
         return "".join(s.serialize() for s in self)
 
     # ------------------------------------------------------------------ bridges
     def to_spacy(self, vocab=None):
-        """A ``spacy.tokens.Doc``: a token per word, sentences, ``pos_``, ``tag_``, ``morph``, ``lemma_``,
-        ``dep_`` (``ROOT`` for the root), ``head``, coreference in ``doc.spans["coref_clusters_N"]``; see
-        :func:`g2gt.ud.spacy.convert.to_spacy` (``vocab``: a ``spacy.vocab.Vocab``, default a new one).
+        """The document as a ``spacy.tokens.Doc``.
+
+        A token per word, sentences, ``pos_``, ``tag_``, ``morph``, ``lemma_``, ``dep_`` (``ROOT`` for the root),
+        ``head``, coreference in ``doc.spans["coref_clusters_N"]``; see :func:`g2gt.ud.spacy.convert.to_spacy`.
+
+        Args:
+            vocab: a ``spacy.vocab.Vocab`` (``None``: a new one).
+
+        Returns:
+            The ``spacy.tokens.Doc``.
 
         Raises:
             ImportError: spaCy is not installed (``pip install "g2gt[spacy]"``).
@@ -187,8 +234,14 @@ class Document(list):
         return to_spacy(self, vocab)
 
     def to_stanza(self):
-        """A ``stanza.models.common.doc.Document`` (words, multiword tokens, empty nodes, comments, columns),
-        with ``text`` and every token's ``start_char`` / ``end_char`` (see :mod:`g2gt.ud.io.stanza`)."""
+        """The document as a ``stanza.models.common.doc.Document``.
+
+        Words, multiword tokens, empty nodes, comments, columns, with ``text`` and every token's ``start_char`` /
+        ``end_char`` (see :mod:`g2gt.ud.io.stanza`).
+
+        Returns:
+            The stanza ``Document``.
+        """
         from .io.stanza import document_from_sentences
         from .io.surface import surface_tokens
 
@@ -205,19 +258,41 @@ class Document(list):
         return doc
 
     def to_graphs(self, max_distance: int = 8) -> list:
-        """One :class:`g2gt.Graph` per sentence (:meth:`Sentence.to_graph`), relation ids from one vocabulary
-        shared by the whole document (:func:`g2gt.ud.io.stanza.document_vocab`)."""
+        """One :class:`g2gt.Graph` per sentence (:meth:`Sentence.to_graph`).
+
+        Relation ids come from one vocabulary shared by the whole document (:func:`g2gt.ud.io.stanza.document_vocab`).
+
+        Args:
+            max_distance: clip distance of the position channel.
+
+        Returns:
+            The graphs, one per sentence.
+        """
         from .io.stanza import document_vocab
 
         vocab = document_vocab(list(self))
         return [s.to_graph(vocab, max_distance) for s in self]
 
     def to_networkx(self, max_distance: int = 8) -> list:
-        """One ``networkx.DiGraph`` per sentence (:meth:`g2gt.Graph.to_networkx`)."""
+        """One ``networkx.DiGraph`` per sentence (:meth:`g2gt.Graph.to_networkx`).
+
+        Args:
+            max_distance: clip distance of the position channel.
+
+        Returns:
+            The graphs, one per sentence.
+        """
         return [g.to_networkx() for g in self.to_graphs(max_distance)]
 
     def to_pyg(self, max_distance: int = 8) -> list:
-        """One ``torch_geometric.data.Data`` per sentence (:meth:`g2gt.Graph.to_pyg`)."""
+        """One ``torch_geometric.data.Data`` per sentence (:meth:`g2gt.Graph.to_pyg`).
+
+        Args:
+            max_distance: clip distance of the position channel.
+
+        Returns:
+            The ``Data`` objects, one per sentence.
+        """
         return [g.to_pyg() for g in self.to_graphs(max_distance)]
 
     def _repr_html_(self) -> str:

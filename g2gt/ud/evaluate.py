@@ -308,13 +308,15 @@ def evaluate(gold: str | os.PathLike | Sequence[Sentence], pred: str | os.PathLi
     """Score predicted CoNLL-U against gold with the official CoNLL 2018 scorer.
 
     Args:
-        gold, pred: file paths or lists of :class:`~g2gt.ud.io.Sentence`.
-        gold_name, pred_name: names used in messages (default: the paths).
+        gold: the gold file's path, or a list of :class:`~g2gt.ud.io.Sentence`.
+        pred: the predicted file's path, or a list of :class:`~g2gt.ud.io.Sentence`.
+        gold_name: the gold side's name in messages (``None``: its path).
+        pred_name: the predicted side's name in messages (``None``: its path).
 
     Returns:
         :class:`Evaluation` with the official metrics (ELAS / EULAS included). When both hold the same
-        words (gold tokenisation, ``same_words``), also the no-punctuation UAS / LAS and the per-relation
-        table; otherwise those stay empty (they need words that line up one to one).
+            words (gold tokenisation, ``same_words``), also the no-punctuation UAS / LAS and the per-relation
+            table; otherwise those stay empty (they need words that line up one to one).
 
     Raises:
         CoNLLUError: malformed input (``file:line: ...``).

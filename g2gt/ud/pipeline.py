@@ -57,9 +57,14 @@ CHUNK_SENTENCES = 2000
 
 
 class RuleTokenizer:
-    """A tokenize stage without weights: the rule-based tokenizer and sentence splitter of
-    :mod:`g2gt.ud.tokenize.text` (English clitic rules), or stanza's English tokenizer when its model is
-    installed (``name="stanza"``; ``"auto"``: stanza if installed, else the rules)."""
+    """A tokenize stage without weights.
+
+    The rule-based tokenizer and sentence splitter of :mod:`g2gt.ud.tokenize.text` (English clitic rules), or stanza's
+    English tokenizer when its model is installed (``name="stanza"``; ``"auto"``: stanza if installed, else the rules).
+
+    Args:
+        name: ``"rule"`` (default), ``"stanza"`` or ``"auto"``.
+    """
 
     kind = "rule_tokenizer"
 
@@ -69,6 +74,14 @@ class RuleTokenizer:
         self.name = name
 
     def __call__(self, text: str) -> list[Sentence]:
+        """The sentences of a raw text, tokenized and split.
+
+        Args:
+            text: the raw text.
+
+        Returns:
+            The sentences (forms only, no parse).
+        """
         from .tokenize.text import text_to_sentences
 
         return text_to_sentences(text, tokenizer=self.name)
@@ -110,10 +123,14 @@ class Pipeline(StageList):
     def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str = "auto", dtype: Any = "auto",
              threads: int | None = None, exclude: Iterable[str] = (), config: dict | None = None,
              tokenizer: str = "auto") -> "Pipeline":
-        """A shipped or installed model by name (``g2gt models`` lists them), a model folder (from
-        :meth:`save`), or a parser's training folder / checkpoint (then the rule tokenizer and no enhancer).
+        """Load a pipeline by a model's name or from a folder.
+
+        A shipped or installed model by name (``g2gt models`` lists them), a model folder (from :meth:`save`), or a
+        parser's training folder / checkpoint (then the rule tokenizer and no enhancer).
 
         Args:
+            name_or_path: a shipped or installed model's name (default ``"en_combined"``), a model folder, or a parser's
+                training folder or checkpoint.
             device: ``"auto"`` (a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
             dtype: every stage's precision (:func:`g2gt.core.runtime.resolve_dtype`; ``"auto"``: the fastest one
                 with the same accuracy for ``device``).
@@ -125,6 +142,9 @@ class Pipeline(StageList):
                 factory.
             tokenizer: ``"auto"`` (the model's learned one, else stanza's if installed, else the rules),
                 ``"model"`` (the learned one, an error without), ``"rule"`` or ``"stanza"``.
+
+        Returns:
+            The :class:`Pipeline`.
         """
         from ..core.registry import find_model, is_model_folder, model_card
         from .stage import PART_FILES
@@ -196,10 +216,23 @@ class Pipeline(StageList):
 
     def save(self, path: str | os.PathLike, storage_dtype: str = "float16", card: dict | None = None,
              max_mb: float | None = None) -> Path:
-        """Write a model folder that :meth:`load` reads back with the same outputs: a file per stage that has
-        weights (floating weights stored as ``storage_dtype``) and ``model.json`` (this pipeline's card,
-        updated with ``card``, the stage files and their sizes). ``max_mb``: refuse larger folders
-        (``ValueError``; nothing is left behind)."""
+        """Write a model folder that :meth:`load` reads back with the same outputs.
+
+        The folder holds a file per stage that has weights (floating weights stored as ``storage_dtype``) and
+        ``model.json`` (this pipeline's card, updated with ``card``, the stage files and their sizes).
+
+        Args:
+            path: the folder to write.
+            storage_dtype: dtype of the floating-point weights in the files (default ``"float16"``).
+            card: facts written over this pipeline's card in ``model.json`` (``None``: none).
+            max_mb: refuse a folder larger than this many MB (``None``: no limit).
+
+        Returns:
+            The folder.
+
+        Raises:
+            ValueError: the stages take more than ``max_mb``; nothing is left behind.
+        """
         from .stage import PART_FILES
 
         out = Path(path)
@@ -273,9 +306,17 @@ class Pipeline(StageList):
 
     # ------------------------------------------------------------------ input
     def text_sentences(self, text: str) -> list[Sentence]:
-        """Sentences of a raw-text document (``[]`` for one without words): a learned tokenizer reads it one
-        block of paragraphs at a time (memory bounded by the block) with running ids ``s1, s2 ...``; another
-        tokenizer reads it whole."""
+        """Sentences of a raw-text document (``[]`` for one without words).
+
+        A learned tokenizer reads it one block of paragraphs at a time (memory bounded by the block) with running ids
+        ``s1, s2 ...``; another tokenizer reads it whole.
+
+        Args:
+            text: the document's raw text.
+
+        Returns:
+            The sentences.
+        """
         if not text.strip():
             return []
         if not self.learned_tokenizer:
@@ -286,8 +327,17 @@ class Pipeline(StageList):
         return self.tokenize.segment_document(text)
 
     def to_sentences(self, x: str | Iterable) -> list[Sentence]:
-        """The input forms :meth:`__call__` takes, as sentences: raw text (:meth:`text_sentences`), one
-        tokenized sentence (a list of str), several (a list of lists of str) or :class:`Sentence` objects."""
+        """The input forms :meth:`__call__` takes, as sentences.
+
+        Raw text (:meth:`text_sentences`), one tokenized sentence (a list of str), several (a list of lists of str) or
+        :class:`Sentence` objects.
+
+        Args:
+            x: raw text, one tokenized sentence, several, or :class:`Sentence` objects.
+
+        Returns:
+            The sentences.
+        """
         if isinstance(x, str):
             return self.text_sentences(x)
         from .parse.parser import as_sentences
@@ -299,12 +349,32 @@ class Pipeline(StageList):
                  refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
                  batch_tokens: int | None = None, progress: bool = False, treebank: str | None = None,
                  coref: bool = False) -> Document:
-        """The :class:`~g2gt.ud.document.Document` of ``x`` (see :meth:`to_sentences`; ``doc.text`` is ``x``
-        for raw text, less its control characters: :func:`g2gt.ud.limits.drop_control_characters`): every column predicted by the parse stage (``keep``: input columns kept instead, see
-        :meth:`g2gt.ud.parse.Parser.parse`), DEPS by the enhance stage with ``enhanced=True``, coreference (``Entity=`` in MISC) by the coref
-        stage with ``coref=True``, then the stages you added. ``batch_tokens``: padded words per model batch (default :data:`BATCH_TOKENS`). The other
-        arguments are the parser's (``treebank``: for a parser trained on several treebanks, whose
-        conventions to follow; see :attr:`g2gt.ud.parse.Parser.treebank`)."""
+        """The :class:`~g2gt.ud.document.Document` of ``x``.
+
+        See :meth:`to_sentences` for the forms of ``x``; ``doc.text`` is ``x`` for raw text, less its control characters
+        (:func:`g2gt.ud.limits.drop_control_characters`). Every column is predicted by the parse stage (but the
+        ``keep`` columns), DEPS by the enhance stage with ``enhanced=True``, coreference (``Entity=`` in MISC) by the
+        coref stage with ``coref=True``, then the stages you added. ``refine_steps``, ``algorithm``,
+        ``use_input_graph`` and ``treebank`` are the parser's (:meth:`g2gt.ud.parse.Parser.parse`).
+
+        Args:
+            x: raw text, one tokenized sentence (a list of str), several (a list of lists of str) or :class:`Sentence`
+                objects (see :meth:`to_sentences`).
+            enhanced: predict DEPS with the enhance stage.
+            keep: input columns kept instead of predicted (``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``; default:
+                none); see :meth:`g2gt.ud.parse.Parser.parse`.
+            refine_steps: the parser's refinement iterations (``None``: the model's).
+            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
+            use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
+            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
+            progress: show a progress bar.
+            treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
+                :attr:`~g2gt.ud.parse.Parser.treebank`).
+            coref: annotate coreference (``Entity=`` in MISC) with the coref stage.
+
+        Returns:
+            The :class:`~g2gt.ud.document.Document`: every sentence of ``x``, annotated.
+        """
         options = dict(enhanced=enhanced, keep=keep, refine_steps=refine_steps, algorithm=algorithm,
                        use_input_graph=use_input_graph, batch_tokens=batch_tokens, progress=progress,
                        treebank=treebank, coref=coref)
@@ -335,9 +405,29 @@ class Pipeline(StageList):
                    refine_steps: int | None = None, algorithm: str = "mst", use_input_graph: bool = False,
                    batch_tokens: int | None = None, progress: bool = False,
                    treebank: str | None = None, coref: bool = False, copy: bool = True) -> list[Sentence]:
-        """Every stage after ``tokenize`` on ``sentences``, in order (see :meth:`__call__` for the options).
-        ``copy=False``: the parse stage writes into ``sentences`` instead of copies (for sentences made by the
-        caller, e.g. from raw text; saves the copy)."""
+        """Every stage after ``tokenize`` on ``sentences``, in order.
+
+        See :meth:`__call__` for the options. ``copy=False``: the parse stage writes into ``sentences`` instead of
+        copies (for sentences made by the caller, e.g. from raw text; saves the copy).
+
+        Args:
+            sentences: the tokenized sentences.
+            enhanced: predict DEPS with the enhance stage.
+            keep: input columns kept instead of predicted (``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``; default:
+                none); see :meth:`g2gt.ud.parse.Parser.parse`.
+            refine_steps: the parser's refinement iterations (``None``: the model's).
+            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
+            use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
+            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
+            progress: show a progress bar.
+            treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
+                :attr:`~g2gt.ud.parse.Parser.treebank`).
+            coref: annotate coreference (``Entity=`` in MISC) with the coref stage.
+            copy: ``False``: the parse stage writes into ``sentences`` instead of copies.
+
+        Returns:
+            The annotated sentences, in order.
+        """
         n = BATCH_TOKENS if batch_tokens is None else int(batch_tokens)
         out = sentences
         for name in list(self._stages)[1:]:
@@ -365,11 +455,22 @@ class Pipeline(StageList):
 
     def pipe(self, texts: Iterable, *, batch_tokens: int | None = None, n_process: int = 1, **options: Any
              ) -> Iterator[Document]:
-        """One :class:`~g2gt.ud.document.Document` per item of ``texts`` (raw text, or anything
-        :meth:`__call__` takes), in order. Consecutive texts are segmented and parsed in shared batches
-        (:func:`g2gt.ud.pipe.text_groups`), so many short texts run much faster than one call each;
-        ``n_process`` > 1 runs the groups in that many worker processes (the pipeline must come from
-        :meth:`load`; see :mod:`g2gt.ud.scale.parallel`), with the same output. ``options``: :meth:`__call__`'s."""
+        """One :class:`~g2gt.ud.document.Document` per item of ``texts``, in order.
+
+        An item is raw text, or anything :meth:`__call__` takes. Consecutive texts are segmented and parsed in shared
+        batches (:func:`g2gt.ud.pipe.text_groups`), so many short texts run much faster than one call each;
+        ``n_process`` > 1 runs the groups in that many worker processes (the pipeline must come from :meth:`load`; see
+        :mod:`g2gt.ud.scale.parallel`), with the same output.
+
+        Args:
+            texts: raw texts, or anything :meth:`__call__` takes.
+            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
+            n_process: worker processes (``1``: this one).
+            **options: :meth:`__call__`'s keyword arguments.
+
+        Yields:
+            One :class:`~g2gt.ud.document.Document` per text, in order.
+        """
         from .pipe import pipe_documents
 
         options["batch_tokens"] = batch_tokens
@@ -395,8 +496,19 @@ class Pipeline(StageList):
 
     def stream(self, sentences: Iterable[Sentence], chunk_sentences: int = CHUNK_SENTENCES,
                stats: dict | None = None, **kwargs) -> Iterator[Sentence]:
-        """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time (memory does not grow
-        with the input); counts ``sentences`` and ``words`` into ``stats`` when given."""
+        """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time.
+
+        Memory does not grow with the input; counts ``sentences`` and ``words`` into ``stats`` when given.
+
+        Args:
+            sentences: the input sentences, any iterable.
+            chunk_sentences: sentences parsed together.
+            stats: a dict that ``sentences`` and ``words`` counts are added to (``None``: no counts).
+            **kwargs: :meth:`__call__`'s keyword arguments.
+
+        Yields:
+            The annotated sentences, in order.
+        """
         it = iter(sentences)
         while part := list(islice(it, chunk_sentences)):
             if stats is not None:

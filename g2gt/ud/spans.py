@@ -20,8 +20,9 @@ __all__ = ["Span", "Entity", "document_entities"]
 
 
 class Span:
-    """Consecutive words of a document (a coreference mention): from its first word to its last, which may be in
-    a later sentence (a discontinuous mention spans its gaps too).
+    """Consecutive words of a document (a coreference mention).
+
+    From its first word to its last, which may be in a later sentence (a discontinuous mention spans its gaps too).
 
     Args:
         words: the words, in order (at least one).
@@ -91,6 +92,12 @@ class Entity:
         type: the entity type (``person``, ``place`` ...; empty when not given).
         mentions: its mentions in document order (one: a singleton).
         document: 0-based index of its document (documents start at ``# newdoc``).
+
+    Args:
+        id: the entity id.
+        type: the entity type (empty when not given).
+        mentions: its mentions in document order.
+        document: 0-based index of its document.
     """
 
     id: str
@@ -104,8 +111,13 @@ class Entity:
         return self.mentions[0].text if self.mentions else ""
 
     def to_dict(self) -> dict:
-        """The JSON object of :meth:`Document.to_dict` for this entity, without the sentence indices (which
-        :meth:`Document.to_dict` adds)."""
+        """The JSON object of :meth:`Document.to_dict` for this entity.
+
+        Without the sentence indices (which :meth:`Document.to_dict` adds).
+
+        Returns:
+            The JSON object, as a dict.
+        """
         return {"document": self.document, "id": self.id, "type": self.type,
                 "mentions": [{"text": m.text, "start_char": m.start_char, "end_char": m.end_char}
                              for m in self.mentions]}

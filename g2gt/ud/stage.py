@@ -167,10 +167,26 @@ BUILTIN_STAGES = ("tokenize", "parse", "enhance")
 
 def register_stage(name: str, *, after: str = "parse", lazy: bool = False, cls_name: str | None = None,
                    file: str | None = None) -> Callable[[Callable], Callable]:
-    """Decorator: register ``factory(context: StageContext, **options)`` as stage ``name``, placed right
-    after the stage ``after`` (``tokenize``, ``parse``, ``enhance`` or another registered one) in every
-    pipeline :meth:`~g2gt.ud.pipeline.Pipeline.load` builds (see the module docstring). Registering a name
-    again replaces the earlier factory."""
+    """Decorator: register a stage factory as stage ``name``.
+
+    The factory is ``factory(context: StageContext, **options)``; the stage is placed right after the stage ``after``
+    (``tokenize``, ``parse``, ``enhance`` or another registered one) in every pipeline
+    :meth:`~g2gt.ud.pipeline.Pipeline.load` builds (see the module docstring). Registering a name again replaces the
+    earlier factory.
+
+    Args:
+        name: the stage's name (new; not a built-in stage).
+        after: the stage it follows (default ``"parse"``).
+        lazy: build the stage on first use instead of at load time.
+        cls_name: its class name for the pipeline's ``repr`` (``None``: the built object's).
+        file: the model-folder file it reads, if any (``None``: none).
+
+    Returns:
+        The decorator; it returns the factory unchanged.
+
+    Raises:
+        ValueError: ``name`` is empty or a built-in stage's.
+    """
     if not name or not isinstance(name, str) or name in BUILTIN_STAGES:
         raise ValueError(f"register_stage: the name must be a new non-empty string, not one of "
                          f"{', '.join(BUILTIN_STAGES)} (got {name!r})")

@@ -87,7 +87,10 @@ def copy_basic(sentences: Sequence) -> list:
 class Enhancer:
     """A trained enhanced-graph model (see the module docstring).
 
-    ``threshold``: edge logit above which a pair is an edge (0 = probability 0.5).
+    Args:
+        model: the trained network.
+        vocab: its vocabularies.
+        threshold: edge logit above which a pair is an edge (0: probability 0.5).
     """
 
     def __init__(self, model: EnhancerModel, vocab: EnhancerVocab, threshold: float = 0.0) -> None:
@@ -106,10 +109,23 @@ class Enhancer:
     @classmethod
     def load(cls, name_or_path: str | Path = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto") -> "Enhancer":
-        """Load the enhance stage of a shipped model by name (``"en_combined"``), a model folder's ``enhancer.pt``, or
-        ``best.pt`` (else ``last.pt``) of a folder written by ``g2gt train enhancer`` (or that file),
-        with ``weights_only=True`` and ``strict=True``. ``device`` and ``dtype``: see :func:`g2gt.core.runtime.resolve_dtype`
-        (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""
+        """Load the enhance stage.
+
+        Of a shipped model by name (``"en_combined"``), a model folder's ``enhancer.pt``, or ``best.pt`` (else
+        ``last.pt``) of a folder written by ``g2gt train enhancer`` (or that file), with ``weights_only=True`` and
+        ``strict=True``.
+
+        Args:
+            name_or_path: a shipped model's name (default ``"en_combined"``), a model folder, a training folder or a
+                checkpoint file.
+            device: ``"auto"`` (default: a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
+            dtype: ``"auto"`` (default: :func:`g2gt.core.runtime.resolve_dtype`'s choice for the device; never int8
+                here: its accuracy with int8 is unmeasured), ``"float32"``, ``"bfloat16"``, ``"float16"`` or a
+                ``torch.dtype``.
+
+        Returns:
+            The :class:`Enhancer`.
+        """
         path = name_or_path
         from ...core.checkpoint import expect_kind, load_checkpoint
         from ...core.runtime import resolve_device, resolve_dtype
@@ -128,7 +144,15 @@ class Enhancer:
         return out
 
     def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
-        """Write this stage as one checkpoint file that :meth:`load` reads."""
+        """Write this stage as one checkpoint file that :meth:`load` reads.
+
+        Args:
+            path: the file to write.
+            storage_dtype: dtype of the floating-point weights in the file (default ``"float16"``).
+
+        Returns:
+            The path.
+        """
         record = self.record or {"model_config": self.model.config.to_dict(),
                                  "task": {"vocab": self.vocab.to_dict(), "threshold": self.threshold}}
         record = {**record, "task": {**record["task"], "kind": self.kind}}
@@ -145,9 +169,22 @@ class Enhancer:
 
     def predict(self, sentences: Sequence, batch_tokens: int = 3000, progress: bool = False,
                 check: bool = True) -> list[list[Edge]]:
-        """The enhanced edges ``(d, h, relation)`` of every sentence, in input order (sorted by dependent,
-        then head); heads are words (0 = ROOT) or, for edges kept from the input, empty-node ids.
-        ``check``: verify each basic tree first (:class:`CoNLLUError` with ``FILE:LINE`` otherwise)."""
+        """The enhanced edges ``(d, h, relation)`` of every sentence, in input order.
+
+        Sorted by dependent, then head; heads are words (0 = ROOT) or, for edges kept from the input, empty-node ids.
+
+        Args:
+            sentences: parsed sentences (:class:`Sentence`).
+            batch_tokens: padded words per batch.
+            progress: show a progress bar.
+            check: verify each basic tree first (:class:`CoNLLUError` with ``FILE:LINE`` otherwise).
+
+        Returns:
+            The edges of each sentence.
+
+        Raises:
+            CoNLLUError: with ``check``, a sentence whose basic tree is broken (``FILE:LINE``).
+        """
         if check:
             for s in sentences:
                 check_input_tree(s)
@@ -221,8 +258,18 @@ class Enhancer:
         return edges, fixed
 
     def enhance(self, sentences: Sequence, batch_tokens: int = 3000, progress: bool = False) -> list:
-        """Copies of ``sentences`` with the words' DEPS replaced by the predicted enhanced graph (sorted by
-        head, then relation); nothing else changes (see the module docstring)."""
+        """Copies of ``sentences`` with the words' DEPS replaced by the predicted enhanced graph.
+
+        The DEPS are sorted by head, then relation; nothing else changes (see the module docstring).
+
+        Args:
+            sentences: parsed sentences (:class:`Sentence`).
+            batch_tokens: padded words per batch.
+            progress: show a progress bar.
+
+        Returns:
+            The enhanced copies, in order.
+        """
         preds = self.predict(sentences, batch_tokens, progress)
         return [_set_deps(s, edges) for s, edges in zip(sentences, preds)]
 

@@ -38,6 +38,15 @@ def sentence_from_words(words: Sequence[str], text: str | None = None, sent_id: 
     Every column but ID, FORM and MISC is ``_``; MISC gets ``SpaceAfter=No`` where
     ``space_after[i]`` is False.  ``# sent_id`` / ``# text`` comments are added when given
     (``text`` defaults to the words joined according to ``space_after``).
+
+    Args:
+        words: the word forms.
+        text: the ``# text`` comment (``None``: the words joined according to ``space_after``).
+        sent_id: the ``# sent_id`` comment (``None``: none).
+        space_after: whether a space follows each word (``None``: everywhere).
+
+    Returns:
+        The :class:`Sentence`.
     """
     if space_after is not None and len(space_after) != len(words):
         raise ValueError(f"space_after has {len(space_after)} entries for {len(words)} words")
@@ -54,10 +63,19 @@ def sentence_from_words(words: Sequence[str], text: str | None = None, sent_id: 
 
 def sentence_from_tokens(tokens: Sequence[tuple[str, Sequence[str], bool]], text: str | None = None,
                          sent_id: str | None = None) -> Sentence:
-    """Like :func:`sentence_from_words` for surface tokens that may hold several
-    syntactic words: each item is ``(surface, words, space_after)``; a token with more
-    than one word becomes a multiword-token line ``a-b`` (carrying ``SpaceAfter=No``)
-    followed by its word lines, as UD English EWT writes ``don't`` -> ``do n't``."""
+    """Like :func:`sentence_from_words` for surface tokens that may hold several syntactic words.
+
+    Each item is ``(surface, words, space_after)``; a token with more than one word becomes a multiword-token line
+    ``a-b`` (carrying ``SpaceAfter=No``) followed by its word lines, as UD English EWT writes ``don't`` -> ``do n't``.
+
+    Args:
+        tokens: ``(surface, words, space_after)`` of each surface token.
+        text: the ``# text`` comment (``None``: the tokens joined according to their ``space_after``).
+        sent_id: the ``# sent_id`` comment (``None``: none).
+
+    Returns:
+        The :class:`Sentence`.
+    """
     if not tokens:
         raise ValueError("a sentence needs at least one token")
     toks: list[Token] = []

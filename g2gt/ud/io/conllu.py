@@ -49,8 +49,16 @@ _COLUMNS = "(ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC)"
 
 
 class CoNLLUError(InputError):
-    """Malformed CoNLL-U input. ``str(err)`` is ``"FILE:LINE: what is wrong (expected ...)"``
-    (``"FILE: ..."`` for problems of the whole file, such as a directory or broken gzip)."""
+    """Malformed CoNLL-U input.
+
+    ``str(err)`` is ``"FILE:LINE: what is wrong (expected ...)"`` (``"FILE: ..."`` for problems of the whole file, such
+    as a directory or broken gzip).
+
+    Args:
+        path: the file name.
+        line: the 1-based line number (0: the whole file).
+        message: what is wrong.
+    """
 
 
 # --------------------------------------------------------------------------- reading
@@ -67,6 +75,9 @@ def iter_conllu(source: Source, *, name: str | None = None, require_heads: bool 
         name: file name used in messages (default: the path, ``<stdin>`` or the stream's ``name``).
         require_heads: reject ``_`` in the HEAD column of syntactic words.
 
+    Yields:
+        The sentences, in order.
+
     Raises:
         CoNLLUError: ``"FILE:LINE: ..."`` for the first problem found (see the module docstring).
         FileNotFoundError: if the path does not exist.
@@ -76,13 +87,39 @@ def iter_conllu(source: Source, *, name: str | None = None, require_heads: bool 
 
 
 def read_conllu(source: Source, *, name: str | None = None, require_heads: bool = False) -> list[Sentence]:
-    """All sentences of a CoNLL-U file (see :func:`iter_conllu`); :func:`write_conllu` of them
-    reproduces the file (a byte-order mark dropped, a final blank line added if missing)."""
+    """All sentences of a CoNLL-U file (see :func:`iter_conllu`).
+
+    :func:`write_conllu` of them reproduces the file (a byte-order mark dropped, a final blank line added if missing).
+
+    Args:
+        source: a path (``.gz`` is decompressed), ``"-"`` for stdin, or an open stream.
+        name: file name used in messages (``None``: the path, ``<stdin>`` or the stream's ``name``).
+        require_heads: reject ``_`` in the HEAD column of syntactic words.
+
+    Returns:
+        The sentences.
+
+    Raises:
+        CoNLLUError: ``"FILE:LINE: ..."`` for the first problem found.
+        FileNotFoundError: the path does not exist.
+    """
     return list(iter_conllu(source, name=name, require_heads=require_heads))
 
 
 def parse_conllu_string(text: str, name: str = "<string>", *, require_heads: bool = False) -> list[Sentence]:
-    """Like :func:`read_conllu` for CoNLL-U text held in a string."""
+    """Like :func:`read_conllu` for CoNLL-U text held in a string.
+
+    Args:
+        text: the CoNLL-U text.
+        name: the name used in messages.
+        require_heads: reject ``_`` in the HEAD column of syntactic words.
+
+    Returns:
+        The sentences.
+
+    Raises:
+        CoNLLUError: ``"NAME:LINE: ..."`` for the first problem found.
+    """
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the final newline
@@ -218,6 +255,10 @@ def write_conllu(sentences: Iterable[Sentence], dest: str | os.PathLike[str] | I
     failure), ``"-"`` for stdout, or an open text stream.  Sentences read by
     :func:`read_conllu` are reproduced byte for byte except for the values that were changed
     (e.g. by :meth:`Sentence.with_parse`).
+
+    Args:
+        sentences: the sentences, any iterable.
+        dest: a path, ``"-"`` for stdout, or an open text stream.
     """
     if isinstance(dest, (str, os.PathLike)):
         with open_output(dest) as f:
@@ -232,7 +273,14 @@ def _write(sentences: Iterable[Sentence], f: IO[str]) -> None:
 
 
 def to_conllu_string(sentences: Iterable[Sentence]) -> str:
-    """The CoNLL-U text :func:`write_conllu` would write."""
+    """The CoNLL-U text :func:`write_conllu` would write.
+
+    Args:
+        sentences: the sentences.
+
+    Returns:
+        The CoNLL-U text.
+    """
     buf = io.StringIO()
     _write(sentences, buf)
     return buf.getvalue()

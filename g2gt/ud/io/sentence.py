@@ -40,18 +40,18 @@ class Sentence:
     :attr:`words` and :attr:`tokens` are Stanza's spellings (words; surface tokens with their multiword
     tokens' words), :attr:`forms`, :attr:`heads`, :attr:`deprels` ... the columns as lists.
 
+    The private fields keep the original line text so that :func:`write_conllu`
+    reproduces the input byte for byte; a :class:`Sentence` built by hand leaves
+    them empty and is serialised from ``rows``. ``_text`` / ``_text_start`` say which text the
+    character offsets of the views point into (set by :class:`g2gt.ud.document.Document` to the
+    document's text and where this sentence's search starts; by default the sentence's own text).
+
     Args:
         rows: the :class:`conllu.TokenList` of its token lines (multiword-token ranges, words, empty nodes;
             every column, as the ``conllu`` library parses it), comments in ``rows.metadata`` (the last value
             of each key).
         path: source file name, used in error messages.
         line: 1-based line number of the sentence's first line in ``path``.
-
-    The private fields keep the original line text so that :func:`write_conllu`
-    reproduces the input byte for byte; a :class:`Sentence` built by hand leaves
-    them empty and is serialised from ``rows``. ``_text`` / ``_text_start`` say which text the
-    character offsets of the views point into (set by :class:`g2gt.ud.document.Document` to the
-    document's text and where this sentence's search starts; by default the sentence's own text).
     """
 
     rows: TokenList
@@ -106,9 +106,14 @@ class Sentence:
         return next((w for w in self.words if w.head == 0), None)
 
     def char_spans(self) -> list[tuple[int, int] | None]:
-        """``(start_char, end_char)`` of each line of :attr:`rows` in the text the offsets point into (the
-        document's text inside a :class:`~g2gt.ud.document.Document`, else :attr:`text`, else the forms joined
-        as MISC says); ``None`` for empty nodes (see :func:`g2gt.ud.io.surface.sentence_spans`)."""
+        """``(start_char, end_char)`` of each line of :attr:`rows`; ``None`` for empty nodes.
+
+        The offsets point into the document's text inside a :class:`~g2gt.ud.document.Document`, else :attr:`text`, else
+        the forms joined as MISC says (see :func:`g2gt.ud.io.surface.sentence_spans`).
+
+        Returns:
+            One pair (or ``None``) per line of :attr:`rows`.
+        """
         return sentence_spans(self, *self._offset_text())[0]
 
     def _offset_text(self) -> tuple[str, int]:
@@ -190,11 +195,25 @@ class Sentence:
         return len(self.word_indices)
 
     def word_line(self, i: int) -> int:
-        """File line number of word ``i`` (0-based word index), for error messages."""
+        """File line number of word ``i`` (0-based word index), for error messages.
+
+        Args:
+            i: 0-based word index.
+
+        Returns:
+            The line number.
+        """
         return self.token_line(self.word_indices[i])
 
     def token_line(self, k: int) -> int:
-        """File line number of ``tokens[k]``."""
+        """File line number of ``tokens[k]``.
+
+        Args:
+            k: 0-based surface token index.
+
+        Returns:
+            The line number.
+        """
         if self._token_lines is not None and k < len(self._token_lines):
             return self._token_lines[k]
         return self.line
@@ -212,7 +231,11 @@ class Sentence:
 
     # ------------------------------------------------------------------ edits
     def copy(self) -> "Sentence":
-        """A deep copy (tokens, metadata and the original line text)."""
+        """A deep copy (tokens, metadata and the original line text).
+
+        Returns:
+            The copy.
+        """
         toks = TokenList([_copy_token(t) for t in self.rows], Metadata(_copy_value(dict(self.rows.metadata))),
                          default_fields=FIELDS)
 
@@ -229,6 +252,14 @@ class Sentence:
         MISC ...) is untouched, and :func:`write_conllu` regenerates only the changed
         columns of the changed lines.
 
+        Args:
+            heads: 1-based head of each word (0 = root).
+            deprels: the relation of each word.
+            upos: the UPOS of each word (``None``: unchanged).
+
+        Returns:
+            The copy.
+
         Raises:
             ValueError: if a list's length differs from the number of words or a head
                 is outside ``0 .. len(self)``.
@@ -238,8 +269,22 @@ class Sentence:
 
     def set_parse(self, heads: Sequence[int], deprels: Sequence[str], upos: Sequence[str] | None = None
                   ) -> "Sentence":
-        """:meth:`with_parse` written into this sentence instead of a copy (for sentences you made and own);
-        returns ``self``. Checked before anything is written: on a ``ValueError`` the sentence is unchanged."""
+        """:meth:`with_parse` written into this sentence instead of a copy; returns ``self``.
+
+        For sentences you made and own. Checked before anything is written: on a ``ValueError`` the sentence is
+        unchanged.
+
+        Args:
+            heads: 1-based head of each word (0 = root).
+            deprels: the relation of each word.
+            upos: the UPOS of each word (``None``: unchanged).
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: as :meth:`with_parse`; the sentence is then unchanged.
+        """
         self._check_parse(heads, deprels, upos)
         return self._write_parse(heads, deprels, upos)
 
@@ -276,6 +321,14 @@ class Sentence:
         labelled ``rel↑``, head -> word ``rel↓``; ids from ``rel_vocab``, by default a
         :meth:`LabelVocab.for_dependencies` of this sentence's relations).
         ``meta`` holds ``sent_id``, ``text``, ``path`` and ``line``.
+
+        Args:
+            rel_vocab: relation ids (``None``: a :meth:`LabelVocab.for_dependencies` of this sentence's relations).
+            max_distance: clip distance of the ``"position"`` channel.
+            graph_channel: add the ``"deps"`` channel when every word has a head.
+
+        Returns:
+            The :class:`g2gt.Graph`.
         """
         channels: dict[str, Any] = {"position": ChainChannel(max_distance)}
         heads = self.heads
@@ -288,8 +341,13 @@ class Sentence:
 
     # ------------------------------------------------------------------ output
     def serialize(self) -> str:
-        """CoNLL-U text of this sentence: comment lines, token lines, then the blank line(s)
-        that followed it in the input (one blank line if none did)."""
+        """CoNLL-U text of this sentence.
+
+        Comment lines, token lines, then the blank line(s) that followed it in the input (one blank line if none did).
+
+        Returns:
+            The CoNLL-U text.
+        """
         lines = self._comment_lines()
         raw = self._raw_tokens
         for k, tok in enumerate(self.rows):

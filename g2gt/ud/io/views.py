@@ -101,6 +101,12 @@ class Word:
     Attributes:
         sentence: the :class:`~g2gt.ud.io.Sentence` it belongs to.
         index: its 0-based position in the sentence (``id - 1`` in a well-formed sentence).
+
+    Args:
+        layout: the sentence's shared :class:`Layout` (views are made by :attr:`Sentence.words`, not by hand).
+        index: its 0-based position among the words.
+        k: its position in the sentence's ``rows``.
+        row: its token line (a ``conllu`` dict).
     """
 
     __slots__ = ("_layout", "index", "_row", "_k")
@@ -211,7 +217,15 @@ class Word:
         self._row[key] = value
 
     def get(self, key: str, default: Any = None) -> Any:
-        """``word.row.get(key, default)``."""
+        """``word.row.get(key, default)``.
+
+        Args:
+            key: a column name (``"form"``, ``"misc"`` ...).
+            default: the value for a missing key.
+
+        Returns:
+            The column's value.
+        """
         return self._row.get(key, default)
 
     def __eq__(self, other: object) -> bool:
@@ -231,6 +245,10 @@ class SurfaceToken:
     Attributes:
         sentence: the :class:`~g2gt.ud.io.Sentence` it belongs to.
         index: its 0-based position among the sentence's surface tokens.
+
+    Args:
+        layout: the sentence's shared :class:`Layout` (views are made by :attr:`Sentence.tokens`, not by hand).
+        index: its 0-based position among the surface tokens.
     """
 
     __slots__ = ("_layout", "index")

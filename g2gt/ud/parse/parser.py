@@ -50,6 +50,8 @@ def rule_segmenter(text: str) -> list[Sentence]:
 class Parser:
     """A trained parser (model + vocabulary): ``Parser.load(name_or_path).parse(x)``, or ``parser(x)``.
 
+    Every output is exactly one single-rooted tree per sentence (MST / Eisner), in input order.
+
     Args:
         model: the :class:`ParserModel`.
         vocab: its :class:`ParserVocab`.
@@ -61,8 +63,6 @@ class Parser:
             sets (``benchmarks/refine_confidence.py``).
         treebank: for a model trained on several treebanks (``model.config.treebanks``), the one whose
             annotation conventions to follow (default: the first, e.g. ``en_ewt``); see :attr:`treebank`.
-
-    Every output is exactly one single-rooted tree per sentence (MST / Eisner), in input order.
     """
 
     kind = "parser"
@@ -114,16 +114,28 @@ class Parser:
     @classmethod
     def load(cls, name_or_path: str | Path = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto", treebank: str | None = None) -> "Parser":
-        """Load the parse stage of a shipped model by name (default ``"en_combined"``, see :mod:`g2gt.core.registry`), of
-        a model folder (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint
-        file, with ``weights_only=True`` and ``strict=True``.
+        """Load the parse stage.
 
-        ``device`` and ``dtype`` as every loader (:func:`g2gt.core.runtime.resolve_dtype`): ``"auto"`` (default) picks the fast precision for the
-        device with the same accuracy: bfloat16 on GPUs and AMX CPUs, int8 dynamic quantization of the linear
-        layers on other CPUs (its scores and speed: the README's precision table); ``"float32"`` (or None),
-        ``"bfloat16"``, ``"int8"`` force one. Arc scores are decoded in float32 either way. ``treebank``: see
-        :attr:`treebank` (default: the model's first treebank). A ``lemmatizer.pt`` beside ``parser.pt`` (a
+        Of a shipped model by name (default ``"en_combined"``, see :mod:`g2gt.core.registry`), of a model folder
+        (``parser.pt``), a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file, with
+        ``weights_only=True`` and ``strict=True``.
+
+        Arc scores are decoded in float32 whatever the precision. A ``lemmatizer.pt`` beside ``parser.pt`` (a
         character lemmatizer, ``g2gt train lemmatizer``) is loaded as :attr:`lemmatizer` (float32).
+
+        Args:
+            name_or_path: a shipped model's name (default ``"en_combined"``), a model folder, a training folder or a
+                checkpoint file.
+            device: as every loader: ``"auto"`` (default: a GPU when there is one, else the CPU), ``"cpu"``,
+                ``"cuda"``, ``"cuda:N"``.
+            dtype: as every loader (:func:`g2gt.core.runtime.resolve_dtype`): ``"auto"`` (default) picks the fast
+                precision for the device with the same accuracy: bfloat16 on GPUs and AMX CPUs, int8 dynamic
+                quantization of the linear layers on other CPUs (its scores and speed: the README's precision table);
+                ``"float32"`` (or ``None``), ``"bfloat16"``, ``"int8"`` force one.
+            treebank: the treebank whose conventions to follow, see :attr:`treebank` (``None``: the model's first).
+
+        Returns:
+            The :class:`Parser`.
         """
         path = name_or_path
         from ...core.checkpoint import expect_kind, load_checkpoint
@@ -149,8 +161,18 @@ class Parser:
         return parser
 
     def save(self, path: str | Path, storage_dtype: str | torch.dtype = "float16") -> Path:
-        """Write this stage as one checkpoint file that :meth:`load` reads (floating weights as
-        ``storage_dtype``); with a :attr:`lemmatizer`, a ``parser.pt`` gets ``lemmatizer.pt`` beside it."""
+        """Write this stage as one checkpoint file that :meth:`load` reads.
+
+        Floating weights are stored as ``storage_dtype``; with a :attr:`lemmatizer`, a ``parser.pt`` gets
+        ``lemmatizer.pt`` beside it.
+
+        Args:
+            path: the file to write.
+            storage_dtype: dtype of the floating-point weights in the file (default ``"float16"``).
+
+        Returns:
+            The path.
+        """
         record = self.record or {"model_config": self.model.config.to_dict(),
                                  "task": {"vocab": self.vocab.to_dict(), "max_distance": self.max_distance,
                                           "refine_steps": self.refine_steps}}
@@ -177,13 +199,21 @@ class Parser:
                 record_iterations: bool = False, treebank: str | None = None) -> ParseResult:
         """The predictions for ``sentences`` (objects with ``forms``, e.g. :class:`Sentence`), in order.
 
-        ``refine_steps``: refinement iterations (default: the model's). ``algorithm``: ``"mst"``
-        (non-projective) or ``"eisner"`` (projective). ``use_input_graph``: the sentences' own
-        HEAD / DEPREL are iteration 0's graph (a :class:`ValueError` naming ``file:line`` if one is not a
-        single-rooted tree). ``batch_tokens``: padded nodes per batch.
-        ``record_iterations``: keep every
-        iteration's trees (:attr:`SentenceParse.iterations`). ``treebank``: for this call instead of
-        :attr:`treebank`.
+        Args:
+            sentences: objects with ``forms``, e.g. :class:`Sentence`.
+            refine_steps: refinement iterations (``None``: the model's).
+            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
+            use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
+            batch_tokens: padded nodes per batch.
+            progress: show a progress bar.
+            record_iterations: keep every iteration's trees (:attr:`SentenceParse.iterations`).
+            treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
+
+        Returns:
+            The :class:`ParseResult`, one :class:`SentenceParse` per sentence.
+
+        Raises:
+            ValueError: with ``use_input_graph``, an input that is not a single-rooted tree (naming ``file:line``).
         """
         T = self.refine_steps if refine_steps is None else refine_steps
         if not (isinstance(T, int) and T >= 0):
@@ -198,12 +228,25 @@ class Parser:
               keep: Iterable[str] | str = (), treebank: str | None = None, copy: bool = True) -> list[Sentence]:
         """Parsed copies of the input (see the module docstring for the columns).
 
-        ``x``: one tokenized sentence (a list of strings), several (a list of lists of strings),
-        :class:`Sentence` objects (e.g. from :func:`g2gt.ud.io.read_conllu`), or raw text (tokenized by the rule
-        tokenizer; :class:`g2gt.ud.pipeline.Pipeline` uses a model's learned one). ``keep``: input columns to
-        keep instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``, ``deps``. The other
-        arguments are :meth:`predict`'s. ``copy=False``: :class:`Sentence` objects given are written into and
-        returned instead of copies (for sentences your code made and owns; it saves the copy).
+        The arguments but ``x``, ``keep`` and ``copy`` are :meth:`predict`'s.
+
+        Args:
+            x: one tokenized sentence (a list of strings), several (a list of lists of strings), :class:`Sentence`
+                objects (e.g. from :func:`g2gt.ud.io.read_conllu`), or raw text (tokenized by the rule tokenizer;
+                :class:`g2gt.ud.pipeline.Pipeline` uses a model's learned one).
+            refine_steps: refinement iterations (``None``: the model's).
+            algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
+            use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
+            batch_tokens: padded nodes per batch.
+            progress: show a progress bar.
+            keep: input columns to keep instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``,
+                ``deps`` (default: none).
+            treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
+            copy: ``False``: :class:`Sentence` objects given are written into and returned instead of copies (for
+                sentences your code made and owns; it saves the copy).
+
+        Returns:
+            The parsed sentences, in order.
         """
         kept = check_keep(keep)
         sentences = self.to_sentences(x)
@@ -214,15 +257,33 @@ class Parser:
     __call__ = parse
 
     def to_sentences(self, x: str | Iterable) -> list[Sentence]:
-        """The input forms :meth:`parse` accepts, as a list of sentences (see :meth:`parse`)."""
+        """The input forms :meth:`parse` accepts, as a list of sentences (see :meth:`parse`).
+
+        Args:
+            x: what :meth:`parse` takes.
+
+        Returns:
+            The sentences.
+        """
         if isinstance(x, str):
             return rule_segmenter(x) if x.strip() else []
         return as_sentences(x)
 
     # ------------------------------------------------------------------ attention
     def attention(self, sentence, refine_steps: int = 0, algorithm: str = "mst") -> tuple[list[str], list[Tensor]]:
-        """Tokens (with ``<root>``) and per-layer attention weights ``[H, n, n]`` of the pass that reads the
-        graph after ``refine_steps`` passes (0 = iteration 0, from the empty graph)."""
+        """Tokens and per-layer attention weights of one pass of the parser.
+
+        The tokens include ``<root>``; the weights ``[H, n, n]`` are those of the pass that reads the graph after
+        ``refine_steps`` passes (0 = iteration 0, from the empty graph).
+
+        Args:
+            sentence: one sentence (an object with ``forms``).
+            refine_steps: passes before the one whose attention is returned.
+            algorithm: tree decoding of the earlier passes: ``"mst"`` or ``"eisner"``.
+
+        Returns:
+            ``(tokens, weights)``, one ``[H, n, n]`` tensor per layer.
+        """
         graph = None
         if refine_steps > 0:
             p = self.predict([sentence], refine_steps=refine_steps - 1, algorithm=algorithm)[0]

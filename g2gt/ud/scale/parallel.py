@@ -246,16 +246,24 @@ def map_batch_runs(pool: ProcessPool, sentences: Iterable, chunk: int | None,
 class ParallelPipeline:
     """``workers`` processes, each holding one pipeline (see the module docstring).
 
-    Args:
-        name_or_path, device, dtype, tokenizer: as :func:`g2gt.load` (``tokenizer`` matters for raw text only).
-        workers: processes (one torch thread each by default, ``threads``).
-        chunk_sentences: sentences per chunk (2000, as ``g2gt parse``: the same chunks give the same bytes).
-        progress: one progress bar (sentences) over all workers, on stderr.
-        start_method, max_tries: see :class:`g2gt.core.pool.ProcessPool`.
-
     The parsing methods take ``Pipeline.__call__``'s keyword arguments (keep, enhanced, refine_steps,
     algorithm, use_input_graph, batch_tokens, treebank ...: :func:`parse_options`) as ``**options``;
     :meth:`pipe` yields :class:`~g2gt.ud.document.Document` objects as ``Pipeline.pipe`` does.
+
+    Args:
+        name_or_path: as :func:`g2gt.load`: a model's name (default ``"en_combined"``) or folder.
+        workers: processes (one torch thread each by default, ``threads``).
+        device: as :func:`g2gt.load` (default ``"cpu"``).
+        dtype: as :func:`g2gt.load` (default ``"auto"``).
+        tokenizer: as :func:`g2gt.load`; it matters for raw text only.
+        chunk_sentences: sentences per chunk (2000, as ``g2gt parse``: the same chunks give the same bytes).
+        progress: one progress bar (sentences) over all workers, on stderr.
+        threads: torch threads of each worker.
+        start_method: ``"forkserver"`` or ``"spawn"``, see :class:`g2gt.core.pool.ProcessPool` (``None``: its default).
+        max_tries: runs of one job that may end in a dead worker before it fails, see
+            :class:`g2gt.core.pool.ProcessPool`.
+        keep_freed_memory: apply :func:`g2gt.core._compat.keep_freed_memory` in each worker, as the ``g2gt`` command
+            does in its own process.
     """
 
     def __init__(self, name_or_path: str = DEFAULT_MODEL, workers: int = 2, *, device: str = "cpu",
@@ -289,8 +297,17 @@ class ParallelPipeline:
     # ------------------------------------------------------------------ sentences
     def parse_sentences(self, sentences: Iterable, stats: dict | None = None,
                         on_done: Callable[[int], None] | None = None, **options: Any) -> Iterator[str]:
-        """The CoNLL-U text of each parsed sentence of ``sentences`` (:class:`g2gt.ud.io.Sentence`), in order.
-        Counts ``sentences`` / ``words`` into ``stats``; ``on_done(n)`` after each job of ``n`` sentences."""
+        """The CoNLL-U text of each parsed sentence of ``sentences``, in order.
+
+        Args:
+            sentences: the input :class:`g2gt.ud.io.Sentence` objects.
+            stats: a dict that ``sentences`` / ``words`` counts are added to (``None``: no counts).
+            on_done: called with ``n`` after each job of ``n`` sentences (``None``: nothing).
+            **options: ``Pipeline.__call__``'s keyword arguments.
+
+        Yields:
+            The CoNLL-U text of each sentence, in order.
+        """
         options = check_options(options)
         enhanced, batch_tokens = bool(options.get("enhanced")), int(options["batch_tokens"])
         check = None
@@ -302,8 +319,18 @@ class ParallelPipeline:
                               lambda sents: ("parse", sents, options), stats, on_done, self.progress, check)
 
     def pipe(self, texts: Iterable, **options: Any) -> Iterator:
-        """One :class:`~g2gt.ud.document.Document` per item of ``texts`` (raw text or tokenized input), in
-        order: the groups of :func:`g2gt.ud.pipe.text_groups`, one job each (``Pipeline.pipe(n_process=N)``)."""
+        """One :class:`~g2gt.ud.document.Document` per item of ``texts``, in order.
+
+        Items are raw text or tokenized input: the groups of :func:`g2gt.ud.pipe.text_groups`, one job each
+        (``Pipeline.pipe(n_process=N)``).
+
+        Args:
+            texts: raw texts or tokenized input.
+            **options: ``Pipeline.__call__``'s keyword arguments.
+
+        Yields:
+            One :class:`~g2gt.ud.document.Document` per text, in order.
+        """
         from ..pipe import text_groups
 
         options = {k: v for k, v in check_options(options).items() if k != "progress"}
@@ -312,8 +339,16 @@ class ParallelPipeline:
 
     # ------------------------------------------------------------------ raw text
     def text_sentences(self, text: str) -> Iterator:
-        """The sentences of a raw-text document, segmented by the workers and numbered as
-        :meth:`g2gt.ud.pipeline.Pipeline.text_sentences` numbers them (lazily, block by block)."""
+        """The sentences of a raw-text document, segmented by the workers.
+
+        Numbered as :meth:`g2gt.ud.pipeline.Pipeline.text_sentences` numbers them (lazily, block by block).
+
+        Args:
+            text: the document's raw text.
+
+        Yields:
+            The sentences, in order.
+        """
         if not text.strip():
             return
         if not self.info["learned_tokenizer"]:
@@ -331,13 +366,32 @@ class ParallelPipeline:
                 yield s
 
     def parse_text(self, text: str, stats: dict | None = None, **options: Any) -> Iterator[str]:
-        """The CoNLL-U text of each sentence of a raw-text document, in order."""
+        """The CoNLL-U text of each sentence of a raw-text document, in order.
+
+        Args:
+            text: the document's raw text.
+            stats: a dict that ``sentences`` / ``words`` counts are added to (``None``: no counts).
+            **options: ``Pipeline.__call__``'s keyword arguments.
+
+        Yields:
+            The CoNLL-U text of each sentence, in order.
+        """
         return self.parse_sentences(self.text_sentences(text), stats, **options)
 
     # ------------------------------------------------------------------ files
     def parse_file(self, source, output, kind: str = "conllu", name: str | None = None, **options: Any) -> dict:
-        """Parse one input (a path, ``"-"`` or a stream; ``kind``: ``conllu``, ``raw`` or ``lines``) into
-        ``output`` (a path, written atomically, ``"-"`` or a stream). Returns ``{"sentences", "words"}``."""
+        """Parse one input into ``output``.
+
+        Args:
+            source: a path, ``"-"`` or a stream.
+            output: a path (written atomically), ``"-"`` or a stream.
+            kind: the input's kind: ``"conllu"`` (default), ``"raw"`` or ``"lines"``.
+            name: the input's name in messages (``None``: its path).
+            **options: ``Pipeline.__call__``'s keyword arguments.
+
+        Returns:
+            ``{"sentences", "words"}`` counts.
+        """
         from ...core.files import open_output
 
         stats = {"sentences": 0, "words": 0}
@@ -353,9 +407,21 @@ class ParallelPipeline:
 
     def parse_files(self, inputs: Iterable, output_dir, kind: str = "conllu", resume: bool = False,
                     **options: Any) -> FilesReport:
-        """One output per input in ``output_dir`` (see :mod:`g2gt.ud.scale.corpus`): each written atomically, with
-        ``resume`` the finished ones skipped; a file that fails (``FILE:LINE: ...``) is reported in the
-        returned :class:`~g2gt.ud.scale.corpus.FilesReport` and the others go on."""
+        """One output per input in ``output_dir`` (see :mod:`g2gt.ud.scale.corpus`).
+
+        Each is written atomically, with ``resume`` the finished ones skipped; a file that fails (``FILE:LINE: ...``) is
+        reported in the returned :class:`~g2gt.ud.scale.corpus.FilesReport` and the others go on.
+
+        Args:
+            inputs: the input files.
+            output_dir: the folder of the outputs.
+            kind: ``"conllu"`` (default), ``"raw"`` or ``"lines"``.
+            resume: skip the inputs whose output is finished.
+            **options: ``Pipeline.__call__``'s keyword arguments.
+
+        Returns:
+            The :class:`~g2gt.ud.scale.corpus.FilesReport`.
+        """
         todo, skipped = plan_files(inputs, output_dir, resume)
         report = FilesReport(skipped=[str(d) for _, d in skipped])
         for src, dst in todo:

@@ -55,7 +55,7 @@ def to_spacy(doc: Any, vocab: Any = None) -> Any:
 
     Returns:
         A ``spacy.tokens.Doc`` with ``len(words) + whitespace tokens`` tokens; ``doc.text`` is the document's
-        text when every surface form was found in it and the words of each multiword token spell its form.
+            text when every surface form was found in it and the words of each multiword token spell its form.
 
     Raises:
         ImportError: spaCy is not installed.

@@ -119,7 +119,10 @@ def load_pipeline(name_or_path: str = "en_combined", *, lang: str | None = None,
     Args:
         name_or_path: a shipped or installed g2gt model's name, or a model folder.
         lang: the spaCy language code (default: the model card's ``language``; ``"xx"`` for any language).
-        device, dtype, threads, exclude: as ``g2gt.load``.
+        device: as ``g2gt.load``: ``"auto"`` (default), ``"cpu"``, ``"cuda"`` ...
+        dtype: as ``g2gt.load``: every stage's precision (``"auto"``: the fastest with the same accuracy).
+        threads: as ``g2gt.load``: torch's CPU threads (``None``: leave torch's setting).
+        exclude: as ``g2gt.load``: stages not to load (default: none).
         coref: annotate coreference (``doc.spans["coref_clusters_N"]``); the model needs a coreference stage.
         enhanced: predict enhanced UD too (in the g2gt document only: spaCy has no place for it).
         treebank: for a model trained on several treebanks, whose conventions to follow.
@@ -138,13 +141,17 @@ def load_pipeline(name_or_path: str = "en_combined", *, lang: str | None = None,
 
 
 def from_pipeline(pipeline: Any, lang: str | None = None, **options: Any) -> "spacy.language.Language":
-    """A spaCy ``Language`` around an already loaded g2gt pipeline (``g2gt.load(...)``); not serialisable by
-    config (use :func:`load_pipeline` for that).
+    """A spaCy ``Language`` around an already loaded g2gt pipeline (``g2gt.load(...)``).
+
+    Not serialisable by config (use :func:`load_pipeline` for that).
 
     Args:
         pipeline: the :class:`g2gt.ud.pipeline.Pipeline`.
         lang: the spaCy language code (default: the pipeline's model card's ``language``, else ``"xx"``).
         options: keyword arguments of every pipeline call (``coref=True`` ...).
+
+    Returns:
+        ``nlp``: ``nlp(text)`` is an annotated ``spacy.tokens.Doc``.
     """
     lang = lang or getattr(pipeline, "card", {}).get("language") or "xx"
     nlp = spacy.blank(lang)

@@ -71,10 +71,23 @@ class Segmenter:
     @classmethod
     def load(cls, name_or_path: str | os.PathLike = DEFAULT_MODEL, device: str | torch.device = "auto",
              dtype: torch.dtype | str | None = "auto", **kwargs) -> Segmenter:
-        """Load the tokenize stage of a shipped model by name (``"en_combined"``), a model folder's
-        ``segmenter.pt``, a training folder (its ``best.pt``, else ``last.pt``) or a checkpoint file
-        (``weights_only=True``, ``strict=True``). ``device`` and ``dtype``: see :func:`g2gt.core.runtime.resolve_dtype`
-        (``"auto"`` never picks int8 here: its accuracy with int8 is unmeasured)."""
+        """Load the tokenize stage.
+
+        Of a shipped model by name (``"en_combined"``), a model folder's ``segmenter.pt``, a training folder (its
+        ``best.pt``, else ``last.pt``) or a checkpoint file (``weights_only=True``, ``strict=True``).
+
+        Args:
+            name_or_path: a shipped model's name (default ``"en_combined"``), a model folder, a training folder or a
+                checkpoint file.
+            device: ``"auto"`` (default: a GPU when there is one, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
+            dtype: ``"auto"`` (default: :func:`g2gt.core.runtime.resolve_dtype`'s choice for the device; never int8
+                here: its accuracy with int8 is unmeasured), ``"float32"``, ``"bfloat16"``, ``"float16"`` or a
+                ``torch.dtype``.
+            **kwargs: passed to the :class:`Segmenter` constructor (``batch_tokens``, ``max_sentence_tokens``).
+
+        Returns:
+            The :class:`Segmenter`.
+        """
         path = name_or_path
         from ...core.checkpoint import expect_kind, load_checkpoint
         from ...core.runtime import resolve_device, resolve_dtype
@@ -95,7 +108,15 @@ class Segmenter:
         return out
 
     def save(self, path: str | os.PathLike, storage_dtype: str | torch.dtype = "float16") -> Path:
-        """Write this stage as one checkpoint file that :meth:`load` reads."""
+        """Write this stage as one checkpoint file that :meth:`load` reads.
+
+        Args:
+            path: the file to write.
+            storage_dtype: dtype of the floating-point weights in the file (default ``"float16"``).
+
+        Returns:
+            The path.
+        """
         from ..stage import save_stage
 
         if not self.record:
@@ -108,7 +129,14 @@ class Segmenter:
         return next(self.model.parameters()).device
 
     def spans_many(self, texts: Sequence[str]) -> list[Spans]:
-        """Token and sentence spans of several texts (their windows share batches)."""
+        """Token and sentence spans of several texts (their windows share batches).
+
+        Args:
+            texts: the raw texts.
+
+        Returns:
+            One :class:`Spans` per text.
+        """
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"text {i} is a {type(t).__name__}, expected str (raw text); for words that are "
@@ -118,18 +146,44 @@ class Segmenter:
                 for t, o in zip(texts, out)]
 
     def spans(self, text: str) -> Spans:
-        """Token spans (``starts``, ``ends``, ``mwt``) and sentences (token ranges) of one text."""
+        """Token spans (``starts``, ``ends``, ``mwt``) and sentences (token ranges) of one text.
+
+        Args:
+            text: the raw text.
+
+        Returns:
+            The :class:`Spans`.
+        """
         return self.spans_many([text])[0]
 
     def segment(self, text: str, sent_id_prefix: str = "", first_id: int = 1) -> list[Sentence]:
-        """Sentences of a document (see the module docstring); ``[]`` for a text without tokens (empty or
-        only whitespace). Sentence ids are ``{sent_id_prefix}{k}``, ``k = first_id, first_id + 1 ...``."""
+        """Sentences of a document (see the module docstring).
+
+        ``[]`` for a text without tokens (empty or only whitespace). Sentence ids are ``{sent_id_prefix}{k}``, ``k =
+        first_id, first_id + 1 ...``.
+
+        Args:
+            text: the document's raw text.
+            sent_id_prefix: prefix of the sentence ids.
+            first_id: number of the first sentence.
+
+        Returns:
+            The sentences.
+        """
         return self.segment_many([text], sent_id_prefix, first_id)[0]
 
     def segment_document(self, text: str) -> list[Sentence]:
-        """Sentences of a whole raw-text document of any length, read one block of paragraphs at a time
-        (:func:`g2gt.ud.tokenize.text.paragraph_blocks`: memory bounded by the block), with running ids ``s1,
-        s2 ...`` and ``newdoc`` on the first sentence only."""
+        """Sentences of a whole raw-text document of any length.
+
+        It is read one block of paragraphs at a time (:func:`g2gt.ud.tokenize.text.paragraph_blocks`: memory bounded by
+        the block), with running ids ``s1, s2 ...`` and ``newdoc`` on the first sentence only.
+
+        Args:
+            text: the document's raw text.
+
+        Returns:
+            The sentences.
+        """
         from .text import paragraph_blocks
 
         out: list[Sentence] = []
@@ -142,7 +196,16 @@ class Segmenter:
 
     def segment_many(self, texts: Sequence[str], sent_id_prefix: str = "", first_id: int = 1
                      ) -> list[list[Sentence]]:
-        """:meth:`segment` for several documents at once (batched); sentence ids continue across them."""
+        """:meth:`segment` for several documents at once (batched); sentence ids continue across them.
+
+        Args:
+            texts: the documents' raw texts.
+            sent_id_prefix: prefix of the sentence ids.
+            first_id: number of the first sentence.
+
+        Returns:
+            The sentences of each document.
+        """
         texts = [drop_control_characters(t) for t in texts]
         out = []
         k = first_id
@@ -155,7 +218,14 @@ class Segmenter:
     __call__ = segment
 
     def tokenize(self, text: str) -> list[list[str]]:
-        """The surface tokens of each sentence (no multiword splitting)."""
+        """The surface tokens of each sentence (no multiword splitting).
+
+        Args:
+            text: the raw text.
+
+        Returns:
+            One list of token strings per sentence.
+        """
         sp = self.spans(text)
         s, e = sp.starts.tolist(), sp.ends.tolist()
         return [[text[s[k]:e[k]] for k in range(a, b)] for a, b in sp.sentences]
