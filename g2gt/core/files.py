@@ -378,7 +378,11 @@ class AtomicOutput:
             self._file = open(self.path, "wb") if self.binary else open(self.path, "w", encoding="utf-8", newline="")
             return self._file
         folder, base = os.path.split(self._target)
-        fd, self._tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
+        try:
+            fd, self._tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
+        except OSError as e:  # the message names the output, never the temporary file beside it
+            raise OutputError(f"{self.path}: cannot write here ({e.strerror or e}); the folder {folder or '.'} must "
+                              "exist and be writable: choose another output path") from None
         try:
             try:
                 mode = os.stat(self._target).st_mode & 0o7777

@@ -451,3 +451,19 @@ def test_fifo_input_and_device_output(tmp_path: Path) -> None:
     assert to_conllu_string(sents).encode() == body
     write_conllu(sents, "/dev/null")  # written in place, not replaced by a regular file
     assert not Path("/dev/null").is_file()
+
+
+def test_an_output_folder_that_cannot_be_written_names_the_output_not_a_temporary(tmp_path, monkeypatch):
+    import tempfile
+
+    from g2gt.core.files import OutputError, open_output
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)  # a read-only folder (root may write anywhere)
+    target = tmp_path / "out.conllu"
+    with pytest.raises(OutputError, match=r"out\.conllu: cannot write here \(Permission denied\)") as err:
+        with open_output(target) as f:
+            f.write("x")
+    assert ".tmp" not in str(err.value) and not target.exists()
