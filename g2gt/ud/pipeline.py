@@ -39,7 +39,7 @@ from typing import Any, Callable
 from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
-from .limits import drop_control_characters, limit_sentence_words
+from .limits import drop_control_characters, iter_limit_sentence_words, limit_sentence_words
 from ..core.registry import DEFAULT_MODEL
 from .stage import BUILTIN_STAGES, LazyStage, StageContext, StageList, registered_stages
 from .coref import stage as _coref_stage  # noqa: F401  (registers the optional 'coref' stage)
@@ -314,7 +314,7 @@ class Pipeline(StageList):
         if isinstance(x, str):
             x = drop_control_characters(x)  # the text the tokenizer reads, which the offsets point into
         with paused_gc():  # no cyclic collections while the results are built (g2gt.core.gc_pause)
-            sentences = limit_sentence_words(self.to_sentences(x))  # bounded memory: see g2gt.ud.limits
+            sentences = limit_sentence_words(self.to_sentences(x), **long_sentences(use_input_graph))
             return Document(self.run_stages(sentences, copy=not isinstance(x, str), **options),
                             x if isinstance(x, str) else None, self.name)
 
@@ -395,9 +395,10 @@ class Pipeline(StageList):
     def stream(self, sentences: Iterable[Sentence], chunk_sentences: int = CHUNK_SENTENCES,
                stats: dict | None = None, **kwargs) -> Iterator[Sentence]:
         """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time (memory does not grow
-        with the input); counts ``sentences`` and ``words`` into ``stats`` when given."""
-        it = iter(sentences)
-        while part := list(islice(it, chunk_sentences)):
+        with the input); counts the ``sentences`` and ``words`` written into ``stats`` when given. A sentence over
+        the word limit is cut (:mod:`g2gt.ud.limits`) before the chunks are made, so a chunk is what is written."""
+        it = iter_limit_sentence_words(sentences, **long_sentences(bool(kwargs.get("use_input_graph"))))
+        while part := list(islice(it, chunk_sentences)):  # cut after the length guard: chunks of what is written
             if stats is not None:
                 stats["sentences"] = stats.get("sentences", 0) + len(part)
                 stats["words"] = stats.get("words", 0) + sum(len(s) for s in part)
@@ -433,6 +434,16 @@ class PipeWorker:
         nlp = Pipeline.load(self.name_or_path, self.device, self.dtype, exclude=self.exclude,
                             config={k: dict(v) for k, v in self.config}, tokenizer=self.tokenizer)
         return lambda job: parse_many(nlp, job[0], **job[1])
+
+
+def long_sentences(use_input_graph: bool) -> dict:
+    """How :mod:`g2gt.ud.limits` treats a sentence over the word limit: cut into pieces, except when its input
+    tree is refined (``use_input_graph``, ``--refine``), which no cut keeps: then it is refused, saying why."""
+    if not use_input_graph:
+        return {}
+    return {"on_long": "error", "why": "--refine (use_input_graph) cannot refine it: its input tree cannot be cut "
+                                       "into pieces; raise the limit to refine it whole, or parse it without "
+                                       "--refine (then it is parsed in pieces)"}
 
 
 def _configured(stage: Any, options: dict | None, name: str) -> Any:

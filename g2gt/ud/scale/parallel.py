@@ -226,6 +226,8 @@ def map_batch_runs(pool: ProcessPool, sentences: Iterable, chunk: int | None,
     try:
         for texts in pool.map(jobs()):
             c, positions = meta.popleft()
+            if len(texts) != len(positions):  # never write a chunk with sentences missing or extra
+                raise RuntimeError(f"a worker returned {len(texts)} sentences for a job of {len(positions)}")
             if c != current:
                 current, out, filled = c, [None] * sizes.pop(c), 0
             for i, text in zip(positions, texts):
@@ -296,7 +298,11 @@ class ParallelPipeline:
         check = None
         if options.get("use_input_graph"):  # the first bad tree in input order fails, as in one process
             from ..parse.decode import check_input_trees as check
+        from ..limits import iter_limit_sentence_words
+        from ..pipeline import long_sentences
 
+        # cut long sentences here, as Pipeline.stream does, so that a job returns one text per sentence it was given
+        sentences = iter_limit_sentence_words(sentences, **long_sentences(bool(options.get("use_input_graph"))))
         return map_batch_runs(self.pool, sentences, self.chunk,
                               lambda part: job_plan([len(s.forms) + 1 for s in part], batch_tokens, enhanced),
                               lambda sents: ("parse", sents, options), stats, on_done, self.progress, check)
