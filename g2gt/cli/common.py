@@ -396,7 +396,7 @@ def check_output_path(path: str | None, flag: str, inputs: Iterable[str | None] 
     if not os.path.isdir(folder):
         raise UsageError(f"{flag} {path}: the folder {folder} does not exist")
     if not in_place:
-        from ..core.files import same_file
+        from ..core.output import same_file
 
         for src in inputs:
             if src not in (None, "-") and same_file(src, path):

@@ -408,7 +408,7 @@ def _json_workers(args: argparse.Namespace, source, output: str, device: str) ->
 def write_document(sentences, source, model: str | None, output: str) -> None:
     """``--format json``: the parsed sentences as one :class:`~g2gt.ud.document.Document`'s ``to_json()``
     (``source``: the raw text when the input was text, so offsets point into it)."""
-    from ..core.files import open_output
+    from ..core.output import open_output
     from ..ud.document import Document
 
     doc = Document(sentences, source if isinstance(source, str) else None, model)

@@ -270,7 +270,8 @@ class Translator:
         """Translate the lines of ``src`` (plain or ``.gz`` UTF-8; CoNLL-U for a graph-to-sequence model) into
         ``out`` (one line each; ``"-"`` = standard input / output); ``out`` appears only once complete.
         ``n_process``, ``progress`` and ``options`` as for :meth:`pipe`. Returns the number of lines written."""
-        from ..core.files import iter_lines, open_output
+        from ..core.files import iter_lines
+        from ..core.output import open_output
 
         if self.graph:
             from ..ud.io import iter_conllu

@@ -344,7 +344,7 @@ class ParallelPipeline:
     def parse_file(self, source, output, kind: str = "conllu", name: str | None = None, **options: Any) -> dict:
         """Parse one input (a path, ``"-"`` or a stream; ``kind``: ``conllu``, ``raw`` or ``lines``) into
         ``output`` (a path, written atomically, ``"-"`` or a stream). Returns ``{"sentences", "words"}``."""
-        from ...core.files import open_output
+        from ...core.output import open_output
 
         stats = {"sentences": 0, "words": 0}
         blocks = self.parse_sentences(read_input(source, kind, name, self.text_sentences), stats, **options)
