@@ -39,6 +39,7 @@ from typing import Any, Callable
 from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
+from .parse.columns import check_keep
 from .limits import drop_control_characters, iter_limit_sentence_words, limit_sentence_words
 from ..core.registry import DEFAULT_MODEL
 from .stage import BUILTIN_STAGES, LazyStage, StageContext, StageList, registered_stages
@@ -339,6 +340,11 @@ class Pipeline(StageList):
         caller, e.g. from raw text; saves the copy)."""
         n = BATCH_TOKENS if batch_tokens is None else int(batch_tokens)
         out = sentences
+        if "deps" in check_keep(keep):  # kept DEPS are written as they are: they must be an enhanced graph
+            from .enhance.data import sentence_edges
+
+            for s in sentences:
+                sentence_edges(s, required=False)
         for name in list(self._stages)[1:]:
             if name == "parse":  # trees from elsewhere (another parser, gold) go to the enhancer as they are
                 parser = self.parse_stage
