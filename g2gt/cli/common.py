@@ -17,6 +17,7 @@ Nothing here imports torch at module level: ``g2gt --help`` and ``g2gt COMMAND -
 from __future__ import annotations
 
 import argparse
+import logging
 import dataclasses
 import inspect
 import os
@@ -213,6 +214,14 @@ def apply_runtime(args: argparse.Namespace) -> str:
     from ..core._compat import keep_freed_memory
 
     keep_freed_memory()
+    if getattr(args, "workers", 1) > 1 and not getattr(args, "ray", None):  # local processes (Ray has its own)
+        from ..core.pool import fit_workers
+
+        used, why = fit_workers(args.workers)
+        if why is not None:
+            logging.getLogger("g2gt").warning("--workers %d: using %d worker process%s instead (%s)", args.workers,
+                                              used, "es" * (used != 1), why)
+            args.workers = used
     if args.threads:
         from ..core.train import set_threads
 
