@@ -381,8 +381,8 @@ def run_parse(args: argparse.Namespace) -> int:
 
 
 def _json_workers(args: argparse.Namespace, source, output: str, device: str) -> int:
-    """``--format json --workers N``: the workers' CoNLL-U read back into sentences (a lossless round trip),
-    then one Document, as with one process."""
+    """``--format json --workers N``: the workers' CoNLL-U of each sentence read back (a lossless round trip)
+    and written as one Document's JSON, streamed as with one process."""
     from ..ud.io import parse_conllu_string
     from ..ud.scale.parallel import ParallelPipeline
 
@@ -391,21 +391,23 @@ def _json_workers(args: argparse.Namespace, source, output: str, device: str) ->
     with ParallelPipeline(args.model, args.workers, device=device, dtype=args.dtype, tokenizer=tokenizer,
                           progress=progress_enabled(args)) as pp:
         sentences = pp.text_sentences(source) if isinstance(source, str) else source
-        text = "".join(pp.parse_sentences(sentences, **kw))
-        name = pp.pool.run(("info", None, {})).get("name")
-    write_document(parse_conllu_string(text, name="<workers>") if text else [], source, name, output)
+        name = pp.info.get("name")
+        parsed = (s for block in pp.parse_sentences(sentences, **kw)
+                  for s in parse_conllu_string(block, name="<workers>"))
+        write_document(parsed, source, name, output)
     return 0
 
 
 def write_document(sentences, source, model: str | None, output: str) -> None:
     """``--format json``: the parsed sentences as one :class:`~g2gt.ud.document.Document`'s ``to_json()``
-    (``source``: the raw text when the input was text, so offsets point into it)."""
+    (``source``: the raw text when the input was text, so offsets point into it), written as they come
+    (:func:`g2gt.ud.document_stream.write_document_json`: memory does not grow with the input)."""
     from ..core.output import open_output
-    from ..ud.document import Document
+    from ..ud.document_stream import write_document_json
 
-    doc = Document(sentences, source if isinstance(source, str) else None, model)
     with open_output(output) as f:
-        f.write(doc.to_json() + "\n")
+        write_document_json(sentences, f, source if isinstance(source, str) else None, model)
+        f.write("\n")
 
 
 def _parse_kwargs(args: argparse.Namespace) -> dict:
