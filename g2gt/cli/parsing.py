@@ -364,7 +364,7 @@ def run_parse(args: argparse.Namespace) -> int:
         from ..ud.limits import drop_control_characters
 
         source = drop_control_characters(source)  # as nlp(text) does: the text --format json's offsets point into
-    sentences = nlp.text_sentences(source) if isinstance(source, str) else source
+    sentences = nlp.iter_text_sentences(source) if isinstance(source, str) else source  # lazily: flat memory
     kw = _parse_kwargs(args)
     stats = {"sentences": 0, "words": 0}
     t0 = time.time()

@@ -31,7 +31,7 @@ from .io.sentence import Sentence
 from .io.surface import space_after, surface_tokens
 
 __all__ = ["DEFAULT_MAX_WORDS", "SentenceTooLong", "max_sentence_words", "limit_sentence_words",
-           "iter_limit_sentence_words", "over_limit", "split_sentence", "drop_control_characters"]
+           "iter_limit_sentence_words", "long_sentences", "over_limit", "split_sentence", "drop_control_characters"]
 
 DEFAULT_MAX_WORDS = 1000
 ENV = "G2GT_MAX_SENTENCE_WORDS"
@@ -138,6 +138,17 @@ def iter_limit_sentence_words(sentences: Iterable[Sentence], max_words: int | No
                           f"({how or ENV}); parsed as {len(pieces)} sentences of at most {limit:,} words "
                           f"({pieces[0].sent_id} ... {pieces[-1].sent_id})", RuntimeWarning, stacklevel=2)
         yield from pieces
+
+
+def long_sentences(use_input_graph: bool) -> dict:
+    """How a pipeline treats a sentence over the word limit (:func:`limit_sentence_words`'s options): cut into
+    pieces, except when its input tree is refined (``use_input_graph``, ``--refine``), which no cut keeps: then
+    it is refused, saying why."""
+    if not use_input_graph:
+        return {}
+    return {"on_long": "error", "why": "--refine (use_input_graph) cannot refine it: its input tree cannot be cut "
+                                       "into pieces; raise the limit to refine it whole, or parse it without "
+                                       "--refine (then it is parsed in pieces)"}
 
 
 def over_limit(sentences: Sequence[Sentence], what: str, instead: str, max_words: int | None = None) -> set[int]:

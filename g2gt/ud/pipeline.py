@@ -40,9 +40,9 @@ from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
 from .parse.columns import check_keep
-from .limits import drop_control_characters, iter_limit_sentence_words, limit_sentence_words
+from .limits import drop_control_characters, iter_limit_sentence_words, limit_sentence_words, long_sentences
 from ..core.registry import DEFAULT_MODEL
-from .stage import BUILTIN_STAGES, LazyStage, StageContext, StageList, registered_stages
+from .stage import BUILTIN_STAGES, LazyStage, StageContext, StageList, configured_stage, registered_stages
 from .coref import stage as _coref_stage  # noqa: F401  (registers the optional 'coref' stage)
 
 _log = logging.getLogger("g2gt")
@@ -154,7 +154,7 @@ class Pipeline(StageList):
         if "parse" not in exclude:
             from .parse import Parser
 
-            parser = _configured(Parser.load(where, device, dtype), config.get("parse"), "parse")
+            parser = configured_stage(Parser.load(where, device, dtype), config.get("parse"), "parse")
         if tokenizer in ("auto", "model") and has("segmenter") and "tokenize" not in exclude:
             from .tokenize import Segmenter
 
@@ -164,7 +164,7 @@ class Pipeline(StageList):
                              f"({PART_FILES['segmenter']}); use tokenizer='rule'")
         else:
             tok = RuleTokenizer("auto" if tokenizer in ("auto", "model") else tokenizer)
-        tok = _configured(tok, config.get("tokenize"), "tokenize")
+        tok = configured_stage(tok, config.get("tokenize"), "tokenize")
         enhance = None
         if has("enhancer") and "enhance" not in exclude:
             file, enhance_options = folder / PART_FILES["enhancer"], config.get("enhance")
@@ -172,7 +172,7 @@ class Pipeline(StageList):
             def load_enhancer(file=file, options=enhance_options):
                 from .enhance import Enhancer
 
-                return _configured(Enhancer.load(file, device, dtype), options, "enhance")
+                return configured_stage(Enhancer.load(file, device, dtype), options, "enhance")
 
             enhance = LazyStage(load_enhancer, "Enhancer", file)
         card = model_card(folder) if folder is not None else {}
@@ -284,6 +284,13 @@ class Pipeline(StageList):
                 raise TypeError(f"the tokenize stage {self.tokenize!r} must return a list of g2gt.ud.io.Sentence")
             return out
         return self.tokenize.segment_document(text)
+
+    def iter_text_sentences(self, text: str) -> Iterator[Sentence]:
+        """:meth:`text_sentences` made lazily by a learned tokenizer (one block of paragraphs at a time, as
+        ``g2gt parse --raw`` reads a document: memory does not grow with it)."""
+        if self.learned_tokenizer and text.strip():
+            return self.tokenize.iter_document(text)
+        return iter(self.text_sentences(text))
 
     def to_sentences(self, x: str | Iterable) -> list[Sentence]:
         """The input forms :meth:`__call__` takes, as sentences: raw text (:meth:`text_sentences`), one
@@ -440,25 +447,3 @@ class PipeWorker:
         nlp = Pipeline.load(self.name_or_path, self.device, self.dtype, exclude=self.exclude,
                             config={k: dict(v) for k, v in self.config}, tokenizer=self.tokenizer)
         return lambda job: parse_many(nlp, job[0], **job[1])
-
-
-def long_sentences(use_input_graph: bool) -> dict:
-    """How :mod:`g2gt.ud.limits` treats a sentence over the word limit: cut into pieces, except when its input
-    tree is refined (``use_input_graph``, ``--refine``), which no cut keeps: then it is refused, saying why."""
-    if not use_input_graph:
-        return {}
-    return {"on_long": "error", "why": "--refine (use_input_graph) cannot refine it: its input tree cannot be cut "
-                                       "into pieces; raise the limit to refine it whole, or parse it without "
-                                       "--refine (then it is parsed in pieces)"}
-
-
-def _configured(stage: Any, options: dict | None, name: str) -> Any:
-    """``stage`` with the ``config`` options of ``name`` set as attributes (each must exist)."""
-    for key, value in (options or {}).items():
-        if key.startswith("_") or not hasattr(stage, key):
-            public = sorted(k for k, v in vars(stage).items() if not k.startswith("_") and
-                            isinstance(v, (int, float, str, bool, type(None))))
-            raise ValueError(f"config[{name!r}]: {type(stage).__name__} has no option {key!r}; it has "
-                             f"{', '.join(public) or 'none'}")
-        setattr(stage, key, value)
-    return stage

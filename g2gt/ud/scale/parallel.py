@@ -298,8 +298,7 @@ class ParallelPipeline:
         check = None
         if options.get("use_input_graph"):  # the first bad tree in input order fails, as in one process
             from ..parse.decode import check_input_trees as check
-        from ..limits import iter_limit_sentence_words
-        from ..pipeline import long_sentences
+        from ..limits import iter_limit_sentence_words, long_sentences
 
         # cut long sentences here, as Pipeline.stream does, so that a job returns one text per sentence it was given
         sentences = iter_limit_sentence_words(sentences, **long_sentences(bool(options.get("use_input_graph"))))
