@@ -209,11 +209,12 @@ def progress_enabled(args: argparse.Namespace) -> bool:
 
 
 def apply_runtime(args: argparse.Namespace) -> str:
-    """Apply ``--threads``, keep freed memory for reuse (:func:`g2gt.core._compat.keep_freed_memory`) and check
-    ``--device``; returns the resolved device name."""
-    from ..core._compat import keep_freed_memory
+    """Apply ``--threads``, the process setup of :func:`g2gt.core.pool.worker_setup` (no oneDNN primitive cache,
+    freed memory kept for reuse), cap ``--workers`` (:func:`g2gt.core.pool.fit_workers`) and check ``--device``;
+    returns the resolved device name."""
+    from ..core.pool import worker_setup
 
-    keep_freed_memory()
+    worker_setup()  # no oneDNN primitive cache (flat memory over a corpus), freed memory kept for reuse
     if getattr(args, "workers", 1) > 1 and not getattr(args, "ray", None):  # local processes (Ray has its own)
         from ..core.pool import fit_workers
 

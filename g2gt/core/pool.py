@@ -138,11 +138,11 @@ def default_start_method() -> str:
 
 # ---------------------------------------------------------------------------- the worker side
 def worker_setup(keep_freed: bool = True) -> None:
-    """What every worker process (local or Ray actor) does before loading a model: no oneDNN
-    primitive cache (``ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`` unless the environment sets it: the cache keeps a
-    compiled kernel per input shape, and a corpus brings ever new batch shapes: README, "Corpus scale", gives
-    what it saves) and, with ``keep_freed``, :func:`g2gt.core._compat.keep_freed_memory` as the ``g2gt``
-    command does."""
+    """What every worker process (local or Ray actor) and the ``g2gt`` command itself do before loading a model:
+    no oneDNN primitive cache (``ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`` unless the environment sets it: the cache
+    keeps a compiled kernel per input shape, and a corpus brings ever new batch shapes, so peak memory grew
+    with the input: README, "Corpus scale", and docs/benchmarks.md give what it saves, at no cost in speed)
+    and, with ``keep_freed``, :func:`g2gt.core._compat.keep_freed_memory`."""
     import os
 
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")  # read by oneDNN when it first runs
