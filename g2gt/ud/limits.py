@@ -31,7 +31,7 @@ from .io.sentence import Sentence
 from .io.surface import space_after, surface_tokens
 
 __all__ = ["DEFAULT_MAX_WORDS", "SentenceTooLong", "max_sentence_words", "limit_sentence_words",
-           "iter_limit_sentence_words", "long_sentences", "over_limit", "split_sentence", "drop_control_characters"]
+           "iter_limit_sentence_words", "CHUNK_WORDS", "iter_chunks", "long_sentences", "over_limit", "split_sentence", "drop_control_characters"]
 
 DEFAULT_MAX_WORDS = 1000
 ENV = "G2GT_MAX_SENTENCE_WORDS"
@@ -138,6 +138,27 @@ def iter_limit_sentence_words(sentences: Iterable[Sentence], max_words: int | No
                           f"({how or ENV}); parsed as {len(pieces)} sentences of at most {limit:,} words "
                           f"({pieces[0].sent_id} ... {pieces[-1].sent_id})", RuntimeWarning, stacklevel=2)
         yield from pieces
+
+
+#: words parsed at a time by a stream of sentences at most (``Pipeline.stream``, ``g2gt parse``, its workers), besides
+#: at most 2,000 sentences: a chunk's memory follows its words, so a bound on words keeps the peak of a long
+#: corpus at the peak of its first chunk
+CHUNK_WORDS = 20_000
+
+
+def iter_chunks(items: Iterable, max_items: int | None, max_words: int | None = None) -> Iterator[list]:
+    """Consecutive lists of ``items``, each of at most ``max_items`` items (``None``: no bound) and ending once
+    it holds ``max_words`` words (``len(item)``; ``None``: no bound); every list has at least one item."""
+    part: list = []
+    words = 0
+    for x in items:
+        part.append(x)
+        words += len(x)
+        if (max_items is not None and len(part) >= max_items) or (max_words is not None and words >= max_words):
+            yield part
+            part, words = [], 0
+    if part:
+        yield part
 
 
 def long_sentences(use_input_graph: bool) -> dict:

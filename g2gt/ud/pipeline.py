@@ -32,7 +32,6 @@ import logging
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import Any, Callable
 
@@ -40,7 +39,8 @@ from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
 from .parse.columns import check_keep
-from .limits import drop_control_characters, iter_limit_sentence_words, limit_sentence_words, long_sentences
+from .limits import (CHUNK_WORDS, drop_control_characters, iter_chunks, iter_limit_sentence_words, limit_sentence_words,
+                     long_sentences)
 from ..core.registry import DEFAULT_MODEL
 from .stage import BUILTIN_STAGES, LazyStage, StageContext, StageList, configured_stage, registered_stages
 from .coref import stage as _coref_stage  # noqa: F401  (registers the optional 'coref' stage)
@@ -406,12 +406,12 @@ class Pipeline(StageList):
                           config, r["modules"])
 
     def stream(self, sentences: Iterable[Sentence], chunk_sentences: int = CHUNK_SENTENCES,
-               stats: dict | None = None, **kwargs) -> Iterator[Sentence]:
-        """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time (memory does not grow
-        with the input); counts the ``sentences`` and ``words`` written into ``stats`` when given. A sentence over
+               stats: dict | None = None, chunk_words: int | None = CHUNK_WORDS, **kwargs) -> Iterator[Sentence]:
+        """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time, fewer once a chunk holds
+        ``chunk_words`` words (:data:`g2gt.ud.limits.CHUNK_WORDS`; memory does not grow with the input); counts the ``sentences`` and ``words`` written into ``stats`` when given. A sentence over
         the word limit is cut (:mod:`g2gt.ud.limits`) before the chunks are made, so a chunk is what is written."""
         it = iter_limit_sentence_words(sentences, **long_sentences(bool(kwargs.get("use_input_graph"))))
-        while part := list(islice(it, chunk_sentences)):  # cut after the length guard: chunks of what is written
+        for part in iter_chunks(it, chunk_sentences, chunk_words):  # cut after the length guard: what is written
             if stats is not None:
                 stats["sentences"] = stats.get("sentences", 0) + len(part)
                 stats["words"] = stats.get("words", 0) + sum(len(s) for s in part)

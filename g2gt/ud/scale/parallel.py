@@ -13,7 +13,7 @@ into jobs, and writes the results in input order.
 
 **Byte-identical to one process.** The one-process path (``g2gt parse``) segments raw text one paragraph
 block at a time (:meth:`g2gt.ud.pipeline.Pipeline.text_sentences`) and parses ``chunk_sentences`` (2000) at
-a time (:meth:`~g2gt.ud.pipeline.Pipeline.stream`); inside a chunk the parser cuts length-sorted batches of
+a time, fewer once a chunk holds ``chunk_words`` words (:meth:`~g2gt.ud.pipeline.Pipeline.stream`); inside a chunk the parser cuts length-sorted batches of
 at most ``batch_tokens`` padded nodes (:func:`g2gt.ud.parse.batching.length_batches`). A batch's result
 depends on its whole content (int8 dynamic quantization scales activations per batch), so the jobs here are
 exactly those units:
@@ -35,10 +35,10 @@ import functools
 import sys
 from collections import deque
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Callable, Iterable, Iterator
 
 from .corpus import FilesReport, plan_files
+from ..limits import CHUNK_WORDS, iter_chunks
 from ...core.pool import ProcessPool, worker_setup
 from ...core.registry import DEFAULT_MODEL
 
@@ -189,18 +189,13 @@ def job_plan(lengths: list[int], batch_tokens: int, enhanced: bool = False,
     return order, [0] + sorted(bounds)
 
 
-def _chunks(items: Iterable, size: int | None) -> Iterator[list]:
-    """Consecutive lists of ``size`` items (``None``: all items in one list)."""
-    it = iter(items)
-    while part := list(islice(it, size)):
-        yield part
-
-
 def map_batch_runs(pool: ProcessPool, sentences: Iterable, chunk: int | None,
                    plan: Callable[[list], tuple[list[int], list[int]]], job: Callable[[list], Any],
                    stats: dict | None = None, on_done: Callable[[int], None] | None = None,
-                   progress: bool = False, check: Callable[[list], None] | None = None) -> Iterator[str]:
-    """The engine: ``sentences`` cut into ``chunk``-sentence chunks; ``plan(chunk) -> (order, cuts)`` (see
+                   progress: bool = False, check: Callable[[list], None] | None = None,
+                   chunk_words: int | None = None) -> Iterator[str]:
+    """The engine: ``sentences`` cut into chunks of ``chunk`` sentences, fewer once a chunk holds ``chunk_words``
+    words (:func:`g2gt.ud.limits.iter_chunks`, as ``Pipeline.stream`` cuts them); ``plan(chunk) -> (order, cuts)`` (see
     :func:`job_plan`) makes one job ``job(sentences in order)`` per run; the jobs' results (one CoNLL-U text
     per sentence, in the job's order) are yielded in input order. ``check(chunk)`` runs first (e.g. the
     ``--refine`` trees, so the first bad one in input order fails)."""
@@ -208,7 +203,7 @@ def map_batch_runs(pool: ProcessPool, sentences: Iterable, chunk: int | None,
     sizes: dict[int, int] = {}
 
     def jobs() -> Iterator[Any]:
-        for c, part in enumerate(_chunks(sentences, chunk)):
+        for c, part in enumerate(iter_chunks(sentences, chunk, chunk_words)):
             if check is not None:
                 check(part)
             if stats is not None:
@@ -251,7 +246,8 @@ class ParallelPipeline:
     Args:
         name_or_path, device, dtype, tokenizer: as :func:`g2gt.load` (``tokenizer`` matters for raw text only).
         workers: processes (one torch thread each by default, ``threads``).
-        chunk_sentences: sentences per chunk (2000, as ``g2gt parse``: the same chunks give the same bytes).
+        chunk_sentences, chunk_words: sentences per chunk (2000), fewer once a chunk holds ``chunk_words`` words
+            (:data:`g2gt.ud.limits.CHUNK_WORDS`), as ``g2gt parse``: the same chunks give the same bytes.
         progress: one progress bar (sentences) over all workers, on stderr.
         start_method, max_tries: see :class:`g2gt.core.pool.ProcessPool`.
 
@@ -263,9 +259,10 @@ class ParallelPipeline:
     def __init__(self, name_or_path: str = DEFAULT_MODEL, workers: int = 2, *, device: str = "cpu",
                  dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
                  progress: bool = False, threads: int = 1, start_method: str | None = None, max_tries: int = 3,
-                 keep_freed_memory: bool = True) -> None:
+                 keep_freed_memory: bool = True, chunk_words: int | None = CHUNK_WORDS) -> None:
         self.recipe = Recipe(str(name_or_path), str(device), dtype, tokenizer, keep_freed_memory)
         self.chunk = chunk_sentences
+        self.chunk_words = chunk_words
         self.progress = progress
         self.pool = ProcessPool(self.recipe, workers, threads=threads, start_method=start_method,
                                 max_tries=max_tries, preload=("torch",))
@@ -304,7 +301,8 @@ class ParallelPipeline:
         sentences = iter_limit_sentence_words(sentences, **long_sentences(bool(options.get("use_input_graph"))))
         return map_batch_runs(self.pool, sentences, self.chunk,
                               lambda part: job_plan([len(s.forms) + 1 for s in part], batch_tokens, enhanced),
-                              lambda sents: ("parse", sents, options), stats, on_done, self.progress, check)
+                              lambda sents: ("parse", sents, options), stats, on_done, self.progress, check,
+                              self.chunk_words)
 
     def pipe(self, texts: Iterable, **options: Any) -> Iterator:
         """One :class:`~g2gt.ud.document.Document` per item of ``texts`` (raw text or tokenized input), in
