@@ -25,7 +25,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...core.graph import DOWN, UP, EdgeChannel, Graph, LabelVocab
-from .conllu import Sentence, check_tree, parse_conllu_string, sentence_from_words, to_conllu_string
+from .build import sentence_from_words
+from .conllu import Sentence, parse_conllu_string, to_conllu_string
+from .sentence import check_tree
 
 __all__ = [
     "document_from_sentences",
