@@ -10,10 +10,15 @@ Every measurement runs in a fresh child process and reads that child's own peak 
 * ``stream``: ``g2gt parse --model M FILE -o OUT`` on files of S sentences, built by repeating a CoNLL-U
   file (default: UD EWT dev if found, else the shipped dev sample). Target: peak RSS within 150 MB of each
   other, whatever S.
+* ``corpus``: ``g2gt parse`` with the shipped model on gold CoNLL-U of S sentences (UD EWT train + dev of
+  ``$G2GT_DATA``, repeated), written as CoNLL-U and as JSON, and on raw text of B bytes (the treebank's
+  ``# text`` lines, a paragraph per 5 sentences); a markdown table of peak RSS with the ratio to the smallest
+  size of each kind. Target: flat (ratio within 1.1). Without ``$G2GT_DATA`` it says so and exits 0.
 
     python benchmarks/memory.py long --words 1000 2000 5000
     python benchmarks/memory.py stream --model runs/tiny --sentences 500 50000
     python benchmarks/memory.py stream --train-tiny /tmp/tiny --sentences 500 50000   # train a tiny model first
+    python benchmarks/memory.py corpus --sentences 2000 56000 --raw-mb 1 16
 
 Run it with ``nice`` and ``OMP_NUM_THREADS=1`` on a shared machine; the numbers are memory, not time, and
 depend little on the load (times are printed for information only).
@@ -164,6 +169,70 @@ def print_stream(rows: list[dict]) -> None:
               f"{r['seconds']:.0f} |")
 
 
+# ---------------------------------------------------------------------------- g2gt parse on a corpus, flat memory
+def _treebank_blocks() -> list[str] | None:
+    """The sentence blocks of UD EWT train + dev under $G2GT_DATA, or None without them."""
+    from g2gt.data import EWT_DEV, EWT_TRAIN, find_data
+
+    files = [find_data(EWT_TRAIN), find_data(EWT_DEV)]
+    if any(f is None for f in files):
+        return None
+    return [b + "\n\n" for f in files for b in f.read_text(encoding="utf-8").split("\n\n") if b.strip()]
+
+
+def _raw_text(blocks: list[str], size: int) -> str:
+    """About ``size`` bytes of raw text: the ``# text`` of each sentence, 5 sentences a paragraph."""
+    texts = [ln[len("# text = "):] for b in blocks for ln in b.split("\n") if ln.startswith("# text = ")]
+    out, n, k = [], 0, 0
+    while n < size:
+        line = texts[k % len(texts)] + ("\n\n" if k % 5 == 4 else " ")
+        out.append(line)
+        n += len(line.encode("utf-8"))
+        k += 1
+    return "".join(out)
+
+
+def run_corpus(counts: list[int], raw_mb: list[float], workdir: Path, formats: list[str]) -> list[dict] | None:
+    blocks = _treebank_blocks()
+    if blocks is None:
+        return None
+    rows = []
+    jobs = [("conllu", s, fmt) for s in counts for fmt in formats] + [("raw", mb, "conllu") for mb in raw_mb]
+    for kind, size, fmt in jobs:
+        src = workdir / ("in.conllu" if kind == "conllu" else "in.txt")
+        out = workdir / f"out.{fmt}"
+        if kind == "conllu":
+            with open(src, "w", encoding="utf-8") as f:
+                for i in range(size):
+                    f.write(blocks[i % len(blocks)])
+            argv = [str(src)]
+        else:
+            src.write_text(_raw_text(blocks, int(size * MB)), encoding="utf-8")
+            argv = ["--raw", str(src)]
+        cmd = [sys.executable, "-m", "g2gt", "parse", *argv, "-o", str(out), "--format", fmt, "--threads", "1",
+               "--no-progress"]
+        rc, peak, dt, err = _child(cmd, env={"OMP_NUM_THREADS": "1"})
+        if rc:
+            raise SystemExit(f"{' '.join(cmd)} failed (exit {rc}):\n{err}")
+        done = [ln for ln in err.splitlines() if ln.startswith("parsed ")]
+        rows.append({"kind": kind if kind == "raw" else f"CoNLL-U -> {fmt}", "size": size, "peak": peak,
+                     "seconds": dt, "input": src.stat().st_size, "said": done[-1] if done else ""})
+        src.unlink()
+        out.unlink()
+    return rows
+
+
+def print_corpus(rows: list[dict]) -> None:
+    print("| input | size | input (MB) | peak RSS (MB) | ratio to the smallest | seconds |")
+    print("|---|---:|---:|---:|---:|---:|")
+    first: dict[str, int] = {}
+    for r in rows:
+        base = first.setdefault(r["kind"], r["peak"])
+        size = f"{r['size']:,} sentences" if r["kind"] != "raw" else f"{r['size']:g} MB raw text"
+        print(f"| {r['kind'] if r['kind'] != 'raw' else 'raw text -> conllu'} | {size} | {r['input'] / MB:.1f} | "
+              f"{r['peak'] / MB:.0f} | {r['peak'] / base:.2f} | {r['seconds']:.0f} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="what", required=True)
@@ -177,6 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--refine-steps", type=int, default=2)
     st.add_argument("--workdir", type=Path, default=None, help="where the input files are built (default: a "
                                                                 "temporary folder)")
+    co = sub.add_parser("corpus", help="g2gt parse (shipped model) on S gold sentences and B MB of raw text")
+    co.add_argument("--sentences", type=int, nargs="*", default=[2000, 56000])
+    co.add_argument("--raw-mb", type=float, nargs="*", default=[1, 16])
+    co.add_argument("--formats", nargs="+", default=["conllu", "json"], choices=["conllu", "json"])
+    co.add_argument("--workdir", type=Path, default=None)
     child = sub.add_parser("_long", help=argparse.SUPPRESS)
     child.add_argument("n", type=int)
     child.add_argument("--refine-steps", type=int, default=2)
@@ -187,6 +261,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.what == "long":
         print_long(run_long(args.words, args.refine_steps))
+        return 0
+    if args.what == "corpus":
+        import tempfile
+
+        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+            rows = run_corpus(args.sentences, args.raw_mb, Path(tmp), args.formats)
+        if rows is None:
+            print("skipped: set $G2GT_DATA to a data folder with ud-en-ewt/en_ewt-ud-{train,dev}.conllu "
+                  "(data/README.md)")
+            return 0
+        print_corpus(rows)
         return 0
     if (args.model is None) == (args.train_tiny is None):
         ap.error("stream: pass exactly one of --model DIR or --train-tiny DIR")

@@ -23,7 +23,7 @@ ROOT = Path(g2gt.__file__).resolve().parent
 LAYERS = {"_version": 0, "_lazy": 0, "errors": 0, "core": 0, "data": 0, "nn": 1, "seq2seq": 2, "ud": 3,
           "cli": 4, "serve": 4, "__main__": 5}
 UD_LAYERS = {"io": 0, "limits": 0, "vocab": 0, "evaluate": 0, "stage": 1, "tokenize": 2, "lemma": 3, "parse": 4,
-             "enhance": 5, "coref": 5, "document": 6, "document_json": 6, "spans": 6, "draw": 6, "pipe": 7,
+             "enhance": 5, "coref": 5, "document": 6, "document_json": 6, "document_stream": 6, "spans": 6, "draw": 6, "pipe": 7,
              "pipeline": 8, "scale": 9, "spacy": 9, "spacy.convert": 6,
              "recipe": 10}
 

@@ -5,7 +5,8 @@
 inside their ``run`` functions, never at module level. Shared pieces are in :mod:`g2gt.cli.common`."""
 
 COMMAND_MODULES = [
-    "g2gt.cli.parsing",   # train parser, parse, demo, attention
+    "g2gt.cli.parsing",   # train parser, parse
+    "g2gt.cli.demo",      # demo, attention
     "g2gt.cli.distill",   # train distill
     "g2gt.cli.seq2seq",   # train seq2seq, translate, evaluate-mt
     "g2gt.cli.ud",        # evaluate, draw

@@ -17,6 +17,7 @@ Nothing here imports torch at module level: ``g2gt --help`` and ``g2gt COMMAND -
 from __future__ import annotations
 
 import argparse
+import logging
 import dataclasses
 import inspect
 import os
@@ -208,11 +209,20 @@ def progress_enabled(args: argparse.Namespace) -> bool:
 
 
 def apply_runtime(args: argparse.Namespace) -> str:
-    """Apply ``--threads``, keep freed memory for reuse (:func:`g2gt.core._compat.keep_freed_memory`) and check
-    ``--device``; returns the resolved device name."""
-    from ..core._compat import keep_freed_memory
+    """Apply ``--threads``, the process setup of :func:`g2gt.core.pool.worker_setup` (no oneDNN primitive cache,
+    freed memory kept for reuse), cap ``--workers`` (:func:`g2gt.core.pool.fit_workers`) and check ``--device``;
+    returns the resolved device name."""
+    from ..core.pool import worker_setup
 
-    keep_freed_memory()
+    worker_setup()  # no oneDNN primitive cache (flat memory over a corpus), freed memory kept for reuse
+    if getattr(args, "workers", 1) > 1 and not getattr(args, "ray", None):  # local processes (Ray has its own)
+        from ..core.pool import fit_workers
+
+        used, why = fit_workers(args.workers)
+        if why is not None:
+            logging.getLogger("g2gt").warning("--workers %d: using %d worker process%s instead (%s)", args.workers,
+                                              used, "es" * (used != 1), why)
+            args.workers = used
     if args.threads:
         from ..core.train import set_threads
 
@@ -396,7 +406,7 @@ def check_output_path(path: str | None, flag: str, inputs: Iterable[str | None] 
     if not os.path.isdir(folder):
         raise UsageError(f"{flag} {path}: the folder {folder} does not exist")
     if not in_place:
-        from ..core.files import same_file
+        from ..core.output import same_file
 
         for src in inputs:
             if src not in (None, "-") and same_file(src, path):

@@ -167,7 +167,7 @@ def run_enhance(args: argparse.Namespace) -> int:
     if args.copy_basic:
         out = copy_basic(sents)
     elif args.workers > 1:  # the same bytes, from worker processes (g2gt.ud.scale.parallel)
-        from ..core.files import open_output
+        from ..core.output import open_output
         from ..ud.scale.parallel import enhance_parallel
 
         with open_output(args.output) as f:

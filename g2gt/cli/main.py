@@ -142,9 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     if extra:
         command.error(f"unrecognized arguments: {' '.join(extra)}")
     prog = command.prog
+    from ..core.output import exit_on_sigterm
+
+    restore = exit_on_sigterm()  # SIGTERM exits through the with blocks: no temporary output is left behind
     try:
         rc = args.func(args)
         sys.stdout.flush()
+    except SystemExit as e:
+        if e.code == 128 + 15:
+            print(f"{prog}: terminated (SIGTERM)", file=sys.stderr)
+        raise
     except BrokenPipeError:
         _silence_stdout()
         return BROKEN_PIPE
@@ -161,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: internal error: {type(e).__name__}: {_one_line(str(e))} (a bug: please report it; "
               "--debug shows the traceback)", file=sys.stderr)
         return INTERNAL_ERROR
+    finally:
+        restore()
     return int(rc or 0)
 
 

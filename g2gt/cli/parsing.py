@@ -1,4 +1,4 @@
-"""``g2gt train parser``, ``g2gt parse``, ``g2gt demo`` and ``g2gt attention``.
+"""``g2gt train parser`` and ``g2gt parse`` (``g2gt demo`` and ``g2gt attention``: :mod:`g2gt.cli.demo`).
 
 Model options come from :class:`g2gt.ud.parse.ParserConfig`, optimisation options from
 :class:`g2gt.core.config.TrainConfig` and task options from :func:`g2gt.ud.parse.train_parser`'s keyword
@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 from ..core.registry import DEFAULT_MODEL
-from ..data import EWT_ATTRIBUTION, EWT_DEV, EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN, EWT_TRAIN
+from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
     UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path,
     check_input_path, check_output_path, data_file_arg, field_default, non_negative_int, option_values,
     progress_enabled, signature_default,
 )
-from .training import ENCODER_HELP, add_overwrite_option, add_training_groups, start_run
+from .training import ENCODER_HELP, add_training_groups, start_run
 from ..ud.parse.config import PARSER_TRAIN
 from ..ud.parse import train as _parser_train  # torch-free until train_parser is called
 
@@ -63,10 +63,6 @@ TASK_HELP = {
                      "(e.g. 0.5; 0 = off)",
 }
 TRAIN_BATCH_TOKENS = signature_default(_parser_train.train_parser, "batch_tokens")
-# demo: a small, fast model for a few minutes on the shipped sample
-DEMO_MODEL = dict(d_model=128, num_layers=3, num_heads=4, ffn_dim=256, dropout=0.1, arc_dim=128, char_filters=128)
-DEMO_TRAIN = dict(lr=2e-3, grad_clip=5.0, eval_every=0)
-DEMO_BATCH_TOKENS = 1500
 PARSE_CHUNK = 2000  # sentences read, parsed and written at a time (memory does not grow with the input)
 
 DATA_EPILOG = ("Defaults for --train / --dev: $G2GT_DATA/" + EWT_TRAIN + " and $G2GT_DATA/" + EWT_DEV +
@@ -75,10 +71,6 @@ DATA_EPILOG = ("Defaults for --train / --dev: $G2GT_DATA/" + EWT_TRAIN + " and $
 
 def register(subparsers) -> None:
     subparsers.add_parser("parse", help="parse CoNLL-U or raw text with a trained parser", configure=_configure_parse)
-    subparsers.add_parser("demo", help="train a small parser for a few minutes on the shipped sample and show trees",
-                          configure=_configure_demo)
-    subparsers.add_parser("attention", help="plot attention heatmaps of a trained parser",
-                          configure=_configure_attention)
 
 
 def register_train(subparsers) -> None:
@@ -372,7 +364,7 @@ def run_parse(args: argparse.Namespace) -> int:
         from ..ud.limits import drop_control_characters
 
         source = drop_control_characters(source)  # as nlp(text) does: the text --format json's offsets point into
-    sentences = nlp.text_sentences(source) if isinstance(source, str) else source
+    sentences = nlp.iter_text_sentences(source) if isinstance(source, str) else source  # lazily: flat memory
     kw = _parse_kwargs(args)
     stats = {"sentences": 0, "words": 0}
     t0 = time.time()
@@ -389,8 +381,8 @@ def run_parse(args: argparse.Namespace) -> int:
 
 
 def _json_workers(args: argparse.Namespace, source, output: str, device: str) -> int:
-    """``--format json --workers N``: the workers' CoNLL-U read back into sentences (a lossless round trip),
-    then one Document, as with one process."""
+    """``--format json --workers N``: the workers' CoNLL-U of each sentence read back (a lossless round trip)
+    and written as one Document's JSON, streamed as with one process."""
     from ..ud.io import parse_conllu_string
     from ..ud.scale.parallel import ParallelPipeline
 
@@ -399,21 +391,23 @@ def _json_workers(args: argparse.Namespace, source, output: str, device: str) ->
     with ParallelPipeline(args.model, args.workers, device=device, dtype=args.dtype, tokenizer=tokenizer,
                           progress=progress_enabled(args)) as pp:
         sentences = pp.text_sentences(source) if isinstance(source, str) else source
-        text = "".join(pp.parse_sentences(sentences, **kw))
-        name = pp.pool.run(("info", None, {})).get("name")
-    write_document(parse_conllu_string(text, name="<workers>") if text else [], source, name, output)
+        name = pp.info.get("name")
+        parsed = (s for block in pp.parse_sentences(sentences, **kw)
+                  for s in parse_conllu_string(block, name="<workers>"))
+        write_document(parsed, source, name, output)
     return 0
 
 
 def write_document(sentences, source, model: str | None, output: str) -> None:
     """``--format json``: the parsed sentences as one :class:`~g2gt.ud.document.Document`'s ``to_json()``
-    (``source``: the raw text when the input was text, so offsets point into it)."""
-    from ..core.files import open_output
-    from ..ud.document import Document
+    (``source``: the raw text when the input was text, so offsets point into it), written as they come
+    (:func:`g2gt.ud.document_stream.write_document_json`: memory does not grow with the input)."""
+    from ..core.output import open_output
+    from ..ud.document_stream import write_document_json
 
-    doc = Document(sentences, source if isinstance(source, str) else None, model)
     with open_output(output) as f:
-        f.write(doc.to_json() + "\n")
+        write_document_json(sentences, f, source if isinstance(source, str) else None, model)
+        f.write("\n")
 
 
 def _parse_kwargs(args: argparse.Namespace) -> dict:
@@ -427,117 +421,3 @@ def _parse_kwargs(args: argparse.Namespace) -> dict:
     if getattr(args, "coref", False):
         kw["coref"] = True
     return kw
-
-
-# ---------------------------------------------------------------------------- demo
-def _configure_demo(p: argparse.ArgumentParser) -> None:
-    p.description = ("Train a small parser on the shipped sample of UD English EWT (1,200 sentences) for "
-                     "--minutes, parse a few sentences, print them as trees and score the dev sample (300 "
-                     "sentences) with the official scorer. " + EWT_ATTRIBUTION)
-    p.epilog = "example: g2gt demo --minutes 2"
-    p.add_argument("--minutes", type=float, default=2.0, help="training time (default: 2)")
-    p.add_argument("--out", default=None, metavar="DIR", help="training folder (default: a temporary one)")
-    p.add_argument("--text", default=None, help="extra raw text to parse")
-    add_overwrite_option(p)
-    add_common_options(p, batch_tokens=DEMO_BATCH_TOKENS)
-    p.set_defaults(func=run_demo)
-
-
-def tree_text(sentence) -> str:
-    """An indented text-art tree of a parsed sentence (children under their head)."""
-    forms, heads, rels, upos = sentence.forms, sentence.heads, sentence.deprels, sentence.upos
-    children: dict[int, list[int]] = {}
-    for i, h in enumerate(heads, start=1):
-        children.setdefault(int(h or 0), []).append(i)
-    lines: list[str] = []
-
-    def walk(node: int, prefix: str, last: bool, depth: int) -> None:
-        if depth > len(forms) + 1:
-            return
-        branch = "" if depth == 0 else ("└── " if last else "├── ")
-        lines.append(f"{prefix}{branch}{forms[node - 1]} ({rels[node - 1]}, {upos[node - 1]})")
-        kids = children.get(node, [])
-        for k, c in enumerate(kids):
-            walk(c, prefix + ("" if depth == 0 else ("    " if last else "│   ")), k == len(kids) - 1, depth + 1)
-
-    for r in children.get(0, []):
-        walk(r, "", True, 0)
-    return "\n".join(lines)
-
-
-def run_demo(args: argparse.Namespace) -> int:
-    device = apply_runtime(args)
-    import tempfile
-
-    from ..ud.evaluate import evaluate
-    from ..ud.io import read_conllu, write_conllu
-    from ..ud.tokenize.text import text_to_sentences
-    from ..ud.parse import ParserConfig, train_parser
-    from ..core.config import TrainConfig
-
-    print(EWT_ATTRIBUTION)
-    for path in (EWT_SAMPLE_TRAIN, EWT_SAMPLE_DEV):
-        if not path.exists():
-            raise UsageError(f"shipped sample missing: {path} (reinstall g2gt)")
-    check_folder_path(args.out, "--out")
-    train = read_conllu(EWT_SAMPLE_TRAIN, require_heads=True)
-    dev = read_conllu(EWT_SAMPLE_DEV, require_heads=True)
-    out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="g2gt-demo-"))
-    print(f"training a small parser for {args.minutes:g} min on {len(train)} sample sentences -> {out_dir}")
-    tc = TrainConfig(**DEMO_TRAIN, max_minutes=args.minutes, metric="las", metric_mode="max", device=device,
-                     progress=progress_enabled(args))
-    # a 2-minute budget buys more from more updates than from refinement training or the tag heads
-    parser, _ = train_parser(train, dev[:100], out_dir, ParserConfig(**DEMO_MODEL), tc, refine_train="none",
-                             refine_steps=0, batch_tokens=args.batch_tokens, tags=False, overwrite=args.overwrite)
-    text = args.text or "The dog chased the cat into the garden. I don't think it will rain tomorrow."
-    for s in parser.parse(text_to_sentences(text, tokenizer="rule"), progress=False):
-        print()
-        print("# text =", s.text)
-        print(tree_text(s))
-    pred_path = out_dir / "dev.pred.conllu"
-    write_conllu(parser.parse(dev, progress=False), pred_path)
-    ev = evaluate(EWT_SAMPLE_DEV, pred_path)
-    print(f"\ndev sample ({len(dev)} sentences, official CoNLL 2018 scorer): "
-          f"UAS {ev.uas:.2f}  LAS {ev.las:.2f}  UPOS {ev.upos:.2f}")
-    print(f"model: {out_dir}  (try: g2gt parse --model {out_dir} --text 'Your sentence.')")
-    return 0
-
-
-# ---------------------------------------------------------------------------- attention
-def _configure_attention(p: argparse.ArgumentParser) -> None:
-    p.description = "Plot every head of every layer (or one --layer) over the words of a sentence."
-    p.epilog = ("examples:\n  g2gt attention --text 'She reads books.' -o heads.png --layer 0\n"
-                "  g2gt attention --model runs/parser --text 'She reads books.' -o heads.png")
-    p.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME|DIR",
-                   help=f"a shipped model's name, a model or training folder, or a checkpoint file "
-                        f"(default: {DEFAULT_MODEL})")
-    p.add_argument("--text", required=True, help="one sentence of raw text (tokenized by the model's tokenizer)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="image file (png, pdf, svg)")
-    p.add_argument("--layer", type=non_negative_int, default=None, help="only this layer (0-based; default: all)")
-    p.add_argument("--refine-steps", type=non_negative_int, default=0, metavar="T",
-                   help="show the pass that sees the graph after this many passes (default: 0 = iteration 0)")
-    add_common_options(p, uses=("device", "threads", "debug"))
-    p.set_defaults(func=run_attention)
-
-
-def run_attention(args: argparse.Namespace) -> int:
-    check_output_path(args.output, "-o")
-    device = apply_runtime(args)
-    from ..core.plot import plot_attention
-
-    args.dtype = "float32"  # attention weights as trained
-    nlp = load_pipeline(args, device)
-    sents = nlp.text_sentences(args.text)
-    if not sents:
-        raise UsageError("--text contains no words")
-    tokens, weights = nlp.parser.attention(sents[0], refine_steps=args.refine_steps)
-    if args.layer is not None:
-        if args.layer >= len(weights):
-            raise UsageError(f"--layer {args.layer}: the model has layers 0..{len(weights) - 1}")
-        layers = {args.layer: weights[args.layer]}
-    else:
-        layers = dict(enumerate(weights))
-    plot_attention(tokens, layers, args.output)
-    print(f"wrote {args.output} ({len(layers)} layer(s) x {next(iter(layers.values())).shape[0]} heads)",
-          file=sys.stderr)
-    return 0

@@ -106,7 +106,7 @@ def _ray_files(args, files, kind, device, tokenizer, kw):
 
 def run_workers(args: argparse.Namespace, source, output: str, device: str, kw: dict) -> int:
     """One input (``source``: a text, or an iterator of sentences) -> ``output`` with ``--workers`` processes."""
-    from ..core.files import open_output
+    from ..core.output import open_output
     from ..ud.scale.parallel import ParallelPipeline
 
     kw = {k: v for k, v in kw.items() if k != "progress"}

@@ -195,7 +195,7 @@ def run_translate(args: argparse.Namespace) -> int:
     if not translator.graph and args.graphs:
         raise UsageError(f"{args.model} is a plain sequence model; --graphs is only for graph-to-sequence models")
     if args.text is not None:
-        from ..core.files import open_output
+        from ..core.output import open_output
 
         with open_output(args.output) as f:
             for line in translator.pipe(args.text.splitlines() or [""], n_process=max(1, args.workers)):

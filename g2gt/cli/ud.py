@@ -116,7 +116,7 @@ def run_draw(args: argparse.Namespace) -> int:
     check_input_path(args.input, "INPUT")
     check_output_path(args.output, "-o", inputs=(args.input,))
     from ..ud.draw import draw_conllu, draw_sentences
-    from ..core.files import open_output
+    from ..core.output import open_output
 
     kw = dict(sentence=args.sentence, sent_id=args.sent_id, show_upos=not args.no_upos, coref=args.coref)
     if args.text is not None:

@@ -11,7 +11,7 @@
   :mod:`~g2gt.core.schedule`;
 * :mod:`~g2gt.core.checkpoint` — atomic, ``weights_only`` checkpoints with their ``kind``, training-folder
   locks, snapshots; :mod:`~g2gt.core.average` — checkpoint averaging;
-* :mod:`~g2gt.core.files` — checked inputs and atomic outputs;
+* :mod:`~g2gt.core.files` — checked inputs (line and text size limits); :mod:`~g2gt.core.output` — atomic outputs;
   :mod:`~g2gt.core.plot`; :mod:`~g2gt.core._compat` — the only probes of private torch APIs.
 
 * :mod:`~g2gt.core.registry` — models by name, of every kind; :mod:`~g2gt.core.package` — models as installable

@@ -1,4 +1,4 @@
-"""Opening inputs and outputs: plain or gzip files, stdin / stdout, UTF-8 checked up front, atomic writes.
+"""Opening inputs: plain or gzip files, stdin, UTF-8 and sizes checked up front (outputs: :mod:`g2gt.core.output`).
 
 Inputs (:func:`open_input`) are one of
 
@@ -13,9 +13,11 @@ raise :class:`InputError` at once.  The check reads the input once; a pipe (stdi
 copied to a temporary file on disk while it is checked, so memory stays independent of
 the input's length.  A UTF-8 byte-order mark at the start is dropped.
 
-Outputs (:class:`AtomicOutput`) are written to a temporary file in the target's folder
-and renamed over the target only when the ``with`` block ends without an exception, so a
-failure never leaves half a file.  ``"-"`` is standard output.
+**Size limits.** A line longer than :func:`max_line_bytes` bytes (after decompression; default 1 MiB,
+``$G2GT_MAX_LINE_BYTES``) is refused by that check (``FILE:LINE: line longer than ...``), so a small ``.gz``
+that unpacks to one huge line never reaches memory; text read as a whole (:meth:`CheckedInput.read`,
+:func:`read_text`) is refused beyond :func:`max_text_bytes` (default 256 MiB, ``$G2GT_MAX_TEXT_BYTES``).
+Both are read at each call; 0 means no limit.
 """
 
 from __future__ import annotations
@@ -35,15 +37,13 @@ from ..errors import Error
 
 __all__ = [
     "data_path_name",
+    "max_line_bytes",
+    "max_text_bytes",
     "InputError",
-    "OutputError",
     "Source",
     "CheckedInput",
     "open_input",
     "source_name",
-    "AtomicOutput",
-    "open_output",
-    "same_file",
     "read_text",
     "iter_lines",
 ]
@@ -53,6 +53,41 @@ Source = Union[str, "os.PathLike[str]", IO[str], IO[bytes]]
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 16
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+LINE_ENV, DEFAULT_MAX_LINE_BYTES = "G2GT_MAX_LINE_BYTES", 1 << 20
+TEXT_ENV, DEFAULT_MAX_TEXT_BYTES = "G2GT_MAX_TEXT_BYTES", 256 << 20
+
+
+def _env_bytes(env: str, default: int) -> int:
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise ValueError(f"{env} must be a whole number of bytes >= 0 (0 = no limit), got {raw!r}")
+    return int(raw)
+
+
+def max_line_bytes() -> int:
+    """The longest input line read, in bytes after decompression: ``$G2GT_MAX_LINE_BYTES`` (0 = no limit),
+    else 1 MiB (a CoNLL-U word line has a few hundred bytes, a paragraph of raw text a few thousand)."""
+    return _env_bytes(LINE_ENV, DEFAULT_MAX_LINE_BYTES)
+
+
+def max_text_bytes() -> int:
+    """The largest text read as a whole (``read_text``, ``g2gt parse --raw``), in bytes after decompression:
+    ``$G2GT_MAX_TEXT_BYTES`` (0 = no limit), else 256 MiB."""
+    return _env_bytes(TEXT_ENV, DEFAULT_MAX_TEXT_BYTES)
+
+
+def _too_long(limit: int) -> str:
+    return (f"line longer than {limit:,} bytes, the limit on one input line (set ${LINE_ENV} to a larger number "
+            "of bytes, or 0 for no limit, to read it)")
+
+
+def _too_large(limit: int) -> str:
+    return (f"text larger than {limit:,} bytes, the limit on a text read as a whole (set ${TEXT_ENV} to a larger "
+            "number of bytes, or 0 for no limit, to read it; or give one sentence per line with --lines)")
 
 
 class InputError(Error):
@@ -65,10 +100,6 @@ class InputError(Error):
         self.reason = message
         where = f"{self.path}:{self.line}" if self.line > 0 else self.path
         super().__init__(f"{where}: {message}")
-
-
-class OutputError(Error):
-    """An output path that cannot be written (a directory, or a folder that does not exist)."""
 
 
 def _is_path(source: Any) -> bool:
@@ -195,8 +226,11 @@ class CheckedInput:
         """Read ``f`` to the end, raising at the first byte that is not UTF-8 (copying to ``spool``)."""
         dec = codecs.getincrementaldecoder("utf-8")()
         line, col0, head = 1, 0, b""  # col0: bytes since the last newline before this chunk
+        limit = max_line_bytes()
         while True:
             chunk = self._read(f, line)
+            if limit and col0 + len(chunk) > limit:  # only then can a line be over the limit
+                self._check_line_lengths(chunk, line, col0, limit)
             if len(head) < 2:
                 head += chunk[:2]
             if spool is not None and chunk:
@@ -215,9 +249,24 @@ class CheckedInput:
             col0 = len(chunk) - nl - 1 if nl >= 0 else col0 + len(chunk)
             line += chunk.count(b"\n")
 
+    def _check_line_lengths(self, chunk: bytes, line: int, col: int, limit: int) -> None:
+        """Raise at the first line of ``chunk`` (starting at ``line``, ``col`` bytes into it) over ``limit``."""
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            end = len(chunk) if nl < 0 else nl
+            if col + end - start > limit:
+                raise self.error(self.name, line, _too_long(limit))
+            if nl < 0:
+                return
+            line, col, start = line + 1, 0, nl + 1
+
     # ------------------------------------------------------------------ reading
     def _text_lines(self) -> Iterator[str]:
+        limit = max_line_bytes()
         for k, line in enumerate(self._text, 1):
+            if limit and len(line) > limit // 4 and len(line.rstrip("\n").encode("utf-8", "surrogatepass")) > limit:
+                raise self.error(self.name, k, _too_long(limit))
             if _SURROGATE_RE.search(line):
                 raise self.error(self.name, k, "not valid UTF-8 (the text stream holds undecodable bytes); "
                                                "expected UTF-8 text")
@@ -260,17 +309,27 @@ class CheckedInput:
                 f.close()
 
     def read(self) -> str:
-        """The whole text (byte-order mark dropped)."""
+        """The whole text (byte-order mark dropped); at most :func:`max_text_bytes` bytes."""
+        limit = max_text_bytes()
         if self._text is not None:
-            out = "".join(self._text_lines())
+            size, parts_text = 0, []
+            for line in self._text_lines():
+                size += len(line)
+                if limit and size > limit:
+                    raise self.error(self.name, 0, _too_large(limit))
+                parts_text.append(line)
+            out = "".join(parts_text)
         else:
             f, close = self._binary()
             try:
-                parts = []
+                parts, size = [], 0
                 while True:
                     chunk = self._read(f, 0)
                     if not chunk:
                         break
+                    size += len(chunk)
+                    if limit and size > limit:
+                        raise self.error(self.name, 0, _too_large(limit))
                     parts.append(chunk)
             finally:
                 if close:
@@ -317,130 +376,6 @@ def open_input(source: Source, name: str | None = None, *, error: type[InputErro
                kind: str = "text") -> CheckedInput:
     """Open and check an input (see :class:`CheckedInput`)."""
     return CheckedInput(source, name, error=error, kind=kind)
-
-
-# --------------------------------------------------------------------------- output
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-class AtomicOutput:
-    """``with AtomicOutput(path) as f: f.write(...)``: a file that appears complete or not at all.
-
-    The data go to ``.NAME.XXXXXX.tmp`` in the target's folder, which is renamed over the
-    target when the block ends without an exception and deleted otherwise (the target is
-    then left as it was).  ``"-"`` writes to standard output, which is flushed, not closed;
-    an existing target that is not a regular file (``/dev/stdout``, ``/dev/null``, a FIFO)
-    is written in place.
-    Text mode is UTF-8 without newline translation (``newline=""``); ``binary=True`` gives
-    a byte stream.  A new file gets the usual permissions (``0o666`` minus the umask); an
-    existing one keeps its own.
-
-    Raises:
-        OutputError: ``path`` is a directory or its folder does not exist.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, binary: bool = False) -> None:
-        self.path = os.fsdecode(path)
-        self.binary = binary
-        self._direct = False
-        self._file: Any = None
-        self._tmp: str | None = None
-        if self.path == "-":
-            return
-        if os.path.isdir(self.path):
-            raise OutputError(f"{self.path}: is a directory, expected a file name for the output")
-        self._direct = os.path.exists(self.path) and not _is_regular(self.path)  # /dev/stdout, /dev/null, a FIFO
-        if self._direct:
-            return
-        self._target = os.path.realpath(self.path)  # write through a symlink, not over it
-        folder = os.path.dirname(self._target)
-        if not os.path.isdir(folder):
-            raise OutputError(f"{self.path}: the folder {os.path.dirname(self.path) or folder} does not exist "
-                              "(create it first)")
-
-    def __enter__(self) -> Any:
-        if self.path == "-":
-            out = sys.stdout
-            buf = getattr(out, "buffer", None)
-            if self.binary or buf is not None:
-                out.flush()
-            if self.binary:
-                self._file = buf if buf is not None else out
-            elif buf is not None:
-                self._file = io.TextIOWrapper(buf, encoding="utf-8", newline="", write_through=True)
-            else:
-                self._file = out
-            return self._file
-        if self._direct:  # nothing to rename over: write in place
-            self._file = open(self.path, "wb") if self.binary else open(self.path, "w", encoding="utf-8", newline="")
-            return self._file
-        folder, base = os.path.split(self._target)
-        try:
-            fd, self._tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
-        except OSError as e:  # the message names the output, never the temporary file beside it
-            raise OutputError(f"{self.path}: cannot write here ({e.strerror or e}); the folder {folder or '.'} must "
-                              "exist and be writable: choose another output path") from None
-        try:
-            try:
-                mode = os.stat(self._target).st_mode & 0o7777
-            except OSError:
-                mode = 0o666 & ~_umask()
-            os.chmod(self._tmp, mode)
-            self._file = os.fdopen(fd, "wb") if self.binary else os.fdopen(fd, "w", encoding="utf-8", newline="")
-        except BaseException:
-            os.close(fd)
-            os.unlink(self._tmp)
-            raise
-        return self._file
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        if self.path == "-":
-            f = self._file
-            if isinstance(f, io.TextIOWrapper) and f is not sys.stdout:
-                try:
-                    f.flush()
-                finally:
-                    f.detach()
-            elif f is not None:
-                f.flush()
-            return False
-        if self._direct:
-            self._file.close()
-            return False
-        assert self._tmp is not None
-        try:
-            if exc_type is None:
-                self._file.flush()
-                os.fsync(self._file.fileno())
-            self._file.close()
-            if exc_type is None:
-                os.replace(self._tmp, self._target)
-        finally:
-            if os.path.exists(self._tmp):
-                os.unlink(self._tmp)
-        return False
-
-
-def open_output(path: str | os.PathLike[str], *, binary: bool = False) -> AtomicOutput:
-    """An :class:`AtomicOutput` for ``path`` (``"-"`` = standard output)."""
-    return AtomicOutput(path, binary=binary)
-
-
-def same_file(a: Any, b: Any) -> bool:
-    """True when ``a`` and ``b`` are paths naming the same existing regular file (also through links).
-
-    False when either is ``"-"``, a stream, a device or FIFO, or does not exist, so the CLI can refuse
-    ``-o`` equal to the input with ``if same_file(inp, out): ...``.
-    """
-    if not (_is_path(a) and _is_path(b)) or "-" in (os.fsdecode(a), os.fsdecode(b)) or not _is_regular(a):
-        return False
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
 
 
 def read_text(source: Source, name: str | None = None) -> str:

@@ -30,8 +30,59 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import Error
 
-__all__ = ["ProcessPool", "JobError", "WorkerFailure", "WorkerLost", "WorkersCannotStart", "check_main_importable",
+__all__ = ["fit_workers", "available_memory_mb", "ProcessPool", "JobError", "WorkerFailure", "WorkerLost", "WorkersCannotStart", "check_main_importable",
            "default_start_method", "worker_setup"]
+
+#: memory a worker process of the UD pipeline takes (torch, the model, its batches), in MB: measured 300 MB with
+#: the shipped model and the default batches; $G2GT_WORKER_MB overrides it
+WORKER_MB = 500
+
+
+def available_memory_mb() -> int | None:
+    """Memory this process may still use, in MB: ``MemAvailable`` of ``/proc/meminfo``, lowered to what a cgroup
+    (v2) limit leaves; ``None`` where neither can be read."""
+    found = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) // 1024)
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read().strip())
+        if limit.isdigit():
+            found.append(max(0, int(limit) - used) // 2**20)
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def fit_workers(n: int, cpus: int | None = None, available_mb: int | None = None,
+                per_worker_mb: int | None = None) -> tuple[int, str | None]:
+    """``(workers to start, why fewer than n)``: ``n`` capped by the CPUs this process may run on (more workers
+    than CPUs only share them) and by the available memory at ``per_worker_mb`` each (default
+    ``$G2GT_WORKER_MB``, else :data:`WORKER_MB`); ``why`` is ``None`` when ``n`` fits."""
+    if n <= 1:
+        return n, None
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if available_mb is None:
+        available_mb = available_memory_mb()
+    if per_worker_mb is None:
+        raw = os.environ.get("G2GT_WORKER_MB", "").strip()
+        per_worker_mb = int(raw) if raw.isdigit() and int(raw) > 0 else WORKER_MB
+    by_memory = n if available_mb is None else max(1, available_mb // per_worker_mb)
+    used = max(1, min(n, cpus, by_memory))
+    if used == n:
+        return n, None
+    memory = ("" if available_mb is None else f", {available_mb / 1024:.1f} GB of memory available at about "
+              f"{per_worker_mb / 1024:.1f} GB per worker ($G2GT_WORKER_MB)")
+    return used, f"{cpus} CPU{'s' * (cpus != 1)}{memory}"
+
 
 
 class JobError(ValueError):
@@ -87,11 +138,11 @@ def default_start_method() -> str:
 
 # ---------------------------------------------------------------------------- the worker side
 def worker_setup(keep_freed: bool = True) -> None:
-    """What every worker process (local or Ray actor) does before loading a model: no oneDNN
-    primitive cache (``ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`` unless the environment sets it: the cache keeps a
-    compiled kernel per input shape, and a corpus brings ever new batch shapes: README, "Corpus scale", gives
-    what it saves) and, with ``keep_freed``, :func:`g2gt.core._compat.keep_freed_memory` as the ``g2gt``
-    command does."""
+    """What every worker process (local or Ray actor) and the ``g2gt`` command itself do before loading a model:
+    no oneDNN primitive cache (``ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`` unless the environment sets it: the cache
+    keeps a compiled kernel per input shape, and a corpus brings ever new batch shapes, so peak memory grew
+    with the input: README, "Corpus scale", and docs/benchmarks.md give what it saves, at no cost in speed)
+    and, with ``keep_freed``, :func:`g2gt.core._compat.keep_freed_memory`."""
     import os
 
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "0")  # read by oneDNN when it first runs

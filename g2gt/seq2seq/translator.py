@@ -337,7 +337,8 @@ class Translator:
         Returns:
             The number of lines written.
         """
-        from ..core.files import iter_lines, open_output
+        from ..core.files import iter_lines
+        from ..core.output import open_output
 
         if self.graph:
             from ..ud.io import iter_conllu

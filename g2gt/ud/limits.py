@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from typing import Iterable
+from typing import Iterable, Iterator, Sequence
 
 from ..errors import Error
 from .io.build import sentence_from_tokens
@@ -31,7 +31,7 @@ from .io.sentence import Sentence
 from .io.surface import space_after, surface_tokens
 
 __all__ = ["DEFAULT_MAX_WORDS", "SentenceTooLong", "max_sentence_words", "limit_sentence_words",
-           "split_sentence", "drop_control_characters"]
+           "iter_limit_sentence_words", "CHUNK_WORDS", "iter_chunks", "long_sentences", "over_limit", "split_sentence", "drop_control_characters"]
 
 DEFAULT_MAX_WORDS = 1000
 ENV = "G2GT_MAX_SENTENCE_WORDS"
@@ -104,32 +104,88 @@ def split_sentence(s: Sentence, max_words: int, sent_id: str) -> list[Sentence]:
 
 
 def limit_sentence_words(sentences: Iterable[Sentence], max_words: int | None = None, on_long: str = "split",
-                         where: str = "", how: str = "", warn: bool = True) -> list[Sentence]:
+                         where: str = "", how: str = "", warn: bool = True, why: str = "") -> list[Sentence]:
     """``sentences`` with none over ``max_words`` words (default :func:`max_sentence_words`; <= 0: no limit):
     a longer one is split into pieces (one warning line each unless ``warn=False``) or, with
     ``on_long="error"``, refused with :class:`SentenceTooLong` naming it and its length. ``where`` is appended
-    to the names in messages, ``how`` names the setting of the limit (default ``$G2GT_MAX_SENTENCE_WORDS``)."""
+    to the names in messages, ``how`` names the setting of the limit (default ``$G2GT_MAX_SENTENCE_WORDS``),
+    ``why`` replaces the advice of a refusal (default: split it into shorter sentences)."""
+    limit = max_sentence_words() if max_words is None else max_words
+    sentences = sentences if isinstance(sentences, list) else list(sentences)
+    if on_long in ("split", "error") and (limit <= 0 or all(len(s) <= limit for s in sentences)):
+        return sentences
+    return list(iter_limit_sentence_words(sentences, limit, on_long, where, how, warn, why))
+
+
+def iter_limit_sentence_words(sentences: Iterable[Sentence], max_words: int | None = None, on_long: str = "split",
+                              where: str = "", how: str = "", warn: bool = True, why: str = "") -> Iterator[Sentence]:
+    """:func:`limit_sentence_words` one sentence at a time (for streams: memory does not grow with the
+    input); the limit is read once, when the first sentence is asked for."""
     if on_long not in ("split", "error"):
         raise ValueError(f"on_long must be 'split' or 'error', got {on_long!r}")
     limit = max_sentence_words() if max_words is None else max_words
-    sentences = sentences if isinstance(sentences, list) else list(sentences)
-    if limit <= 0 or all(len(s) <= limit for s in sentences):
-        return sentences
-    out: list[Sentence] = []
     for k, s in enumerate(sentences, 1):
-        if len(s) <= limit:
-            out.append(s)
+        if limit <= 0 or len(s) <= limit:
+            yield s
             continue
         name = _name(s, k, where)
         if on_long == "error":
             raise SentenceTooLong(f"{name} has {len(s):,} words, over the limit of {limit:,} words per sentence "
-                                  f"({how or ENV}); split it into shorter sentences")
+                                  f"({how or ENV}); {why or 'split it into shorter sentences'}")
         pieces = split_sentence(s, limit, s.sent_id or str(k))
         if warn:
             warnings.warn(f"g2gt: {name} has {len(s):,} words, over the limit of {limit:,} words per sentence "
                           f"({how or ENV}); parsed as {len(pieces)} sentences of at most {limit:,} words "
                           f"({pieces[0].sent_id} ... {pieces[-1].sent_id})", RuntimeWarning, stacklevel=2)
-        out += pieces
+        yield from pieces
+
+
+#: words parsed at a time by a stream of sentences at most (``Pipeline.stream``, ``g2gt parse``, its workers), besides
+#: at most 2,000 sentences: a chunk's memory follows its words, so a bound on words keeps the peak of a long
+#: corpus at the peak of its first chunk
+CHUNK_WORDS = 20_000
+
+
+def iter_chunks(items: Iterable, max_items: int | None, max_words: int | None = None) -> Iterator[list]:
+    """Consecutive lists of ``items``, each of at most ``max_items`` items (``None``: no bound) and ending once
+    it holds ``max_words`` words (``len(item)``; ``None``: no bound); every list has at least one item."""
+    part: list = []
+    words = 0
+    for x in items:
+        part.append(x)
+        words += len(x)
+        if (max_items is not None and len(part) >= max_items) or (max_words is not None and words >= max_words):
+            yield part
+            part, words = [], 0
+    if part:
+        yield part
+
+
+def long_sentences(use_input_graph: bool) -> dict:
+    """How a pipeline treats a sentence over the word limit (:func:`limit_sentence_words`'s options): cut into
+    pieces, except when its input tree is refined (``use_input_graph``, ``--refine``), which no cut keeps: then
+    it is refused, saying why."""
+    if not use_input_graph:
+        return {}
+    return {"on_long": "error", "why": "--refine (use_input_graph) cannot refine it: its input tree cannot be cut "
+                                       "into pieces; raise the limit to refine it whole, or parse it without "
+                                       "--refine (then it is parsed in pieces)"}
+
+
+def over_limit(sentences: Sequence[Sentence], what: str, instead: str, max_words: int | None = None) -> set[int]:
+    """The positions of ``sentences`` over the word limit (default :func:`max_sentence_words`), for a stage
+    that works on a parsed sentence whole (enhance, coref) and cannot cut its tree: one warning line per such
+    sentence, naming it and saying that ``what`` is not predicted for it and what it gets ``instead``."""
+    limit = max_sentence_words() if max_words is None else max_words
+    if limit <= 0:
+        return set()
+    out = set()
+    for k, s in enumerate(sentences):
+        if len(s) > limit:
+            out.add(k)
+            warnings.warn(f"g2gt: {_name(s, k + 1, '')} has {len(s):,} words, over the limit of {limit:,} words "
+                          f"per sentence ({ENV}); {what} is not predicted for it (memory grows with the square of "
+                          f"a sentence's length): {instead}", RuntimeWarning, stacklevel=2)
     return out
 
 

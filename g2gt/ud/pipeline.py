@@ -32,16 +32,17 @@ import logging
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import Any, Callable
 
 from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
-from .limits import drop_control_characters, limit_sentence_words
+from .parse.columns import check_keep
+from .limits import (CHUNK_WORDS, drop_control_characters, iter_chunks, iter_limit_sentence_words, limit_sentence_words,
+                     long_sentences)
 from ..core.registry import DEFAULT_MODEL
-from .stage import BUILTIN_STAGES, LazyStage, StageContext, StageList, registered_stages
+from .stage import BUILTIN_STAGES, LazyStage, StageContext, StageList, configured_stage, registered_stages
 from .coref import stage as _coref_stage  # noqa: F401  (registers the optional 'coref' stage)
 
 _log = logging.getLogger("g2gt")
@@ -173,7 +174,8 @@ class Pipeline(StageList):
         if "parse" not in exclude:
             from .parse import Parser
 
-            parser = _configured(Parser.load(where, device, resolve_dtype(dtype, device, int8=True)), config.get("parse"), "parse")
+            parser = configured_stage(Parser.load(where, device, resolve_dtype(dtype, device, int8=True)),
+                                      config.get("parse"), "parse")
         if tokenizer in ("auto", "model") and has("segmenter") and "tokenize" not in exclude:
             from .tokenize import Segmenter
 
@@ -183,7 +185,7 @@ class Pipeline(StageList):
                              f"({PART_FILES['segmenter']}); use tokenizer='rule'")
         else:
             tok = RuleTokenizer("auto" if tokenizer in ("auto", "model") else tokenizer)
-        tok = _configured(tok, config.get("tokenize"), "tokenize")
+        tok = configured_stage(tok, config.get("tokenize"), "tokenize")
         enhance = None
         if has("enhancer") and "enhance" not in exclude:
             file, enhance_options = folder / PART_FILES["enhancer"], config.get("enhance")
@@ -191,7 +193,7 @@ class Pipeline(StageList):
             def load_enhancer(file=file, options=enhance_options):
                 from .enhance import Enhancer
 
-                return _configured(Enhancer.load(file, device, stage_dtype), options, "enhance")
+                return configured_stage(Enhancer.load(file, device, stage_dtype), options, "enhance")
 
             enhance = LazyStage(load_enhancer, "Enhancer", file)
         card = model_card(folder) if folder is not None else {}
@@ -326,6 +328,13 @@ class Pipeline(StageList):
             return out
         return self.tokenize.segment_document(text)
 
+    def iter_text_sentences(self, text: str) -> Iterator[Sentence]:
+        """:meth:`text_sentences` made lazily by a learned tokenizer (one block of paragraphs at a time, as
+        ``g2gt parse --raw`` reads a document: memory does not grow with it)."""
+        if self.learned_tokenizer and text.strip():
+            return self.tokenize.iter_document(text)
+        return iter(self.text_sentences(text))
+
     def to_sentences(self, x: str | Iterable) -> list[Sentence]:
         """The input forms :meth:`__call__` takes, as sentences.
 
@@ -385,7 +394,7 @@ class Pipeline(StageList):
         if isinstance(x, str):
             x = drop_control_characters(x)  # the text the tokenizer reads, which the offsets point into
         with paused_gc():  # no cyclic collections while the results are built (g2gt.core.gc_pause)
-            sentences = limit_sentence_words(self.to_sentences(x))  # bounded memory: see g2gt.ud.limits
+            sentences = limit_sentence_words(self.to_sentences(x), **long_sentences(use_input_graph))
             return Document(self.run_stages(sentences, copy=not isinstance(x, str), **options),
                             x if isinstance(x, str) else None, self.name)
 
@@ -430,6 +439,11 @@ class Pipeline(StageList):
         """
         n = BATCH_TOKENS if batch_tokens is None else int(batch_tokens)
         out = sentences
+        if "deps" in check_keep(keep):  # kept DEPS are written as they are: they must be an enhanced graph
+            from .enhance.data import sentence_edges
+
+            for s in sentences:
+                sentence_edges(s, required=False)
         for name in list(self._stages)[1:]:
             if name == "parse":  # trees from elsewhere (another parser, gold) go to the enhancer as they are
                 parser = self.parse_stage
@@ -495,22 +509,25 @@ class Pipeline(StageList):
                           config, r["modules"])
 
     def stream(self, sentences: Iterable[Sentence], chunk_sentences: int = CHUNK_SENTENCES,
-               stats: dict | None = None, **kwargs) -> Iterator[Sentence]:
-        """:meth:`__call__` over a stream of sentences, ``chunk_sentences`` at a time.
+               stats: dict | None = None, chunk_words: int | None = CHUNK_WORDS, **kwargs) -> Iterator[Sentence]:
+        """:meth:`__call__` over a stream of sentences, a chunk at a time.
 
-        Memory does not grow with the input; counts ``sentences`` and ``words`` into ``stats`` when given.
+        A chunk holds ``chunk_sentences`` sentences, fewer once it holds ``chunk_words`` words
+        (:data:`g2gt.ud.limits.CHUNK_WORDS`): memory does not grow with the input. A sentence over the word limit is
+        cut (:mod:`g2gt.ud.limits`) before the chunks are made, so a chunk is what is written.
 
         Args:
             sentences: the input sentences, any iterable.
-            chunk_sentences: sentences parsed together.
-            stats: a dict that ``sentences`` and ``words`` counts are added to (``None``: no counts).
+            chunk_sentences: sentences parsed together at most.
+            stats: a dict that the ``sentences`` and ``words`` written are counted into (``None``: no counts).
+            chunk_words: words per chunk at most (``None``: no word limit).
             **kwargs: :meth:`__call__`'s keyword arguments.
 
         Yields:
             The annotated sentences, in order.
         """
-        it = iter(sentences)
-        while part := list(islice(it, chunk_sentences)):
+        it = iter_limit_sentence_words(sentences, **long_sentences(bool(kwargs.get("use_input_graph"))))
+        for part in iter_chunks(it, chunk_sentences, chunk_words):  # cut after the length guard: what is written
             if stats is not None:
                 stats["sentences"] = stats.get("sentences", 0) + len(part)
                 stats["words"] = stats.get("words", 0) + sum(len(s) for s in part)
@@ -546,15 +563,3 @@ class PipeWorker:
         nlp = Pipeline.load(self.name_or_path, self.device, self.dtype, exclude=self.exclude,
                             config={k: dict(v) for k, v in self.config}, tokenizer=self.tokenizer)
         return lambda job: parse_many(nlp, job[0], **job[1])
-
-
-def _configured(stage: Any, options: dict | None, name: str) -> Any:
-    """``stage`` with the ``config`` options of ``name`` set as attributes (each must exist)."""
-    for key, value in (options or {}).items():
-        if key.startswith("_") or not hasattr(stage, key):
-            public = sorted(k for k, v in vars(stage).items() if not k.startswith("_") and
-                            isinstance(v, (int, float, str, bool, type(None))))
-            raise ValueError(f"config[{name!r}]: {type(stage).__name__} has no option {key!r}; it has "
-                             f"{', '.join(public) or 'none'}")
-        setattr(stage, key, value)
-    return stage

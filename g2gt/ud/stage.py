@@ -58,7 +58,7 @@ from torch import nn
 
 
 __all__ = ["StageContext", "StageSpec", "LazyStage", "StageList", "register_stage", "registered_stages",
-           "unregister_stage", "prepare_for_inference",
+           "unregister_stage", "prepare_for_inference", "configured_stage",
            "PART_FILES", "stage_checkpoint", "save_stage", "checkpoint_record", "RECORD_KEYS"]
 
 #: stage -> its file in a model folder
@@ -312,3 +312,15 @@ def _stage_name(stage: Any) -> str:
     if inspect.isfunction(stage) or inspect.ismethod(stage):
         return f"{stage.__qualname__}()"
     return type(stage).__name__
+
+
+def configured_stage(stage: Any, options: dict | None, name: str) -> Any:
+    """``stage`` with the ``config`` options of ``name`` set as attributes (each must exist)."""
+    for key, value in (options or {}).items():
+        if key.startswith("_") or not hasattr(stage, key):
+            public = sorted(k for k, v in vars(stage).items() if not k.startswith("_") and
+                            isinstance(v, (int, float, str, bool, type(None))))
+            raise ValueError(f"config[{name!r}]: {type(stage).__name__} has no option {key!r}; it has "
+                             f"{', '.join(public) or 'none'}")
+        setattr(stage, key, value)
+    return stage

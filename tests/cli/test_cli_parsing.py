@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from g2gt.cli.main import main
-from g2gt.cli.parsing import tree_text
+from g2gt.cli.demo import tree_text
 from g2gt.data import EWT_SAMPLE_DEV as SAMPLE_DEV
 from g2gt.data import EWT_SAMPLE_TRAIN as SAMPLE_TRAIN
 from g2gt.ud.io.conllu import read_conllu, write_conllu

@@ -199,6 +199,18 @@ def test_long_sentence_parse_is_the_same_with_query_chunks(model_dir, monkeypatc
 
 
 # ---------------------------------------------------------------------------- fuzz through g2gt parse
+def _deps_are_graphs(path) -> bool:
+    from g2gt.ud.enhance.data import sentence_edges
+    from g2gt.ud.io.conllu import CoNLLUError
+
+    try:
+        for s in read_conllu(path):
+            sentence_edges(s, required=False)
+    except CoNLLUError:
+        return False
+    return True
+
+
 @fuzz_settings(25)
 @given(conllu_file())
 def test_random_valid_conllu_through_parse_changes_only_head_and_deprel(model_dir, tmp_path_factory, case):  # noqa: F811
@@ -208,6 +220,9 @@ def test_random_valid_conllu_through_parse_changes_only_head_and_deprel(model_di
     src.write_bytes(data)
     rc = main(["parse", "--model", str(model_dir), str(src), "-o", str(out), "--refine-steps", "1",
                "--keep", "upos,xpos,feats,lemma,deps"])
+    if not _deps_are_graphs(src):  # kept DEPS must be an enhanced graph: else one FILE:LINE error, no output
+        assert rc == 2 and not out.exists()
+        return
     assert rc == 0
     # lines end at LF only (a lone CR may sit inside a column); blank separator lines are not compared
     got = [g for g in out.read_bytes().split(b"\n") if g.strip(b" \t\r")]

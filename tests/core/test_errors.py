@@ -7,7 +7,8 @@ import torch
 
 import g2gt
 from g2gt.core.checkpoint import CheckpointError, TrainingFolderLocked, checkpoint_kind, expect_kind
-from g2gt.core.files import InputError, OutputError
+from g2gt.core.files import InputError
+from g2gt.core.output import OutputError
 
 
 def test_error_is_a_value_error_exported_at_the_top():

@@ -19,6 +19,7 @@ from typing import Sequence
 
 import torch
 
+from ..limits import over_limit
 from ..stage import checkpoint_record, prepare_for_inference, save_stage
 from .data import CorefVocab, DocExample, make_batch, make_doc, window_graph, windows
 from .decode import decode_window
@@ -157,19 +158,40 @@ class Coreferencer:
         return scores
 
     def resolve(self, sentences: Sequence) -> list:
-        """Copies of ``sentences`` with the predicted ``Entity`` annotations (module docstring)."""
+        """Copies of ``sentences`` with the predicted ``Entity`` annotations (module docstring). A sentence over
+        the word limit (:mod:`g2gt.ud.limits`) is not read by the model (one warning line): no mention is marked
+        in it, and memory stays bounded."""
         for s in sentences:
             if not s.has_heads:
                 raise ValueError(f"{getattr(s, 'path', '<input>')}:{getattr(s, 'line', 0)}: coreference needs "
                                  "parsed sentences (HEAD and DEPREL on every word); parse them first")
         copies = [s.copy() for s in sentences]
+        long = {id(copies[k]) for k in over_limit(copies, "coreference", "no mention is marked in it")}
         docs = documents(copies)
-        preds = self.predict_docs([make_doc(d, self.vocab, gold=False) for d in docs])
-        for d, ms in zip(docs, preds):
+        # a sentence over the word limit is left out of the model's input (bounded memory), not out of the output
+        short = [[s for s in d if id(s) not in long] for d in docs]
+        found = iter(self.predict_docs([make_doc(d, self.vocab, gold=False) for d in short if d]))
+        preds = [next(found) if d else [] for d in short]
+        for d, part, ms in zip(docs, short, preds):
+            if len(part) < len(d):
+                ms = _renumbered(d, long, ms)
             write_mentions(d, ms, None if _has_layout(d) else self.layout)
         return copies
 
     __call__ = resolve
+
+
+def _renumbered(doc: Sequence, long: set[int], mentions: list[Mention]) -> list[Mention]:
+    """``mentions`` of ``doc`` without its ``long`` sentences (``id()`` of each), as positions in the whole ``doc``."""
+    import dataclasses
+
+    where, k = [], 0
+    for s in doc:
+        if id(s) not in long:
+            where += range(k, k + len(s))
+        k += len(s)
+    return [dataclasses.replace(m, words=[where[w] for w in m.words], head=None if m.head is None else where[m.head],
+                                parts=[(where[a], where[b]) for a, b in m.parts]) for m in mentions]
 
 
 def _has_layout(doc) -> bool:

@@ -92,13 +92,15 @@ def sentence_edges(sent, required: bool = True) -> list[tuple[int, Head, str]]:
                                               "token range (expected a word 0..n or an empty node N.M)")
             if isinstance(head, int) and not 0 <= head <= n:
                 raise CoNLLUError(path, line, f"DEPS {_raw_deps(tok)!r} of word {i}: head {head} is outside "
-                                              f"0..{n}")
+                                              f"0..{n} (expected HEAD:DEPREL pairs whose heads exist: words 0..{n} "
+                                              "or this sentence's empty nodes)")
             if isinstance(head, str) and head not in empties:
                 raise CoNLLUError(path, line, f"DEPS {_raw_deps(tok)!r} of word {i}: empty node {head} does not "
-                                              "exist in this sentence")
+                                              "exist in this sentence (expected heads that exist: words 0..n or its "
+                                              "empty nodes)")
             if head == i:
-                raise CoNLLUError(path, line, f"DEPS {_raw_deps(tok)!r} of word {i} is a self loop (a word cannot "
-                                              "be its own enhanced head)")
+                raise CoNLLUError(path, line, f"DEPS {_raw_deps(tok)!r} of word {i} is a self loop (expected heads "
+                                              "other than the word itself)")
             if head in seen:
                 raise CoNLLUError(path, line, f"DEPS {_raw_deps(tok)!r} of word {i} names head {head} twice "
                                               "(expected one relation per head)")

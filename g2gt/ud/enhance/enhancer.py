@@ -20,6 +20,7 @@ import torch
 
 from ...core.batch import token_budget_batches
 from ..io.conllu import CoNLLUError
+from ..limits import over_limit
 from ..stage import checkpoint_record, prepare_for_inference, save_stage, stage_checkpoint
 from .data import EnhancerVocab, check_input_tree, deps_sort_key, make_batch, make_example, sentence_edges
 from .decode import choose_labels, decode_edges
@@ -172,6 +173,8 @@ class Enhancer:
         """The enhanced edges ``(d, h, relation)`` of every sentence, in input order.
 
         Sorted by dependent, then head; heads are words (0 = ROOT) or, for edges kept from the input, empty-node ids.
+        A sentence over the word limit (:mod:`g2gt.ud.limits`) gets its basic tree (:func:`basic_edges`) with one
+        warning line, so that memory stays bounded and the output valid.
 
         Args:
             sentences: parsed sentences (:class:`Sentence`).
@@ -188,6 +191,14 @@ class Enhancer:
         if check:
             for s in sentences:
                 check_input_tree(s)
+        long = over_limit(sentences, "the enhanced graph (DEPS)", "DEPS is its basic tree (as --copy-basic)")
+        if long:  # bounded memory: a long sentence's DEPS is its basic tree, the others are predicted
+            keep = [i for i in range(len(sentences)) if i not in long]
+            preds = self.predict([sentences[i] for i in keep], batch_tokens, progress, check=False) if keep else []
+            out: list[list[Edge]] = [basic_edges(s) if i in long else [] for i, s in enumerate(sentences)]
+            for i, edges in zip(keep, preds):
+                out[i] = edges
+            return out
         model, vocab = self.model, self.vocab
         was = model.training
         model.eval()

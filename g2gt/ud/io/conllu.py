@@ -29,7 +29,8 @@ from typing import IO, Iterable, Iterator
 
 from conllu.models import Metadata, TokenList
 
-from ...core.files import InputError, Source, open_input, open_output
+from ...core.files import InputError, Source, open_input
+from ...core.output import open_output
 from .sentence import FIELDS, Sentence, comment_pairs, parse_columns
 
 __all__ = [

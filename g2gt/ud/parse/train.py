@@ -76,6 +76,9 @@ def train_parser(train: Sequence | Mapping[str, Sequence], dev: Sequence | Mappi
     if config.treebanks:
         raise ValueError("ParserConfig.treebanks is set from the names of the training sets; pass train as "
                          "{name: sentences} instead")
+    for what, sets in (("training", train_sets), ("dev", dev_sets)):
+        for _, sents in sets:
+            check_gold_trees(sents, what)
     all_train = [s for _, sents in train_sets for s in sents]
     names = [name for name, _ in train_sets]
     source, report, added = None, None, {}
@@ -140,3 +143,17 @@ def _set_facts(sets: list, treebanks: list[str]) -> dict:
     return {str(name): {"sentences": len(sents), "words": sum(len(s) for s in sents),
                         "treebank": treebank_index(treebanks, name)} for name, sents in sets}
 
+
+def check_gold_trees(sentences: Sequence, what: str = "training") -> None:
+    """Every sentence's HEAD column is one single-rooted tree (a parser learns only from trees); else
+    :class:`g2gt.ud.io.CoNLLUError` naming ``FILE:LINE``, the sentence and the reason (:func:`g2gt.ud.io.check_tree`)."""
+    from ..io import check_tree
+    from ..io.conllu import CoNLLUError
+
+    for s in sentences:
+        why = check_tree([-1 if h is None else int(h) for h in s.heads])
+        if why is not None:
+            name = f"the {what} sentence" + (f" {s.sent_id}" if s.sent_id else "")
+            raise CoNLLUError(getattr(s, "path", None) or "<input>", getattr(s, "line", 0) or 0,
+                              f"{name} is not a single-rooted tree: {why} (expected exactly one word with HEAD 0 "
+                              "and no cycles)")

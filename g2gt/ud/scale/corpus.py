@@ -5,7 +5,7 @@ Shared by the local workers (:mod:`g2gt.ud.scale.parallel`) and Ray (:mod:`g2gt.
 * :func:`output_name`: ``story.txt`` / ``story.conllu`` / ``story.conllu.gz`` -> ``story.conllu``;
 * :func:`plan_files`: ``(input, output)`` pairs, two inputs with one output name refused up front, and with
   ``resume`` the inputs whose output already exists skipped (an output exists only once it is complete:
-  it is written to a temporary file and renamed at the end, :class:`g2gt.core.files.AtomicOutput`);
+  it is written to a temporary file and renamed at the end, :class:`g2gt.core.output.AtomicOutput`);
 * :class:`FilesReport`: what was done, skipped and failed (``FILE:LINE: reason``), and the summary printed
   at the end; a malformed file fails alone, the others go on.
 """

@@ -13,7 +13,7 @@ into jobs, and writes the results in input order.
 
 **Byte-identical to one process.** The one-process path (``g2gt parse``) segments raw text one paragraph
 block at a time (:meth:`g2gt.ud.pipeline.Pipeline.text_sentences`) and parses ``chunk_sentences`` (2000) at
-a time (:meth:`~g2gt.ud.pipeline.Pipeline.stream`); inside a chunk the parser cuts length-sorted batches of
+a time, fewer once a chunk holds ``chunk_words`` words (:meth:`~g2gt.ud.pipeline.Pipeline.stream`); inside a chunk the parser cuts length-sorted batches of
 at most ``batch_tokens`` padded nodes (:func:`g2gt.ud.parse.batching.length_batches`). A batch's result
 depends on its whole content (int8 dynamic quantization scales activations per batch), so the jobs here are
 exactly those units:
@@ -35,10 +35,10 @@ import functools
 import sys
 from collections import deque
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Callable, Iterable, Iterator
 
 from .corpus import FilesReport, plan_files
+from ..limits import CHUNK_WORDS, iter_chunks
 from ...core.pool import ProcessPool, worker_setup
 from ...core.registry import DEFAULT_MODEL
 
@@ -189,18 +189,13 @@ def job_plan(lengths: list[int], batch_tokens: int, enhanced: bool = False,
     return order, [0] + sorted(bounds)
 
 
-def _chunks(items: Iterable, size: int | None) -> Iterator[list]:
-    """Consecutive lists of ``size`` items (``None``: all items in one list)."""
-    it = iter(items)
-    while part := list(islice(it, size)):
-        yield part
-
-
 def map_batch_runs(pool: ProcessPool, sentences: Iterable, chunk: int | None,
                    plan: Callable[[list], tuple[list[int], list[int]]], job: Callable[[list], Any],
                    stats: dict | None = None, on_done: Callable[[int], None] | None = None,
-                   progress: bool = False, check: Callable[[list], None] | None = None) -> Iterator[str]:
-    """The engine: ``sentences`` cut into ``chunk``-sentence chunks; ``plan(chunk) -> (order, cuts)`` (see
+                   progress: bool = False, check: Callable[[list], None] | None = None,
+                   chunk_words: int | None = None) -> Iterator[str]:
+    """The engine: ``sentences`` cut into chunks of ``chunk`` sentences, fewer once a chunk holds ``chunk_words``
+    words (:func:`g2gt.ud.limits.iter_chunks`, as ``Pipeline.stream`` cuts them); ``plan(chunk) -> (order, cuts)`` (see
     :func:`job_plan`) makes one job ``job(sentences in order)`` per run; the jobs' results (one CoNLL-U text
     per sentence, in the job's order) are yielded in input order. ``check(chunk)`` runs first (e.g. the
     ``--refine`` trees, so the first bad one in input order fails)."""
@@ -208,7 +203,7 @@ def map_batch_runs(pool: ProcessPool, sentences: Iterable, chunk: int | None,
     sizes: dict[int, int] = {}
 
     def jobs() -> Iterator[Any]:
-        for c, part in enumerate(_chunks(sentences, chunk)):
+        for c, part in enumerate(iter_chunks(sentences, chunk, chunk_words)):
             if check is not None:
                 check(part)
             if stats is not None:
@@ -226,6 +221,8 @@ def map_batch_runs(pool: ProcessPool, sentences: Iterable, chunk: int | None,
     try:
         for texts in pool.map(jobs()):
             c, positions = meta.popleft()
+            if len(texts) != len(positions):  # never write a chunk with sentences missing or extra
+                raise RuntimeError(f"a worker returned {len(texts)} sentences for a job of {len(positions)}")
             if c != current:
                 current, out, filled = c, [None] * sizes.pop(c), 0
             for i, text in zip(positions, texts):
@@ -264,14 +261,17 @@ class ParallelPipeline:
             :class:`g2gt.core.pool.ProcessPool`.
         keep_freed_memory: apply :func:`g2gt.core._compat.keep_freed_memory` in each worker, as the ``g2gt`` command
             does in its own process.
+        chunk_words: words per chunk at most: a chunk ends before ``chunk_sentences`` once it holds this many
+            (:data:`g2gt.ud.limits.CHUNK_WORDS`; ``None``: no word limit).
     """
 
     def __init__(self, name_or_path: str = DEFAULT_MODEL, workers: int = 2, *, device: str = "cpu",
                  dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
                  progress: bool = False, threads: int = 1, start_method: str | None = None, max_tries: int = 3,
-                 keep_freed_memory: bool = True) -> None:
+                 keep_freed_memory: bool = True, chunk_words: int | None = CHUNK_WORDS) -> None:
         self.recipe = Recipe(str(name_or_path), str(device), dtype, tokenizer, keep_freed_memory)
         self.chunk = chunk_sentences
+        self.chunk_words = chunk_words
         self.progress = progress
         self.pool = ProcessPool(self.recipe, workers, threads=threads, start_method=start_method,
                                 max_tries=max_tries, preload=("torch",))
@@ -313,10 +313,14 @@ class ParallelPipeline:
         check = None
         if options.get("use_input_graph"):  # the first bad tree in input order fails, as in one process
             from ..parse.decode import check_input_trees as check
+        from ..limits import iter_limit_sentence_words, long_sentences
 
+        # cut long sentences here, as Pipeline.stream does, so that a job returns one text per sentence it was given
+        sentences = iter_limit_sentence_words(sentences, **long_sentences(bool(options.get("use_input_graph"))))
         return map_batch_runs(self.pool, sentences, self.chunk,
                               lambda part: job_plan([len(s.forms) + 1 for s in part], batch_tokens, enhanced),
-                              lambda sents: ("parse", sents, options), stats, on_done, self.progress, check)
+                              lambda sents: ("parse", sents, options), stats, on_done, self.progress, check,
+                              self.chunk_words)
 
     def pipe(self, texts: Iterable, **options: Any) -> Iterator:
         """One :class:`~g2gt.ud.document.Document` per item of ``texts``, in order.
@@ -392,7 +396,7 @@ class ParallelPipeline:
         Returns:
             ``{"sentences", "words"}`` counts.
         """
-        from ...core.files import open_output
+        from ...core.output import open_output
 
         stats = {"sentences": 0, "words": 0}
         blocks = self.parse_sentences(read_input(source, kind, name, self.text_sentences), stats, **options)

@@ -201,7 +201,7 @@ class _Writer:
         self.current = None  # the output path of the file being written
 
     def add(self, row: dict) -> None:
-        from ...core.files import AtomicOutput
+        from ...core.output import AtomicOutput
 
         if row["dst"] != self.current:
             self.current, self.out = row["dst"], AtomicOutput(row["dst"])

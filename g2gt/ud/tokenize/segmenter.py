@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 
@@ -184,15 +184,29 @@ class Segmenter:
         Returns:
             The sentences.
         """
+        return list(self.iter_document(text))
+
+    def iter_document(self, text: str) -> Iterator[Sentence]:
+        """:meth:`segment_document` one block of paragraphs at a time.
+
+        The sentences of a block are made when the previous block's have been taken, so memory does not grow with
+        the document.
+
+        Args:
+            text: the document's raw text.
+
+        Yields:
+            The sentences, in order.
+        """
         from .text import paragraph_blocks
 
-        out: list[Sentence] = []
+        n = 0
         for i, block in enumerate(paragraph_blocks(text)):
-            sents = self.segment(block, sent_id_prefix="s", first_id=len(out) + 1)
+            sents = self.segment(block, sent_id_prefix="s", first_id=n + 1)
             if i and sents:
                 sents[0].rows.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
-            out += sents
-        return out
+            n += len(sents)
+            yield from sents
 
     def segment_many(self, texts: Sequence[str], sent_id_prefix: str = "", first_id: int = 1
                      ) -> list[list[Sentence]]:

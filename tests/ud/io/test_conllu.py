@@ -374,7 +374,7 @@ def test_iter_conllu_is_lazy() -> None:
 
 
 def test_atomic_output(tmp_path: Path) -> None:
-    from g2gt.core.files import OutputError, open_output
+    from g2gt.core.output import OutputError, open_output
 
     target = tmp_path / "out.conllu"
     target.write_text("old\n")
@@ -409,7 +409,7 @@ def test_output_dash_is_stdout(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from g2gt.core.files import same_file
+    from g2gt.core.output import same_file
 
     a = tmp_path / "a.conllu"
     a.write_text("x")
