@@ -329,8 +329,16 @@ class Pipeline(StageList):
         return self.tokenize.segment_document(text)
 
     def iter_text_sentences(self, text: str) -> Iterator[Sentence]:
-        """:meth:`text_sentences` made lazily by a learned tokenizer (one block of paragraphs at a time, as
-        ``g2gt parse --raw`` reads a document: memory does not grow with it)."""
+        """:meth:`text_sentences`, made lazily by a learned tokenizer.
+
+        One block of paragraphs at a time, as ``g2gt parse --raw`` reads a document: memory does not grow with it.
+
+        Args:
+            text: a raw-text document.
+
+        Returns:
+            An iterator over its sentences, in order.
+        """
         if self.learned_tokenizer and text.strip():
             return self.tokenize.iter_document(text)
         return iter(self.text_sentences(text))

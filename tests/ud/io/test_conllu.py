@@ -456,7 +456,7 @@ def test_fifo_input_and_device_output(tmp_path: Path) -> None:
 def test_an_output_folder_that_cannot_be_written_names_the_output_not_a_temporary(tmp_path, monkeypatch):
     import tempfile
 
-    from g2gt.core.files import OutputError, open_output
+    from g2gt.core.output import OutputError, open_output
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
