@@ -35,6 +35,7 @@ LayerNorm the encoders use at inference (``add_layer_norm``, ``csrc/residual_nor
 from __future__ import annotations
 
 import functools
+import logging
 import hashlib
 import os
 import platform
@@ -57,7 +58,8 @@ SOURCE = Path(__file__).with_name("csrc") / "label_attention.cpp"
 CFLAGS = ["-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-fno-math-errno"]
 ANNOUNCE = ("g2gt: building the label-attention kernel once (about 30 s; later runs load it in a second; "
             "'g2gt build-kernel' does it ahead) ...")
-ANNOUNCE_BACKGROUND = ("g2gt: building the label-attention kernel in the background (once per machine, about "
+_log = logging.getLogger("g2gt")
+ANNOUNCE_BACKGROUND = ("building the label-attention kernel in the background (once per machine, about "
                        "30 s); until it is ready GraphAttention uses its slower torch path ('g2gt build-kernel' "
                        "builds it and waits)")
 FAILED_NAME = "failed"  # the background build's one-line reason, in the build directory
@@ -216,7 +218,7 @@ class _Background:
             with open(directory / "build.log", "ab") as log:
                 subprocess.Popen([sys.executable, "-m", "g2gt.nn.label_cpp"], stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=log, env=env, start_new_session=True)
-            print(ANNOUNCE_BACKGROUND, file=sys.stderr, flush=True)
+            _log.info(ANNOUNCE_BACKGROUND)
         return None
 
 

@@ -24,8 +24,10 @@ from g2gt.nn import cpp_build, label_cpp
 
 # Runs GraphAttention forward + backward with the kernel the environment allows; prints what it used.
 SCRIPT = """
+import logging
 import warnings
 import torch
+logging.basicConfig(level=logging.INFO, format="g2gt: %(message)s")  # the library's notices, as the CLI shows them
 from g2gt.nn import GraphAttention, label_cpp
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
