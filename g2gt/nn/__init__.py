@@ -2,15 +2,8 @@
 
 from .._lazy import lazy_exports
 from .attention import GraphAttention, KVCache, MultiheadGraphAttention
-from .transformer import (
-    DecoderLayer,
-    EncoderLayer,
-    FeedForward,
-    G2GTConfig,
-    G2GTransformer,
-    GraphDecoder,
-    GraphEncoder,
-)
+from .layers import DecoderLayer, EncoderLayer, FeedForward, GraphDecoder, GraphEncoder
+from .transformer import G2GTConfig, G2GTransformer
 
 __all__ = [
     "GraphAttention",

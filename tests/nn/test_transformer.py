@@ -210,7 +210,7 @@ def test_training_mode_dropout_and_gradients():
 def test_encoder_attention_weights_equal_direct_self_attention(norm_first):
     """``GraphEncoder(need_weights=True)`` returns, per layer, exactly the probabilities the
     layer's own ``self_attn`` gives on that layer's (normalised) input, and the same output."""
-    from g2gt.nn.transformer import GraphEncoder
+    from g2gt.nn.layers import GraphEncoder
 
     torch.manual_seed(3)
     enc = GraphEncoder(3, 16, 2, 32, [num_chain_labels(K), 5], True, dropout=0.1, norm_first=norm_first)

@@ -4,7 +4,7 @@ Node input (word ``i`` of a window): ``e_i = LN(E_word[w_i] + CharCNN(w_i) + E_u
 E_morph[m_i])``. Three label channels enter every attention score (:class:`g2gt.nn.GraphAttention`): the
 relative position ``clip(j - i, -k, k)``, the dependency trees (``rel↑`` / ``rel↓``) and the signed sentence
 distance ``clip(s_j - s_i, -K, K)`` (:func:`g2gt.ud.coref.data.sentence_distance_labels`). After a
-:class:`g2gt.nn.transformer.GraphEncoder` (states ``x [B, n, d]``):
+:class:`g2gt.nn.layers.GraphEncoder` (states ``x [B, n, d]``):
 
 * **mention heads and types**: ``P(t_i) = softmax(MLP(x_i))`` over ``0`` (no mention headed by word ``i``),
   ``1`` (a mention of unknown type) and ``1 + k`` (a mention of entity type ``k``);
@@ -32,7 +32,7 @@ from torch import Tensor, nn
 
 from ...core.graph import num_chain_labels
 from ...nn.heads import MLP, BiaffineArcScorer, CharCNNWordEncoder
-from ...nn.transformer import GraphEncoder
+from ...nn.layers import GraphEncoder
 from .config import CorefConfig
 from .data import CorefBatch, sentence_distance_labels
 

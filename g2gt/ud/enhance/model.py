@@ -14,7 +14,7 @@ attention score (:class:`g2gt.nn.GraphAttention`):
   grandparent, grandchild, aunt (a sibling of the parent), niece -- where enhanced edges live (controlled
   subjects are siblings, propagated conjunct heads are grandparents, ``ref`` goes to the grandparent).
 
-After a :class:`g2gt.nn.transformer.GraphEncoder`, the Dozat & Manning (2018) semantic-graph heads:
+After a :class:`g2gt.nn.layers.GraphEncoder`, the Dozat & Manning (2018) semantic-graph heads:
 
     s_ij     = d_i^T U h_j + w_d^T d_i + w_h^T h_j + b + β_tree[t_ij] + β_path[p_ij]
                + (P x_i)^T diag(w_{p_ij}) (Q x_j)                                             (edge logit)
@@ -37,7 +37,7 @@ from torch import Tensor, nn
 
 from ...core.graph import num_chain_labels, relative_position_labels
 from ...nn.heads import MLP, BiaffineLabelScorer, CharCNNWordEncoder
-from ...nn.transformer import GraphEncoder
+from ...nn.layers import GraphEncoder
 from .config import EnhancerConfig
 
 __all__ = ["EnhancerConfig", "EnhancerModel", "BiaffineEdgeScorer", "PathBilinear", "tree_channel", "tree_paths",

@@ -37,7 +37,7 @@ from torch import Tensor, nn
 from ...core.batch import compact_dtype
 from ...core.graph import num_chain_labels
 from ...nn.heads import BiaffineArcScorer, BiaffineLabelScorer, CharCNNWordEncoder, Tagger
-from ...nn.transformer import GraphEncoder
+from ...nn.layers import GraphEncoder
 from .trees import batch_decode
 from .batching import TAG_HEADS, ParseBatch, dependency_labels
 from .config import ParserConfig

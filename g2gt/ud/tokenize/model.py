@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ...core.graph import chain_labels, num_chain_labels
-from ...nn.transformer import GraphEncoder
+from ...nn.layers import GraphEncoder
 from .chars import CLASSES, GAPS
 from .config import NUM_LABELS, SegmenterConfig
 
