@@ -175,7 +175,12 @@ def language_default(code: str, kind: str = "pipeline") -> str | None:
     """
     if not _LANGUAGE.match(code or ""):
         return None
-    shipped, installed = shipped_models(kind), installed_models(kind)
+    return _language_default(code, shipped_models(kind), installed_models(kind))
+
+
+def _language_default(code: str, shipped: dict[str, Path], installed: dict[str, Path]) -> str | None:
+    if not _LANGUAGE.match(code or ""):
+        return None
     if DEFAULT_MODEL in shipped and _language(shipped[DEFAULT_MODEL]) == code:
         return DEFAULT_MODEL
     for group in (shipped, installed):
@@ -189,9 +194,13 @@ def resolve_name(name: str, kind: str = "pipeline") -> str:
     """The model name that ``name`` stands for: ``name`` itself when it is a model of ``kind``, else the
     default model of the language when ``name`` is a language code (:func:`language_default`), else ``name``
     unchanged (the caller reports it as unknown)."""
-    if name in _registered(kind):
+    return _resolve(name, shipped_models(kind), installed_models(kind))
+
+
+def _resolve(name: str, shipped: dict[str, Path], installed: dict[str, Path]) -> str:
+    if name in shipped or name in installed:
         return name
-    return language_default(name, kind) or name
+    return _language_default(name, shipped, installed) or name
 
 
 def find_model(name_or_path: str | os.PathLike, kind: str = "pipeline") -> Path:
@@ -222,8 +231,9 @@ def find_model(name_or_path: str | os.PathLike, kind: str = "pipeline") -> Path:
                                 f"folder or a checkpoint file (shipped and installed {_PLURAL[kind]}: "
                                 f"{_listing(kind)})")
     name = str(name_or_path)
-    registered = _registered(kind)
-    resolved = resolve_name(name, kind)
+    shipped, installed = shipped_models(kind), installed_models(kind)  # the entry points are read once
+    registered = {**installed, **shipped}
+    resolved = _resolve(name, shipped, installed)
     if resolved in registered:
         if Path(name).exists():
             _log.warning("%s: loading the model %s (%s), not the %s %s in this folder; give ./%s to load that",

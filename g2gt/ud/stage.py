@@ -59,7 +59,7 @@ from torch import nn
 
 __all__ = ["StageContext", "StageSpec", "LazyStage", "StageList", "register_stage", "registered_stages",
            "unregister_stage", "prepare_for_inference", "configured_stage",
-           "PART_FILES", "stage_checkpoint", "save_stage", "checkpoint_record", "RECORD_KEYS"]
+           "PART_FILES", "stage_checkpoint", "read_stage", "save_stage", "checkpoint_record", "RECORD_KEYS"]
 
 #: stage -> its file in a model folder
 PART_FILES = {"parser": "parser.pt", "segmenter": "segmenter.pt", "enhancer": "enhancer.pt"}
@@ -98,6 +98,34 @@ def stage_checkpoint(name_or_path: str | os.PathLike, stage: str) -> Path:
     if not file.is_file():
         raise FileNotFoundError(f"{name_or_path}: this model folder has no {PART_FILES[stage]}")
     return file
+
+
+def read_stage(name_or_path: str | os.PathLike, stage: str, kind: str, device: str | torch.device,
+               dtype: torch.dtype | str | None, *, int8: bool = False) -> tuple[Path, dict, torch.device, torch.dtype]:
+    """What every stage loader does first: read the device and precision once, find the stage's checkpoint file
+    and load it, checking its kind.
+
+    Args:
+        name_or_path: a model's name, a model folder, a training folder or a checkpoint file.
+        stage: a key of :data:`PART_FILES` (``"parser"``, ``"segmenter"``, ``"enhancer"``).
+        kind: the checkpoint kind the file must hold.
+        device: as :func:`g2gt.core.runtime.resolve_device`.
+        dtype: as :func:`g2gt.core.runtime.resolve_dtype`.
+        int8: whether ``"auto"`` may pick int8 for this stage.
+
+    Returns:
+        ``(file, checkpoint, device, dtype)``: the file read, its contents (``weights_only=True``), the resolved
+        ``torch.device`` and ``torch.dtype``.
+    """
+    from ..core.checkpoint import expect_kind, load_checkpoint
+    from ..core.runtime import resolve_device, resolve_dtype
+
+    device = resolve_device(device)
+    dt = resolve_dtype(dtype, device, int8=int8)
+    file = stage_checkpoint(name_or_path, stage)
+    ck = load_checkpoint(file, device)
+    expect_kind(ck, file, kind)
+    return file, ck, device, dt
 
 
 def save_stage(path: str | os.PathLike, model: nn.Module, record: dict[str, Any], source: Path | None,

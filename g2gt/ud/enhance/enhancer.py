@@ -21,7 +21,7 @@ import torch
 from ...core.batch import token_budget_batches
 from ..io.conllu import CoNLLUError
 from ..limits import over_limit
-from ..stage import checkpoint_record, prepare_for_inference, save_stage, stage_checkpoint
+from ..stage import checkpoint_record, prepare_for_inference, read_stage, save_stage
 from .data import EnhancerVocab, check_input_tree, deps_sort_key, make_batch, make_example, sentence_edges
 from .decode import choose_labels, decode_edges
 from .labels import MARKED_RELATIONS, PLACEHOLDER, TreeView, fill_template, sentence_markers
@@ -128,14 +128,7 @@ class Enhancer:
             The :class:`Enhancer`.
         """
         path = name_or_path
-        from ...core.checkpoint import expect_kind, load_checkpoint
-        from ...core.runtime import resolve_device, resolve_dtype
-
-        device = resolve_device(device)
-        dt = resolve_dtype(dtype, device)
-        file = stage_checkpoint(path, "enhancer")
-        ck = load_checkpoint(file, device)
-        expect_kind(ck, file, cls.kind)
+        file, ck, device, dt = read_stage(path, "enhancer", cls.kind, device, dtype)
         extra = ck.get("task", {})
         model = EnhancerModel(EnhancerConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)

@@ -27,7 +27,7 @@ from torch import Tensor
 
 from ..io import Sentence, parse_conllu_string, sentence_from_words
 from ..stage import (
-    checkpoint_record, prepare_for_inference, save_stage, stage_checkpoint,
+    checkpoint_record, prepare_for_inference, read_stage, save_stage,
 )
 from .columns import KEEPABLE_COLUMNS, check_keep
 from .batching import dependency_labels, make_batch, make_example
@@ -138,14 +138,7 @@ class Parser:
             The :class:`Parser`.
         """
         path = name_or_path
-        from ...core.checkpoint import expect_kind, load_checkpoint
-        from ...core.runtime import resolve_device, resolve_dtype
-
-        device = resolve_device(device)
-        dt = resolve_dtype(dtype, device, int8=True)
-        file = stage_checkpoint(path, "parser")
-        ck = load_checkpoint(file, device)
-        expect_kind(ck, file, cls.kind)
+        file, ck, device, dt = read_stage(path, "parser", cls.kind, device, dtype, int8=True)
         extra = ck.get("task", {})
         cfg = ParserConfig.from_dict(ck["model_config"])
         model = ParserModel(cfg)

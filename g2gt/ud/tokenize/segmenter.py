@@ -89,15 +89,9 @@ class Segmenter:
             The :class:`Segmenter`.
         """
         path = name_or_path
-        from ...core.checkpoint import expect_kind, load_checkpoint
-        from ...core.runtime import resolve_device, resolve_dtype
-        from ..stage import checkpoint_record, prepare_for_inference, stage_checkpoint
+        from ..stage import checkpoint_record, prepare_for_inference, read_stage
 
-        device = resolve_device(device)
-        dt = resolve_dtype(dtype, device)
-        file = stage_checkpoint(path, "segmenter")
-        ck = load_checkpoint(file, device)
-        expect_kind(ck, file, CHECKPOINT_KIND)
+        file, ck, device, dt = read_stage(path, "segmenter", CHECKPOINT_KIND, device, dtype)
         extra = ck.get("task") or {}
         model = SegmenterModel(SegmenterConfig.from_dict(ck["model_config"]))
         model.load_state_dict(ck["model"], strict=True)
