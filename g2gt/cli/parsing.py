@@ -290,27 +290,44 @@ def _refuse_conllu_as_text(text: str, name: str, option: str) -> None:
             return
 
 
+class FileInput:
+    """An input file parsed piece by piece (:mod:`g2gt.ud.scale.piecewise`): its kind (``raw``, ``lines``,
+    ``conllu``), the opened and checked input, and the tokenizer of ``--lines``."""
+
+    def __init__(self, kind: str, inp, tokenizer: str = "rule") -> None:
+        self.kind, self.inp, self.tokenizer = kind, inp, tokenizer
+
+
 def _open_input(args: argparse.Namespace):
-    """Open and check the input before the model is loaded: an iterator of sentences for CoNLL-U and
-    --lines (streamed), the text for --text / --raw (segmented once the model is there)."""
+    """Open and check the input before the model is loaded: a :class:`FileInput` for a file written as CoNLL-U
+    (read and parsed piece by piece, in this process or by the workers), the text for --text and for --raw with
+    --format json (offsets point into it), an iterator of sentences for the other --format json inputs."""
+    from ..core.files import open_input
+
     if args.text is not None:
         if not args.text.strip():
             raise UsageError("--text contains no words")
         return args.text
+    json = args.format == "json"
     if args.raw is not None:
-        from ..core.files import read_text
-
-        text = read_text(args.raw)
-        _refuse_conllu_as_text(text, args.raw, "--raw")
-        return text
+        inp = open_input(args.raw, kind="text")
+        head = next(inp.blocks(), b"")
+        _refuse_conllu_as_text(head.decode("utf-8", "ignore"), args.raw, "--raw")
+        return inp.read() if json else FileInput("raw", inp)
     if args.lines is not None:
+        tokenizer = "rule" if args.tokenizer == "model" else args.tokenizer
+        if not json:
+            return FileInput("lines", open_input(args.lines, kind="text"), tokenizer)
         from ..core.files import iter_lines
         from ..ud.tokenize.text import iter_line_sentences
 
-        tokenizer = "rule" if args.tokenizer == "model" else args.tokenizer
         return iter_line_sentences(iter_lines(args.lines), args.lines, tokenizer)
     from ..ud.io import iter_conllu
 
+    if not json:
+        from ..ud.io.conllu import CoNLLUError
+
+        return FileInput("conllu", open_input(args.input, error=CoNLLUError, kind="CoNLL-U"))
     return iter_conllu(args.input)
 
 
@@ -346,9 +363,9 @@ def run_parse(args: argparse.Namespace) -> int:
         return _json_workers(args, source, output, device)
     if args.workers > 1:
         return run_workers(args, source, output, device, _parse_kwargs(args))
-    from ..ud.io import write_conllu
-
-    nlp = load_pipeline(args, device, args.tokenizer if isinstance(source, str) else "rule")
+    tokenizer = args.tokenizer if isinstance(source, str) or (isinstance(source, FileInput) and source.kind == "raw") \
+        else "rule"
+    nlp = load_pipeline(args, device, tokenizer)
     if args.treebank is not None:  # checked here, before any output
         try:
             nlp.parser.treebank = args.treebank
@@ -360,24 +377,39 @@ def run_parse(args: argparse.Namespace) -> int:
     if getattr(args, "coref", False) and "coref" not in nlp.stages:
         raise UsageError(f"--coref: the model {args.model} has no coreference part (coref.pt); use a model "
                          "folder that has one or 'g2gt coref --model M' on parsed CoNLL-U")
-    if isinstance(source, str):
-        from ..ud.limits import drop_control_characters
-
-        source = drop_control_characters(source)  # as nlp(text) does: the text --format json's offsets point into
-    sentences = nlp.iter_text_sentences(source) if isinstance(source, str) else source  # lazily: flat memory
     kw = _parse_kwargs(args)
     stats = {"sentences": 0, "words": 0}
     t0 = time.time()
-    parsed = nlp.stream(sentences, PARSE_CHUNK, stats, **kw)
-    if args.format == "json":
-        write_document(parsed, source, nlp.name, output)
+    if isinstance(source, FileInput):
+        _parse_pieces(nlp, source, output, kw, stats)
     else:
-        write_conllu(parsed, output)
+        if isinstance(source, str):
+            from ..ud.limits import drop_control_characters
+
+            source = drop_control_characters(source)  # as nlp(text) does: the text --format json's offsets point into
+        sentences = nlp.iter_text_sentences(source) if isinstance(source, str) else source  # lazily: flat memory
+        parsed = nlp.stream(sentences, PARSE_CHUNK, stats, **kw)
+        if args.format == "json":
+            write_document(parsed, source, nlp.name, output)
+        else:
+            from ..ud.io import write_conllu
+
+            write_conllu(parsed, output)
     dt = time.time() - t0
     print(f"parsed {stats['sentences']} sentence{'s' * (stats['sentences'] != 1)}, {stats['words']} "
           f"word{'s' * (stats['words'] != 1)} in {dt:.2f}s "
           f"({stats['words'] / max(dt, 1e-9):.0f} words/s)", file=sys.stderr)
     return 0
+
+
+def _parse_pieces(nlp, source: FileInput, output: str, kw: dict, stats: dict) -> None:
+    """One process: the input's pieces read, parsed and written one at a time (as the workers do them)."""
+    from ..core.output import open_output
+    from ..ud.scale.piecewise import open_pieces, parse_piece, write_pieces
+
+    _, jobs = open_pieces(source.inp, source.kind, tokenizer=source.tokenizer)
+    with open_output(output) as f:
+        write_pieces((parse_piece(nlp, job, kw) for job in jobs), f.write, stats)
 
 
 def _json_workers(args: argparse.Namespace, source, output: str, device: str) -> int:

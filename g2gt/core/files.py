@@ -308,6 +308,29 @@ class CheckedInput:
             if close:
                 f.close()
 
+    @property
+    def path(self) -> str | None:
+        """The input's path when it is a plain (uncompressed, regular) file that can be read again by byte
+        ranges (:mod:`g2gt.core.pieces`); ``None`` for stdin, streams and ``.gz``."""
+        return self._path if self._path is not None and not self._path.endswith(".gz") else None
+
+    def blocks(self) -> Iterator[bytes]:
+        """The input's bytes (decompressed), in blocks of up to 64 KiB, as they were checked."""
+        if self._text is not None:
+            for line in self._text_lines():
+                yield line.encode("utf-8")
+            return
+        f, close = self._binary()
+        try:
+            while True:
+                chunk = self._read(f, 0)
+                if not chunk:
+                    return
+                yield chunk
+        finally:
+            if close:
+                f.close()
+
     def read(self) -> str:
         """The whole text (byte-order mark dropped); at most :func:`max_text_bytes` bytes."""
         limit = max_text_bytes()

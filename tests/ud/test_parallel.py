@@ -128,7 +128,7 @@ def test_raw_text_sentence_ids_across_blocks_match_one_process(nlp, engine, samp
     from g2gt.ud.io import to_conllu_string
     from g2gt.ud.tokenize.text import paragraph_blocks
 
-    text = _text(sample * 4)  # > 50,000 characters: several paragraph blocks, ids running across them
+    text = _text(sample * 8)  # > 64 KiB: several paragraph blocks, ids running across them
     assert len(list(paragraph_blocks(text))) >= 2
     one = to_conllu_string(nlp.text_sentences(text))
     many = to_conllu_string(engine.text_sentences(text))
@@ -174,6 +174,99 @@ def test_killed_worker_mid_run_loses_and_doubles_nothing(nlp, engine, sample):
     assert len(out) == len(part)
     assert [s.forms for s in out] == [s.forms for s in part]  # every sentence once, in order
     assert many == "".join(s.serialize() for s in nlp.stream(part, engine.chunk, **kw))
+
+
+# ---------------------------------------------------------------------------- files, piece by piece
+@pytest.fixture()
+def small_pieces(monkeypatch):
+    """Pieces of ~2 KB (the scan runs in this process; workers read the byte ranges they are given)."""
+    from g2gt.ud.scale import piecewise
+
+    monkeypatch.setattr(piecewise, "KINDS", {k: (unit, 2000) for k, (unit, _) in piecewise.KINDS.items()})
+
+
+def _one_process(nlp, path, kind: str, **kw) -> str:
+    """What ``g2gt parse`` writes with one process (g2gt.cli.parsing._parse_pieces)."""
+    from g2gt.ud.scale.piecewise import open_pieces, parse_piece, write_pieces
+
+    parts: list[str] = []
+    _, jobs = open_pieces(str(path), kind)
+    write_pieces((parse_piece(nlp, job, kw) for job in jobs), parts.append)
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("kind", ["raw", "lines", "conllu"])
+def test_parse_file_by_pieces_is_byte_identical_to_one_process(nlp, engine, sample, tmp_path, small_pieces, kind):
+    from g2gt.ud.io import parse_conllu_string, to_conllu_string
+    from g2gt.ud.scale.piecewise import open_pieces
+
+    path = tmp_path / f"in.{kind}"
+    part = sample[:60]
+    path.write_text({"raw": _text(part), "lines": "".join(s.text + "\n" for s in part),
+                     "conllu": to_conllu_string(part)}[kind], encoding="utf-8")
+    assert len(list(open_pieces(str(path), kind)[1])) >= 3  # several pieces
+    out = tmp_path / "out.conllu"
+    stats = engine.parse_file(str(path), str(out), kind, batch_tokens=300)
+    one = _one_process(nlp, path, kind, batch_tokens=300)
+    assert out.read_text(encoding="utf-8") == one
+    got = parse_conllu_string(one)
+    assert stats == {"sentences": len(got), "words": sum(len(s) for s in got)}
+    if kind == "raw":  # ids run across the pieces, one document
+        assert [s.metadata["sent_id"] for s in got] == [f"s{k}" for k in range(1, len(got) + 1)]
+        assert one.count("# newdoc") == 1
+        assert "".join(s.metadata["text"].replace(" ", "") for s in got) == "".join(_text(part).split())
+    elif kind == "lines":
+        assert [s.metadata["sent_id"] for s in got] == [str(k) for k in range(1, len(part) + 1)]
+    else:
+        assert [s.forms for s in got] == [s.forms for s in part]
+
+
+def test_raw_pieces_are_segmented_as_the_python_api_segments_the_text(nlp, sample, tmp_path):
+    """The default pieces of a file are the paragraph blocks of nlp.text_sentences(text): the same sentences."""
+    from g2gt.ud.io import to_conllu_string
+    from g2gt.ud.scale.piecewise import Numbering, open_pieces, piece_sentences
+
+    text = _text(sample * 8)  # > 64 KiB: several pieces
+    path = tmp_path / "doc.txt"
+    path.write_text(text, encoding="utf-8")
+    _, jobs = open_pieces(str(path), "raw")
+    numbering = Numbering()
+    pieces = "".join(numbering(to_conllu_string(piece_sentences(nlp, job))) for job in jobs)
+    assert numbering.count > len(sample) and pieces == to_conllu_string(nlp.text_sentences(text))
+
+
+def test_killed_worker_during_a_file_loses_and_doubles_nothing(nlp, engine, sample, tmp_path, small_pieces):
+    from g2gt.ud.scale.piecewise import open_pieces, write_pieces
+
+    path = tmp_path / "doc.txt"
+    path.write_text(_text(sample[:60]), encoding="utf-8")
+    killed, parts = [], []
+
+    def kill_once(_piece) -> None:
+        if not killed:
+            killed.append(engine.pool.pids[0])
+            os.kill(killed[0], signal.SIGKILL)
+
+    before = engine.pool.replaced
+    _, jobs = open_pieces(str(path), "raw")
+    write_pieces(engine.pool.map(("piece", job, {"batch_tokens": 300}) for job in jobs), parts.append,
+                 on_piece=kill_once)
+    assert killed and engine.pool.replaced == before + 1
+    assert "".join(parts) == _one_process(nlp, path, "raw", batch_tokens=300)
+
+
+def test_a_bad_line_in_a_later_piece_names_its_line(engine, sample, tmp_path, small_pieces):
+    from g2gt.core.pool import JobError
+    from g2gt.ud.io import to_conllu_string
+
+    lines = to_conllu_string(sample[:60]).split("\n")
+    bad = max(i for i, line in enumerate(lines) if line.startswith("1\t"))  # in the last sentence
+    lines[bad] = lines[bad].replace("\t", " ")
+    path = tmp_path / "bad.conllu"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(JobError, match=f"^{path}:{bad + 1}: "):
+        engine.parse_file(str(path), str(tmp_path / "out.conllu"), "conllu")
+    assert not (tmp_path / "out.conllu").exists()
 
 
 def test_parse_files_bad_file_fails_alone_and_resume_skips(engine, sample, tmp_path):

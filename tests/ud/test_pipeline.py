@@ -219,7 +219,7 @@ def test_unknown_model_name_is_a_one_line_error(capsys):
 
 def test_paragraph_blocks_cut_only_after_blank_lines():
     text = "".join(f"Sentence {k} here. And more {k}.\n" + ("\n" if k % 3 == 0 else "") for k in range(200))
-    blocks = list(paragraph_blocks(text, block_chars=300))
+    blocks = list(paragraph_blocks(text, block_bytes=300))
     assert "".join(blocks) == text and len(blocks) > 3
     assert all(b.endswith("\n\n") or b.rstrip(" ").endswith("\n\n") for b in blocks[:-1])
 

@@ -40,12 +40,26 @@ def sample():
     return read_conllu(EWT_SAMPLE_DEV)[:60]
 
 
-def _one_process(nlp, sentences, chunk):
-    return "".join(s.serialize() for s in nlp.stream(sentences, chunk))
+def _one_process(nlp, path, kind: str = "conllu") -> str:
+    """What ``g2gt parse`` writes with one process: the file piece by piece (g2gt.ud.scale.piecewise)."""
+    from g2gt.ud.scale.piecewise import open_pieces, parse_piece, write_pieces
+
+    parts: list[str] = []
+    _, jobs = open_pieces(str(path), kind)
+    write_pieces((parse_piece(nlp, job, {}) for job in jobs), parts.append)
+    return "".join(parts)
+
+
+@pytest.fixture()
+def small_pieces(monkeypatch):
+    """Pieces of ~2 KB, so that a file is several rows (the driver cuts them, in this process)."""
+    from g2gt.ud.scale import piecewise
+
+    monkeypatch.setattr(piecewise, "KINDS", {k: (unit, 2000) for k, (unit, _) in piecewise.KINDS.items()})
 
 
 def test_parse_files_writes_one_output_per_input_same_bytes_and_a_bad_file_fails_alone(cluster, nlp, sample,
-                                                                                       tmp_path):
+                                                                                       tmp_path, small_pieces):
     from g2gt.ud.io import to_conllu_string
     from g2gt.ud.scale.ray_data import parse_files
 
@@ -59,13 +73,19 @@ def test_parse_files_writes_one_output_per_input_same_bytes_and_a_bad_file_fails
     lines[4] = lines[4].replace("\t", " ")
     bad.write_text("\n".join(lines), encoding="utf-8")
     out = tmp_path / "out"
-    report = parse_files([a, bad, b], out, chunk_sentences=10, log=None)  # Ray is already connected: the test's cluster
+    raw = tmp_path / "c.txt"
+    raw.write_text("\n\n".join(" ".join(s.text for s in sample[i:i + 4]) for i in range(0, 60, 4)) + "\n",
+                   encoding="utf-8")
+    report = parse_files([a, bad, b], out, log=None)  # Ray is already connected: the test's cluster
     assert sorted(report.done) == [str(out / "a.conllu"), str(out / "b.conllu")]
     assert len(report.failed) == 1 and report.failed[0][1].startswith(f"{bad}:5:")
-    assert (out / "a.conllu").read_text(encoding="utf-8") == _one_process(nlp, sample[:25], 10)
-    assert (out / "b.conllu").read_text(encoding="utf-8") == _one_process(nlp, sample[25:40], 10)
+    assert (out / "a.conllu").read_text(encoding="utf-8") == _one_process(nlp, a)
+    assert (out / "b.conllu").read_text(encoding="utf-8") == _one_process(nlp, b)
     assert sorted(p.name for p in out.iterdir()) == ["a.conllu", "b.conllu"]  # nothing partial left
     assert report.sentences == 40
+    report = parse_files([raw], out, kind="raw", log=None)  # several pieces, sentence ids across them
+    text = (out / "c.conllu").read_text(encoding="utf-8")
+    assert report.ok and text == _one_process(nlp, raw, "raw") and f"# sent_id = s{report.sentences}\n" in text
     again = parse_files([a, b], out, resume=True, log=None)
     assert again.skipped == [str(out / "a.conllu"), str(out / "b.conllu")] and not again.done
 
@@ -117,5 +137,5 @@ def test_cli_parse_ray_writes_the_outputs(cluster, nlp, sample, tmp_path, capsys
     a.write_text(to_conllu_string(sample[:6]), encoding="utf-8")
     out = tmp_path / "out"
     assert main(["parse", "--ray", str(a), "--output-dir", str(out), "--no-progress"]) == 0  # --ray FILE: local
-    assert (out / "a.conllu").read_text(encoding="utf-8") == _one_process(nlp, sample[:6], 2000)
+    assert (out / "a.conllu").read_text(encoding="utf-8") == _one_process(nlp, a)
     assert "1 file(s) written" in capsys.readouterr().err

@@ -107,13 +107,17 @@ def read_conllu(source: Source, *, name: str | None = None, require_heads: bool 
     return list(iter_conllu(source, name=name, require_heads=require_heads))
 
 
-def parse_conllu_string(text: str, name: str = "<string>", *, require_heads: bool = False) -> list[Sentence]:
+def parse_conllu_string(text: str, name: str = "<string>", *, require_heads: bool = False, first_line: int = 1
+                        ) -> list[Sentence]:
     """Like :func:`read_conllu` for CoNLL-U text held in a string.
 
     Args:
         text: the CoNLL-U text.
         name: the name used in messages.
         require_heads: reject ``_`` in the HEAD column of syntactic words.
+        first_line: the line number of the text's first line in the file it comes from (a piece of a file,
+            :mod:`g2gt.core.pieces`), for messages; a text that does not start the file (``first_line > 1``) is
+            not checked as a file's start is.
 
     Returns:
         The sentences.
@@ -126,18 +130,18 @@ def parse_conllu_string(text: str, name: str = "<string>", *, require_heads: boo
         lines.pop()  # the final newline
     if lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]
-    return list(_sentences(iter(lines), name, require_heads))
+    return list(_sentences(iter(lines), name, require_heads, first_line))
 
 
-def _sentences(lines: Iterable[str], label: str, require_heads: bool) -> Iterator[Sentence]:
+def _sentences(lines: Iterable[str], label: str, require_heads: bool, first_line: int = 1) -> Iterator[Sentence]:
     """Group lines into sentences; blank lines after a sentence are kept as its trailer.
     Blank lines before the first sentence are dropped."""
     pending: Sentence | None = None
     block: list[str] = []
     start = 0
-    first = True
+    first = first_line == 1
     lineno = 0
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in enumerate(lines, first_line):
         if line.strip():
             if not block:
                 if pending is not None:

@@ -113,6 +113,13 @@ class JobHandler:
                 raise ValueError(f"enhanced=True: the model {self.nlp.source} has no enhanced-UD stage "
                                  "(enhancer.pt); use a model folder that has one, e.g. the shipped en_combined")
             return [s.serialize() for s in self.nlp(data, progress=False, **options)]
+        if kind == "piece":  # a piece of an input file (g2gt.ud.scale.piecewise) -> its ParsedPiece
+            from .piecewise import parse_piece
+
+            if options.get("enhanced") and self.nlp.enhancer is None:
+                raise ValueError(f"enhanced=True: the model {self.nlp.source} has no enhanced-UD stage "
+                                 "(enhancer.pt); use a model folder that has one, e.g. the shipped en_combined")
+            return parse_piece(self.nlp, data, options)
         if kind == "docs":  # a group of inputs (Pipeline.pipe) -> their Documents
             from ..pipe import parse_many
 
@@ -383,30 +390,40 @@ class ParallelPipeline:
         return self.parse_sentences(self.text_sentences(text), stats, **options)
 
     # ------------------------------------------------------------------ files
-    def parse_file(self, source, output, kind: str = "conllu", name: str | None = None, **options: Any) -> dict:
-        """Parse one input into ``output``.
+    def parse_file(self, source, output, kind: str = "conllu", name: str | None = None, tokenizer: str = "rule",
+                   **options: Any) -> dict:
+        """Parse one input into ``output``, piece by piece (:mod:`g2gt.ud.scale.piecewise`): each worker reads,
+        tokenizes, parses and serialises its own pieces; this process writes them in order.
 
         Args:
-            source: a path, ``"-"`` or a stream.
+            source: a path, ``"-"``, a stream or an opened :class:`~g2gt.core.files.CheckedInput`.
             output: a path (written atomically), ``"-"`` or a stream.
             kind: the input's kind: ``"conllu"`` (default), ``"raw"`` or ``"lines"``.
             name: the input's name in messages (``None``: its path).
+            tokenizer: the tokenizer of ``kind="lines"`` (``"rule"`` or ``"stanza"``; raw text uses the pipeline's).
             **options: ``Pipeline.__call__``'s keyword arguments.
 
         Returns:
             ``{"sentences", "words"}`` counts.
         """
+        from .piecewise import open_pieces, write_pieces
         from ...core.output import open_output
 
+        options = check_options(options)
+        _, jobs = open_pieces(source, kind, name, tokenizer)
         stats = {"sentences": 0, "words": 0}
-        blocks = self.parse_sentences(read_input(source, kind, name, self.text_sentences), stats, **options)
-        if hasattr(output, "write"):
-            for block in blocks:
-                output.write(block)
-            return stats
-        with open_output(output) as f:
-            for block in blocks:
-                f.write(block)
+        bar = _progress_bar(self.progress)
+        results = self.pool.map(("piece", job, options) for job in jobs)
+        on_piece = None if bar is None else (lambda res: bar.update(res.sentences))
+        try:
+            if hasattr(output, "write"):
+                write_pieces(results, output.write, stats, on_piece)
+            else:
+                with open_output(output) as f:
+                    write_pieces(results, f.write, stats, on_piece)
+        finally:
+            if bar is not None:
+                bar.close()
         return stats
 
     def parse_files(self, inputs: Iterable, output_dir, kind: str = "conllu", resume: bool = False,

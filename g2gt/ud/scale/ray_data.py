@@ -20,9 +20,10 @@ that dies and retries its task (Ray Data's defaults for actor pools: ``max_resta
 ``max_task_retries=-1``), so a killed actor loses nothing.
 
 :func:`parse_files` is ``g2gt parse --ray ADDRESS|local INPUTS... --output-dir DIR``: the driver reads and
-checks the inputs (``FILE:LINE`` errors), cuts CoNLL-U inputs into the 2000-sentence chunks of one process
-(a raw-text file is one row), and writes one CoNLL-U file per input, atomically and in order, from the rows
-that come back (so the inputs and outputs need only be on the driver's machine).
+checks the inputs (``FILE:LINE`` errors) and cuts each into the pieces one process and ``--workers`` read
+(:mod:`g2gt.ud.scale.piecewise`; a row carries a piece's bytes, so the inputs and outputs need only be on the
+driver's machine); the actors parse the pieces as a worker does, and the driver writes one CoNLL-U file per input,
+atomically and in order, from the rows that come back: the same bytes as ``g2gt parse`` with one process.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from itertools import islice
 from typing import Any, Iterable, Iterator
 
 from .corpus import FilesReport, plan_files
-from .parallel import PARSE_CHUNK, Recipe, check_options, read_input
+from .parallel import PARSE_CHUNK, Recipe, check_options
 from ...core.registry import DEFAULT_MODEL
 
 __all__ = ["PipelineActor", "parse_dataset", "parse_files", "init_ray", "ROWS_PER_RUN"]
@@ -65,8 +66,21 @@ class PipelineActor:
         out = "".join(s.serialize() for s in self.nlp.stream(sentences, self.chunk, stats, **self.options))
         return out, stats["sentences"], stats["words"]
 
+    def parse_piece(self, row: dict, name: str) -> tuple[str, int, int]:
+        """``(CoNLL-U, sentences, words)`` of one piece of a file (:mod:`g2gt.ud.scale.piecewise`)."""
+        from .piecewise import PieceJob, parse_piece
+        from ...core.pieces import Piece
+
+        data = bytes(row["piece"])
+        piece = Piece(int(row["index"]), int(row["offset"]), len(data), int(row["first_line"]), data)
+        res = parse_piece(self.nlp, PieceJob(str(row["kind"]), name, None, piece, str(row["tokenizer"])),
+                          self.options)
+        return res.conllu, res.sentences, res.words
+
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         n = len(next(iter(batch.values())))
+        if "piece" in batch:
+            return self._pieces(batch, n)
         texts, docs = batch.get("text"), batch.get("conllu")
         names = batch.get("path")
         parsed, errors, sents, words = [], [], [], []
@@ -78,6 +92,22 @@ class PipelineActor:
                 out, ns, nw = self.parse_document(text, doc, name)
                 err = ""
             except ValueError as e:  # a malformed document fails alone
+                out, ns, nw, err = "", 0, 0, str(e)
+            parsed.append(out)
+            errors.append(err)
+            sents.append(ns)
+            words.append(nw)
+        return {**batch, "parsed": parsed, "error": errors, "sentences": sents, "words": words}
+
+
+    def _pieces(self, batch: dict[str, Any], n: int) -> dict[str, Any]:
+        parsed, errors, sents, words = [], [], [], []
+        for i in range(n):
+            row = {k: batch[k][i] for k in ("piece", "kind", "index", "offset", "first_line", "tokenizer")}
+            try:
+                out, ns, nw = self.parse_piece(row, str(batch["path"][i])) if not batch["fail"][i] else ("", 0, 0)
+                err = ""
+            except ValueError as e:  # a malformed file fails alone
                 out, ns, nw, err = "", 0, 0, str(e)
             parsed.append(out)
             errors.append(err)
@@ -123,41 +153,33 @@ def init_ray(address: str = "local", num_cpus: int | None = None, object_store_m
         ray.init(address=address, log_to_driver=False)
 
 
-def _file_rows(src: str, dst: str, kind: str, chunk: int, check_trees: bool) -> Iterator[dict]:
-    """The rows of one input, read and checked here: a raw text whole, CoNLL-U / lines as the chunks of one
-    process. Each row says whether it is the file's ``last``; a ``FILE:LINE`` error while reading ends the
-    file with a row that carries it (``fail``), so the writer drops what it has of that file."""
-    def parts() -> Iterator[dict]:
-        if kind == "raw":
-            from ...core.files import read_text
+def _file_rows(src: str, dst: str, kind: str, tokenizer: str) -> Iterator[dict]:
+    """The rows of one input: its pieces (:mod:`g2gt.ud.scale.piecewise`), read and checked here and carrying their
+    bytes. Each row says whether it is the file's ``last``; a ``FILE:LINE`` error while reading ends the file with
+    a row that carries it (``fail``), so the writer drops what it has of that file."""
+    from .piecewise import open_pieces
 
-            yield {"text": read_text(src), "conllu": None}
-            return
-        it = iter(read_input(src, kind))
-        while part := list(islice(it, chunk)):
-            if check_trees:
-                from ..parse.decode import check_input_trees
+    def row(job=None, last: bool = False, fail: str = "") -> dict:
+        p = job.piece if job is not None else None
+        return {"piece": p.data if p else b"", "kind": kind, "index": p.index if p else 0,
+                "offset": p.offset if p else 0, "first_line": p.first_line if p else 1, "tokenizer": tokenizer,
+                "path": src, "dst": dst, "last": last, "fail": fail}
 
-                check_input_trees(part)
-            yield {"text": None, "conllu": "".join(s.serialize() for s in part)}
-
-    it = parts()
-    row = {"text": "", "conllu": None}  # an empty input gives an empty output
     try:
-        row = next(it, row)
-        for nxt in it:  # one chunk of look-ahead: a row knows whether it is the last one
-            yield {**row, "path": src, "dst": dst, "last": False, "fail": ""}
-            row = nxt
+        _, jobs = open_pieces(src, kind, tokenizer=tokenizer, with_bytes=True)
+        job = next(jobs, None)
+        for nxt in jobs:  # one piece of look-ahead: a row knows whether it is the last one
+            yield row(job)
+            job = nxt
     except (ValueError, OSError) as e:
-        yield {"text": "", "conllu": None, "path": src, "dst": dst, "last": True, "fail": str(e)}
+        yield row(None, True, str(e))
         return
-    yield {**row, "path": src, "dst": dst, "last": True, "fail": ""}
+    yield row(job, True)  # an empty input: one empty piece, an empty output
 
 
 def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: str = "conllu", resume: bool = False,
                 actors: int | None = None, name_or_path: str = DEFAULT_MODEL, device: str = "cpu",
-                dtype: str | None = "auto", tokenizer: str = "auto", chunk_sentences: int = PARSE_CHUNK,
-                num_cpus: int | None = None,
+                dtype: str | None = "auto", tokenizer: str = "auto", num_cpus: int | None = None,
                 object_store_memory: int | None = None, rows_per_run: int = ROWS_PER_RUN,
                 log=sys.stderr, **options: Any) -> FilesReport:
     """One CoNLL-U file per input in ``output_dir`` through Ray (see the module docstring); ``actors``
@@ -166,7 +188,6 @@ def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: s
     import ray
     import ray.data
 
-    chunk = chunk_sentences
     todo, skipped = plan_files(inputs, output_dir, resume)
     report = FilesReport(skipped=[str(d) for _, d in skipped])
     if not todo:
@@ -175,14 +196,14 @@ def parse_files(inputs: Iterable, output_dir, *, address: str = "local", kind: s
     ray.data.DataContext.get_current().execution_options.preserve_order = True
     n_actors = actors or max(1, int(ray.cluster_resources().get("CPU", 1)))
     options = check_options(options)
-    check_trees = bool(options.get("use_input_graph"))
-    rows = (r for src, dst in todo for r in _file_rows(src, str(dst), kind, chunk, check_trees))
+    lines_tokenizer = tokenizer if tokenizer in ("rule", "stanza") else "rule"
+    rows = (r for src, dst in todo for r in _file_rows(src, str(dst), kind, lines_tokenizer))
     writer = _Writer(report)
     try:
         while run := list(islice(rows, rows_per_run)):
             ds = ray.data.from_items(run)
             for row in parse_dataset(ds, name_or_path, actors=n_actors, device=device, dtype=dtype,
-                                     tokenizer=tokenizer, chunk_sentences=chunk, **options).iter_rows():
+                                     tokenizer=tokenizer, **options).iter_rows():
                 writer.add(row)
     finally:
         writer.close()
@@ -199,19 +220,22 @@ class _Writer:
         self.out = None  # the AtomicOutput being written, None while a failed file's rows go by
         self.file = None
         self.current = None  # the output path of the file being written
+        self.numbering = None  # a raw text's sentence ids, across its pieces
 
     def add(self, row: dict) -> None:
         from ...core.output import AtomicOutput
 
         if row["dst"] != self.current:
-            self.current, self.out = row["dst"], AtomicOutput(row["dst"])
+            from .piecewise import Numbering
+
+            self.current, self.out, self.numbering = row["dst"], AtomicOutput(row["dst"]), Numbering()
             self.file = self.out.__enter__()
         error = row["fail"] or row["error"]
         if self.out is not None and error:
             self.report.failed.append((row["path"], error))
             self._drop()
         elif self.out is not None:
-            self.file.write(row["parsed"])
+            self.file.write(self.numbering(row["parsed"]))
             self.report.sentences += int(row["sentences"])
             self.report.words += int(row["words"])
             if row["last"]:

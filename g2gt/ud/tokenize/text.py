@@ -23,12 +23,12 @@ own text with each run of whitespace made one space, so every other character of
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Iterable, Iterator, Sequence
 
 from ...errors import Error
 from ..io import Sentence, sentence_from_tokens
 from ...core.files import InputError, Source, iter_lines, open_input, read_text  # noqa: F401 (re-exported)
+from ...core.pieces import PIECE_BYTES, scan_pieces
 from ..limits import drop_control_characters
 from .rules import TextToken, detokenize, sentence_spans, split_sentences, tokenize, tokenize_sentence
 
@@ -56,23 +56,20 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-_BLANK_LINE = re.compile(r"\n[^\S\n]*\n\s*")
-
-
-def paragraph_blocks(text: str, block_chars: int = 50_000) -> Iterator[str]:
-    """``text`` cut into consecutive blocks of about ``block_chars`` characters or more, each cut made
-    right after a blank line (a paragraph end), so a document-level segmenter can work one block at a time
-    without a sentence crossing a cut. ``"".join(paragraph_blocks(t)) == t`` always; a text without
-    blank lines is one block."""
-    start = 0
-    while len(text) - start > block_chars:
-        m = _BLANK_LINE.search(text, start + block_chars)
-        if m is None:
-            break
-        yield text[start:m.end()]
-        start = m.end()
-    if start < len(text):
-        yield text[start:]
+def paragraph_blocks(text: str, block_bytes: int = PIECE_BYTES) -> Iterator[str]:
+    """``text`` cut into consecutive blocks of about ``block_bytes`` bytes (UTF-8) or more, each cut made right
+    after a run of blank lines (a paragraph end), so a document-level segmenter can work one block at a time
+    without a sentence crossing a cut. The cuts are those of :func:`g2gt.core.pieces.scan_pieces` on the text's
+    bytes, the pieces ``g2gt parse --raw FILE`` reads (one process or workers), so a text gives the same blocks
+    in Python and from a file. ``"".join(paragraph_blocks(t)) == t`` always; a text without blank lines is one
+    block up to 1 MiB, then cut at a line end."""
+    if len(text) <= block_bytes // 4:  # fewer bytes than block_bytes whatever the characters: one block
+        if text:
+            yield text
+        return
+    data = text.encode("utf-8", "surrogatepass")
+    for piece in scan_pieces([data], "paragraph", block_bytes):
+        yield data[piece.offset:piece.offset + piece.length].decode("utf-8", "surrogatepass")
 
 
 # --------------------------------------------------------------------------- sentences
@@ -145,10 +142,11 @@ def _to_sentence(toks: Sequence[TextToken], sent_id: str, text: str) -> Sentence
 
 
 def iter_line_sentences(lines: Iterable[str], name: str = "<lines>", tokenizer: str = "rule",
-                        pipeline: Any = None) -> Iterator[Sentence]:
-    """Lazy :func:`lines_to_sentences` (pass :func:`iter_lines` of a file to stream it)."""
+                        pipeline: Any = None, first_line: int = 1) -> Iterator[Sentence]:
+    """Lazy :func:`lines_to_sentences` (pass :func:`iter_lines` of a file to stream it); ``first_line``: the line
+    number of the first line (for a piece of a file, :mod:`g2gt.core.pieces`)."""
     nlp = _stanza_for(tokenizer, pipeline)
-    for lineno, line in enumerate(lines, start=1):
+    for lineno, line in enumerate(lines, start=first_line):
         line = drop_control_characters(line, f"{name}:{lineno}")
         if nlp is not None and line.strip():
             toks = [t for sent in stanza_tokenize(line, nlp) for t in sent]
