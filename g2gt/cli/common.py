@@ -208,14 +208,10 @@ def progress_enabled(args: argparse.Namespace) -> bool:
     return sys.stderr.isatty() if value is None else bool(value)
 
 
-def apply_runtime(args: argparse.Namespace) -> str:
-    """Apply ``--threads``, the process setup of :func:`g2gt.core.pool.worker_setup` (no oneDNN primitive cache,
-    freed memory kept for reuse), cap ``--workers`` (:func:`g2gt.core.pool.fit_workers`) and check ``--device``;
-    returns the resolved device name."""
-    from ..core.pool import worker_setup
-
-    worker_setup()  # no oneDNN primitive cache (flat memory over a corpus), freed memory kept for reuse
-    if getattr(args, "workers", 1) > 1 and not getattr(args, "ray", None):  # local processes (Ray has its own)
+def cap_workers(args: argparse.Namespace) -> None:
+    """Cap ``args.workers`` by the CPUs and the memory (:func:`g2gt.core.pool.fit_workers`), with one warning line
+    when it is lowered (local processes only: Ray has its own)."""
+    if getattr(args, "workers", 1) > 1 and not getattr(args, "ray", None):
         from ..core.pool import fit_workers
 
         used, why = fit_workers(args.workers)
@@ -223,6 +219,17 @@ def apply_runtime(args: argparse.Namespace) -> str:
             logging.getLogger("g2gt").warning("--workers %d: using %d worker process%s instead (%s)", args.workers,
                                               used, "es" * (used != 1), why)
             args.workers = used
+
+
+def apply_runtime(args: argparse.Namespace, cap: bool = True) -> str:
+    """Apply ``--threads``, the process setup of :func:`g2gt.core.pool.worker_setup` (no oneDNN primitive cache,
+    freed memory kept for reuse), cap ``--workers`` (:func:`g2gt.core.pool.fit_workers`) and check ``--device``;
+    returns the resolved device name."""
+    from ..core.pool import worker_setup
+
+    worker_setup()  # no oneDNN primitive cache (flat memory over a corpus), freed memory kept for reuse
+    if cap:  # (cap=False: the caller has capped them, and may have started them)
+        cap_workers(args)
     if args.threads:
         from ..core.train import set_threads
 

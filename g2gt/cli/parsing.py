@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.registry import DEFAULT_MODEL
 from ..data import EWT_DEV, EWT_TRAIN
 from .common import (
-    UsageError, add_common_options, add_workers_option, apply_runtime, check_folder_path,
+    UsageError, add_common_options, add_workers_option, apply_runtime, cap_workers, check_folder_path,
     check_input_path, check_output_path, data_file_arg, field_default, non_negative_int, option_values,
     progress_enabled, signature_default,
 )
@@ -63,7 +63,6 @@ TASK_HELP = {
                      "(e.g. 0.5; 0 = off)",
 }
 TRAIN_BATCH_TOKENS = signature_default(_parser_train.train_parser, "batch_tokens")
-PARSE_CHUNK = 2000  # sentences read, parsed and written at a time (memory does not grow with the input)
 
 DATA_EPILOG = ("Defaults for --train / --dev: $G2GT_DATA/" + EWT_TRAIN + " and $G2GT_DATA/" + EWT_DEV +
                " ($G2GT_DATA: a data folder laid out as data/README.md of the g2gt repository says).")
@@ -347,7 +346,7 @@ def load_pipeline(args: argparse.Namespace, device, tokenizer: str = "auto"):
 
 
 def run_parse(args: argparse.Namespace) -> int:
-    from .scale import normalize_inputs, run_files, run_workers, uses_files
+    from .scale import normalize_inputs, run_files, uses_files
 
     if uses_files(args):  # INPUTS... --output-dir DIR, local workers or Ray
         if args.format != "conllu":
@@ -357,12 +356,11 @@ def run_parse(args: argparse.Namespace) -> int:
         return run_files(args, apply_runtime(args), _parse_kwargs(args))
     normalize_inputs(args)
     output = _check_parse_args(args)
-    device = apply_runtime(args)
-    source = _open_input(args)  # opens and checks the input before the model is loaded
-    if args.workers > 1 and args.format == "json":
-        return _json_workers(args, source, output, device)
+    cap_workers(args)
     if args.workers > 1:
-        return run_workers(args, source, output, device, _parse_kwargs(args))
+        return _parse_with_workers(args, output)
+    device = apply_runtime(args, cap=False)
+    source = _open_input(args)  # opens and checks the input before the model is loaded
     tokenizer = args.tokenizer if isinstance(source, str) or (isinstance(source, FileInput) and source.kind == "raw") \
         else "rule"
     nlp = load_pipeline(args, device, tokenizer)
@@ -388,7 +386,9 @@ def run_parse(args: argparse.Namespace) -> int:
 
             source = drop_control_characters(source)  # as nlp(text) does: the text --format json's offsets point into
         sentences = nlp.iter_text_sentences(source) if isinstance(source, str) else source  # lazily: flat memory
-        parsed = nlp.stream(sentences, PARSE_CHUNK, stats, **kw)
+        from ..ud.scale import piecewise
+
+        parsed = nlp.stream(sentences, piecewise.CHUNK_SENTENCES, stats, **kw)
         if args.format == "json":
             write_document(parsed, source, nlp.name, output)
         else:
@@ -412,21 +412,33 @@ def _parse_pieces(nlp, source: FileInput, output: str, kw: dict, stats: dict) ->
         write_pieces((parse_piece(nlp, job, kw) for job in jobs), f.write, stats)
 
 
-def _json_workers(args: argparse.Namespace, source, output: str, device: str) -> int:
+def _parse_with_workers(args: argparse.Namespace, output: str) -> int:
+    """``--workers N``: the worker processes start first (each imports torch and loads the model) while this
+    process checks the device and the input, then :func:`g2gt.cli.scale.run_workers` or, for ``--format json``,
+    :func:`_json_workers`."""
+    from .scale import run_workers
+    from ..ud.scale.parallel import ParallelPipeline
+
+    raw = args.text is not None or args.raw is not None
+    with ParallelPipeline(args.model, args.workers, device=args.device, dtype=args.dtype,
+                          tokenizer=args.tokenizer if raw else "rule", progress=progress_enabled(args)) as pp:
+        apply_runtime(args, cap=False)
+        source = _open_input(args)  # checked while the workers start
+        if args.format == "json":
+            return _json_workers(args, pp, source, output)
+        return run_workers(args, pp, source, output, _parse_kwargs(args))
+
+
+def _json_workers(args: argparse.Namespace, pp, source, output: str) -> int:
     """``--format json --workers N``: the workers' CoNLL-U of each sentence read back (a lossless round trip)
     and written as one Document's JSON, streamed as with one process."""
     from ..ud.io import parse_conllu_string
-    from ..ud.scale.parallel import ParallelPipeline
 
     kw = {k: v for k, v in _parse_kwargs(args).items() if k != "progress"}
-    tokenizer = args.tokenizer if isinstance(source, str) else "rule"
-    with ParallelPipeline(args.model, args.workers, device=device, dtype=args.dtype, tokenizer=tokenizer,
-                          progress=progress_enabled(args)) as pp:
-        sentences = pp.text_sentences(source) if isinstance(source, str) else source
-        name = pp.info.get("name")
-        parsed = (s for block in pp.parse_sentences(sentences, **kw)
-                  for s in parse_conllu_string(block, name="<workers>"))
-        write_document(parsed, source, name, output)
+    sentences = pp.text_sentences(source) if isinstance(source, str) else source
+    name = pp.info.get("name")
+    parsed = (s for block in pp.parse_sentences(sentences, **kw) for s in parse_conllu_string(block, name="<workers>"))
+    write_document(parsed, source, name, output)
     return 0
 
 

@@ -104,26 +104,22 @@ def _ray_files(args, files, kind, device, tokenizer, kw):
                        **kw)
 
 
-def run_workers(args: argparse.Namespace, source, output: str, device: str, kw: dict) -> int:
-    """One input -> ``output`` with ``--workers`` processes: a file (:class:`g2gt.cli.parsing.FileInput`) piece by
-    piece, each worker reading its own pieces (:mod:`g2gt.ud.scale.piecewise`); ``--text`` as sentences."""
+def run_workers(args: argparse.Namespace, pp, source, output: str, kw: dict) -> int:
+    """One input -> ``output`` with the started workers ``pp`` (a :class:`~g2gt.ud.scale.parallel.ParallelPipeline`):
+    a file (:class:`g2gt.cli.parsing.FileInput`) piece by piece, each worker reading its own pieces
+    (:mod:`g2gt.ud.scale.piecewise`); ``--text`` as sentences."""
     from ..core.output import open_output
-    from ..ud.scale.parallel import ParallelPipeline
 
     kw = {k: v for k, v in kw.items() if k != "progress"}
     stats = {"sentences": 0, "words": 0}
-    kind = getattr(source, "kind", "raw")
-    tokenizer = args.tokenizer if kind == "raw" else "rule"
-    with ParallelPipeline(args.model, args.workers, device=device, dtype=args.dtype, tokenizer=tokenizer,
-                          progress=progress_enabled(args)) as pp:
-        pp.pool.wait_ready()  # the models are loaded: words/s below counts parsing, as with one process
-        t0 = time.time()
-        if isinstance(source, str):
-            with open_output(output) as f:
-                for block in pp.parse_sentences(pp.text_sentences(source), stats, **kw):
-                    f.write(block)
-        else:
-            stats = pp.parse_file(source.inp, output, source.kind, tokenizer=source.tokenizer, **kw)
+    pp.pool.wait_ready()  # the models are loaded: words/s below counts parsing, as with one process
+    t0 = time.time()
+    if isinstance(source, str):
+        with open_output(output) as f:
+            for block in pp.parse_sentences(pp.text_sentences(source), stats, **kw):
+                f.write(block)
+    else:
+        stats = pp.parse_file(source.inp, output, source.kind, tokenizer=source.tokenizer, **kw)
     dt = time.time() - t0
     print(f"parsed {stats['sentences']} sentence{'s' * (stats['sentences'] != 1)}, {stats['words']} "
           f"word{'s' * (stats['words'] != 1)} in {dt:.2f}s "

@@ -317,10 +317,14 @@ class CheckedInput:
     def blocks(self) -> Iterator[bytes]:
         """The input's bytes (decompressed), in blocks of up to 64 KiB, as they were checked."""
         if self._text is not None:
+            if _seekable(self._text):
+                self._text.seek(self._start)
             for line in self._text_lines():
                 yield line.encode("utf-8")
             return
         f, close = self._binary()
+        if self._path is None:
+            f.seek(self._start)  # a stream (or our copy of a pipe) is read again from where it started
         try:
             while True:
                 chunk = self._read(f, 0)

@@ -171,14 +171,16 @@ def test_batch_tokens_reaches_the_parser(model_dir, tmp_path, monkeypatch):
     assert seen and set(seen) == {64}
 
 
-def test_stdin_to_a_closed_pipe(model_dir):
+def test_stdin_to_a_closed_pipe(model_dir, tmp_path):
     """`g2gt parse --model M - < in.conllu | head -n 3`: CoNLL-U from stdin; the reader leaves early, the command
     stops quietly (exit 141, nothing on stderr but nothing like a traceback either)."""
     import os
     import subprocess
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    with open(SAMPLE_DEV, "rb") as stdin:
+    big = tmp_path / "in.conllu"  # an output larger than a pipe's buffer: the writer meets the closed pipe
+    big.write_bytes(SAMPLE_DEV.read_bytes() * 3)
+    with open(big, "rb") as stdin:
         proc = subprocess.Popen([sys.executable, "-m", "g2gt", "parse", "--model", str(model_dir), "-"], stdin=stdin,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         head = [proc.stdout.readline() for _ in range(3)]

@@ -24,6 +24,7 @@ from test_cli_parsing import TINY_ARGS, model_dir  # noqa: F401 - the tiny train
 from conllu_strategies import fuzz_settings, conllu_file
 
 import g2gt.cli.parsing as parsing_cmd
+from g2gt.ud.scale import piecewise
 from g2gt.cli.main import main
 from g2gt.data import EWT_SAMPLE_DEV, EWT_SAMPLE_TRAIN
 from g2gt.ud.io.conllu import read_conllu
@@ -110,7 +111,7 @@ def test_non_utf8_stdin_fails_like_a_file_before_any_work(model_dir, how):  # no
 
 # ---------------------------------------------------------------------------- bounded memory: chunks, atomic output
 def test_parse_reads_parses_and_writes_in_chunks(model_dir, tmp_path, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(parsing_cmd, "PARSE_CHUNK", 7)
+    monkeypatch.setattr(piecewise, "CHUNK_SENTENCES", 7)
     sizes: list[int] = []
     original = Parser.parse
 
@@ -130,7 +131,7 @@ def test_parse_reads_parses_and_writes_in_chunks(model_dir, tmp_path, monkeypatc
 
 def test_a_failure_after_some_chunks_leaves_the_old_output_and_no_temporary(model_dir, tmp_path, monkeypatch,  # noqa: F811
                                                                              capsys):
-    monkeypatch.setattr(parsing_cmd, "PARSE_CHUNK", 5)
+    monkeypatch.setattr(piecewise, "CHUNK_SENTENCES", 5)
     src, out = tmp_path / "in.conllu", tmp_path / "out.conllu"
     good = _sample(20)
     src.write_text(good + "1\tbroken line with two columns\n\n", encoding="utf-8")

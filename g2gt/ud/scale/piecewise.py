@@ -34,7 +34,7 @@ __all__ = ["KINDS", "PieceJob", "ParsedPiece", "Numbering", "open_pieces", "piec
 #: input kinds (``raw``: text, ``lines``: a sentence per line, ``conllu``) -> how they are cut and the bytes a
 #: piece holds at least: about 11,000 words each (a CoNLL-U line holds one word)
 KINDS = {"raw": ("paragraph", PIECE_BYTES), "lines": ("line", PIECE_BYTES), "conllu": ("paragraph", 16 * PIECE_BYTES)}
-#: sentences parsed together at most (as ``Pipeline.stream``'s default)
+#: sentences parsed together at most (as ``Pipeline.stream``'s default); ``g2gt parse`` reads it here for every input
 CHUNK_SENTENCES = 2000
 _PLACEHOLDER = "\x00"  # a raw text's sentence id until it is numbered (control characters never reach a sentence)
 _ID_LINE = f"# sent_id = {_PLACEHOLDER}\n"
