@@ -1,18 +1,19 @@
-"""Corpus scale (issue 27): worker processes and Ray against one process, memory, a killed worker, a long input.
+"""Corpus scale: worker processes and Ray against one process, memory, a killed worker, a long input.
 
-    python benchmarks/scale.py all --data $G2GT_DATA/ud-en-ewt/en_ewt-ud-dev.conllu --big 20000 --json scale.json
-    python benchmarks/scale.py speed      # --workers 2 vs one process (raw text -> CoNLL-U)
+    python benchmarks/scale.py workers --words 100000 400000   # g2gt parse --raw --workers 1..N, wall clock
+    python benchmarks/scale.py pipe --words 100000 400000      # nlp.pipe(texts, n_process=1..N), wall clock
     python benchmarks/scale.py ray        # Ray local (2 actors) vs --workers 2, the same files
     python benchmarks/scale.py memory     # peak RSS: each worker of --workers 2, one process (--batch-tokens ...)
     python benchmarks/scale.py kill       # SIGKILL one worker mid-run: counts, forms and bytes vs a clean run
     python benchmarks/scale.py big --big 20000   # N sentences (the data repeated) through --workers 2: RSS over time
 
 Raw text is the data's documents rendered back to text (``benchmarks/pipeline.py``'s ``raw_text``, what
-``g2gt parse --raw`` reads). Every ratio is measured in this process against a baseline measured here, same
-model (the shipped en_ewt, dtype auto), same input. Speed is reported twice: wall-clock words/s, and the
-CPU-bound estimate words / (CPU seconds of the busiest process), which is what an idle machine with one core
-per worker gives; on a machine shared with other jobs the wall clock understates the workers (each gets a
-share of a core). Peak RSS is ``VmHWM`` of each worker, and ``ru_maxrss`` of a one-process ``g2gt parse``.
+``g2gt parse --raw`` reads), repeated to the sizes asked for. ``workers`` times the command a user types,
+``g2gt parse --raw FILE -o OUT --workers W --threads 1`` (start-up included), W = 1 .. ``--max-workers``, each
+``--repeats`` times (the median is reported), checks that every W writes the bytes of W = 1, and samples the
+peak RSS (``VmHWM``) of the command's process and of each worker. Every ratio is against a baseline measured in
+the same run. Wall-clock ratios mean something only on an otherwise idle machine: the report records the load
+average at the start and the end.
 """
 
 from __future__ import annotations
@@ -66,18 +67,116 @@ def _raw_text(path: Path) -> tuple[str, int]:
 
 
 # ---------------------------------------------------------------------------- speed
-def one_process(text: str, threads: int) -> tuple[str, float, float]:
-    """``(output, wall s, CPU s)`` of the one-process path (``g2gt parse --raw``: text_sentences + stream)."""
-    import torch
+def _tree(pid: int) -> list[tuple[int, int]]:
+    """``(pid, depth)`` of ``pid`` (depth 0) and of its live descendants (Linux /proc)."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [(pid, 0)]
+    while todo:
+        p, depth = todo.pop()
+        out.append((p, depth))
+        todo.extend((c, depth + 1) for c in children.get(p, []))
+    return out
 
+
+def run_cli(argv: list[str]) -> dict:
+    """Run ``python -m g2gt ARGV``: wall seconds (start-up included, as a user times the command), and the peak RSS
+    (``VmHWM``, MB) of the command's process and of each worker process it starts (sampled every 0.2 s)."""
+    w0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "g2gt", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peaks: dict[int, int] = {}
+    workers: set[int] = set()
+    while proc.poll() is None:
+        for pid, depth in _tree(proc.pid):
+            try:
+                st = _status(pid)
+            except (OSError, KeyError):  # gone, or a zombie
+                continue
+            peaks[pid] = max(peaks.get(pid, 0), st["hwm"])
+            if depth == 2:  # forked by the fork server, the command's child
+                workers.add(pid)
+        time.sleep(0.2)
+    wall = time.perf_counter() - w0
+    err = proc.stderr.read().decode(errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"g2gt {' '.join(argv)} failed: {err[-500:]}")
+    return {"wall": wall, "main_peak_mb": peaks.get(proc.pid, 0), "worker_peak_mb": sorted(peaks[p] for p in workers)}
+
+
+def bench_workers(args, report: dict) -> None:
+    """``g2gt parse --raw FILE -o OUT --workers W --threads 1`` for W = 1 .. N on each size, the same run."""
+    text, words = _raw_text(_data(args))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for target in args.words:
+            reps = max(1, -(-target // words))
+            raw = Path(tmp) / f"raw{target}.txt"
+            raw.write_text(text * reps, encoding="utf-8")
+            outs, base = {}, None
+            for w in range(1, args.max_workers + 1):
+                out = Path(tmp) / f"out{target}_{w}.conllu"
+                runs = [run_cli(["parse", "--model", args.model, "--raw", str(raw), "-o", str(out), "--workers",
+                                 str(w), "--threads", "1", "--no-progress"]) for _ in range(args.repeats)]
+                walls = sorted(r["wall"] for r in runs)
+                outs[w] = out.read_bytes()
+                row = {"words": words * reps, "workers": w, "wall_s": walls, "median_wall_s": walls[len(walls) // 2],
+                       "main_peak_mb": max(r["main_peak_mb"] for r in runs),
+                       "worker_peak_mb": max(runs, key=lambda r: r["wall"])["worker_peak_mb"],
+                       "byte_identical_to_1": outs[w] == outs[1]}
+                base = base or row["median_wall_s"]
+                row["speedup"] = base / row["median_wall_s"]
+                row["words_s"] = row["words"] / row["median_wall_s"]
+                rows.append(row)
+                print(f"workers {w}, {row['words']:,} words: median {row['median_wall_s']:.1f} s "
+                      f"({row['words_s']:,.0f} words/s, x{row['speedup']:.2f} vs 1 worker; runs "
+                      f"{', '.join(f'{x:.1f}' for x in walls)}); peak RSS main {row['main_peak_mb']} MB, workers "
+                      f"{row['worker_peak_mb']} MB; byte-identical to 1 worker: {row['byte_identical_to_1']}",
+                      flush=True)
+    report["workers"] = rows
+
+
+def _pipe_worker(texts: list[str], n: int, model: str) -> float:
     import g2gt
 
-    torch.set_num_threads(threads)
-    nlp = g2gt.load("en_ewt")
+    nlp = g2gt.load(model)
     nlp("Warm up.")
-    w0, c0 = time.perf_counter(), time.process_time()
-    out = "".join(s.serialize() for s in nlp.stream(nlp.text_sentences(text), 2000))
-    return out, time.perf_counter() - w0, time.process_time() - c0
+    w0 = time.perf_counter()
+    for _ in nlp.pipe(texts, n_process=n):
+        pass
+    return time.perf_counter() - w0
+
+
+def bench_pipe(args, report: dict) -> None:
+    """``nlp.pipe(texts, n_process=N)`` for N = 1 .. max on the data's documents repeated to each size (worker
+    start-up included: ``pipe`` starts its processes)."""
+    from pipeline import documents_from_sentences
+
+    from g2gt.ud.io import read_conllu
+    from g2gt.ud.tokenize.data import render_document
+
+    gold = read_conllu(_data(args))
+    words = sum(len(s) for s in gold)
+    docs = [render_document(d, "para", random.Random(i)).text for i, d in enumerate(documents_from_sentences(gold))]
+    rows = []
+    for target in args.words:
+        reps = max(1, -(-target // words))
+        base = None
+        for n in range(1, args.max_workers + 1):
+            walls = sorted(_pipe_worker(docs * reps, n, args.model) for _ in range(args.repeats))
+            wall = walls[len(walls) // 2]
+            base = base or wall
+            rows.append({"words": words * reps, "n_process": n, "wall_s": walls, "speedup": base / wall,
+                         "words_s": words * reps / wall})
+            print(f"pipe n_process={n}, {words * reps:,} words in {len(docs) * reps} texts: median {wall:.1f} s "
+                  f"({words * reps / wall:,.0f} words/s, x{base / wall:.2f} vs 1)", flush=True)
+    report["pipe"] = rows
 
 
 def with_workers(text: str, workers: int, kill_after: int = 0) -> dict:
@@ -104,33 +203,6 @@ def with_workers(text: str, workers: int, kill_after: int = 0) -> dict:
         return {"out": out, "wall": wall, "main_cpu": main_cpu, "killed": killed, "replaced": pp.pool.replaced,
                 "worker_cpu": [stats[p]["cpu"] - before[p] for p in live],
                 "worker_hwm": [stats[p]["hwm"] for p in pp.pool.pids], "main_hwm": _status(os.getpid())["hwm"]}
-
-
-def bench_speed(args, report: dict) -> None:
-    text, words = _raw_text(_data(args))
-    base_out, base_wall, base_cpu = one_process(text, 1)
-    _, two_wall, _ = one_process(text, 2)
-    w = with_workers(text, 2)
-    same = w["out"] == base_out
-    est_workers = words / max(max(w["worker_cpu"]), w["main_cpu"])
-    rows = {
-        "words": words,
-        "one_process_1_thread_words_s": words / base_wall,
-        "one_process_2_threads_words_s": words / two_wall,
-        "workers2_words_s": words / w["wall"],
-        "ratio_wall_vs_1_thread": base_wall / w["wall"],
-        "ratio_wall_vs_2_threads": two_wall / w["wall"],
-        "cpu_estimate_ratio": est_workers / (words / base_cpu),
-        "worker_cpu_s": w["worker_cpu"], "main_cpu_s": w["main_cpu"], "one_process_cpu_s": base_cpu,
-        "byte_identical": same,
-    }
-    report["speed"] = rows
-    print(f"speed ({words} words of raw text): one process 1 thread {rows['one_process_1_thread_words_s']:.0f} "
-          f"words/s, 2 threads {rows['one_process_2_threads_words_s']:.0f}; --workers 2 "
-          f"{rows['workers2_words_s']:.0f} words/s (wall x{rows['ratio_wall_vs_1_thread']:.2f} vs 1 thread, "
-          f"x{rows['ratio_wall_vs_2_threads']:.2f} vs 2 threads); CPU-bound estimate x{rows['cpu_estimate_ratio']:.2f} "
-          f"(workers {', '.join(f'{c:.1f}' for c in w['worker_cpu'])} CPU s, main {w['main_cpu']:.1f}, one process "
-          f"{base_cpu:.1f}); byte-identical: {same}")
 
 
 # ---------------------------------------------------------------------------- ray vs workers
@@ -283,7 +355,13 @@ def bench_big(args, report: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["all", "speed", "ray", "memory", "kill", "big"])
+    ap.add_argument("what", choices=["all", "workers", "pipe", "ray", "memory", "kill", "big"])
+    ap.add_argument("--model", default="en_combined", help="workers / pipe: the model (default en_combined)")
+    ap.add_argument("--words", type=int, nargs="+", default=[100_000, 400_000],
+                    help="workers / pipe: input sizes in words (the data repeated; default 100,000 and 400,000)")
+    ap.add_argument("--max-workers", type=int, default=os.cpu_count() or 1,
+                    help="workers / pipe: 1 .. this many workers (default: the CPUs)")
+    ap.add_argument("--repeats", type=int, default=3, help="workers / pipe: runs of each (the median is reported)")
     ap.add_argument("--data", default=None, help="CoNLL-U (default: $G2GT_DATA's UD EWT dev, else the shipped sample)")
     ap.add_argument("--big", type=int, default=20000, help="sentences of the long input (default 20,000)")
     ap.add_argument("--files", type=int, default=4, help="raw-text files for the Ray comparison (default 4)")
@@ -298,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     keep_freed_memory()  # as the g2gt command does
     random.seed(0)
     report: dict = {"machine": f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start"}
-    steps = ["speed", "ray", "memory", "kill", "big"] if args.what == "all" else [args.what]
+    steps = ["workers", "pipe", "ray", "memory", "kill", "big"] if args.what == "all" else [args.what]
     for step in steps:
         globals()[f"bench_{step}"](args, report)
     report["load_average_end"] = os.getloadavg()[0]
