@@ -405,9 +405,10 @@ def run_parse(args: argparse.Namespace) -> int:
 def _parse_pieces(nlp, source: FileInput, output: str, kw: dict, stats: dict) -> None:
     """One process: the input's pieces read, parsed and written one at a time (as the workers do them)."""
     from ..core.output import open_output
-    from ..ud.scale.piecewise import open_pieces, parse_piece, write_pieces
+    from ..ud.scale.piecewise import open_pieces, parse_piece, piece_bytes, write_pieces
 
-    _, jobs = open_pieces(source.inp, source.kind, tokenizer=source.tokenizer)
+    target = piece_bytes(source.kind, nlp.parse_stage.device if hasattr(nlp.parse_stage, "device") else "cpu")
+    _, jobs = open_pieces(source.inp, source.kind, tokenizer=source.tokenizer, target=target)
     with open_output(output) as f:
         write_pieces((parse_piece(nlp, job, kw) for job in jobs), f.write, stats)
 

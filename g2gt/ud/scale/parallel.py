@@ -406,11 +406,13 @@ class ParallelPipeline:
         Returns:
             ``{"sentences", "words"}`` counts.
         """
-        from .piecewise import open_pieces, write_pieces
+        from .piecewise import open_pieces, piece_bytes, write_pieces
         from ...core.output import open_output
 
         options = check_options(options)
-        _, jobs = open_pieces(source, kind, name, tokenizer)
+        from ...core.runtime import resolve_device
+
+        _, jobs = open_pieces(source, kind, name, tokenizer, target=piece_bytes(kind, resolve_device(self.recipe.device)))
         stats = {"sentences": 0, "words": 0}
         bar = _progress_bar(self.progress)
         results = self.pool.map(("piece", job, options) for job in jobs)

@@ -28,7 +28,7 @@ from ..io import Sentence
 from ...core.files import CheckedInput, open_input
 from ...core.pieces import PIECE_BYTES, Piece, input_pieces, piece_text, scan_pieces
 
-__all__ = ["KINDS", "PieceJob", "ParsedPiece", "Numbering", "open_pieces", "piece_sentences", "parse_piece",
+__all__ = ["KINDS", "piece_bytes", "PieceJob", "ParsedPiece", "Numbering", "open_pieces", "piece_sentences", "parse_piece",
            "write_pieces"]
 
 #: input kinds (``raw``: text, ``lines``: a sentence per line, ``conllu``) -> how they are cut and the bytes a
@@ -36,8 +36,18 @@ __all__ = ["KINDS", "PieceJob", "ParsedPiece", "Numbering", "open_pieces", "piec
 KINDS = {"raw": ("paragraph", PIECE_BYTES), "lines": ("line", PIECE_BYTES), "conllu": ("paragraph", 16 * PIECE_BYTES)}
 #: sentences parsed together at most (as ``Pipeline.stream``'s default); ``g2gt parse`` reads it here for every input
 CHUNK_SENTENCES = 2000
+#: pieces on a GPU are this many times larger: its batches are larger (``batch_tokens`` scales with the device) and a
+#: call's fixed cost weighs more
+GPU_PIECE_SCALE = 16
 _PLACEHOLDER = "\x00"  # a raw text's sentence id until it is numbered (control characters never reach a sentence)
 _ID_LINE = f"# sent_id = {_PLACEHOLDER}\n"
+
+
+def piece_bytes(kind: str, device: Any = "cpu") -> int:
+    """Bytes a piece of a ``kind`` input holds at least when parsed on ``device`` (:data:`KINDS`, times
+    :data:`GPU_PIECE_SCALE` on a GPU)."""
+    size = KINDS[kind][1]
+    return size * GPU_PIECE_SCALE if str(device).startswith("cuda") else size
 
 
 @dataclass(frozen=True)
