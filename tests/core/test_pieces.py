@@ -83,3 +83,10 @@ def test_bad_arguments_are_errors():
         list(scan_pieces([b"x"], "sentence"))
     with pytest.raises(ValueError, match="target"):
         list(scan_pieces([b"x"], "line", 0))
+
+
+def test_pieces_are_larger_on_a_gpu_and_conllu_pieces_hold_about_as_many_words_as_text_pieces():
+    from g2gt.ud.scale.piecewise import GPU_PIECE_SCALE, piece_bytes
+
+    assert piece_bytes("raw", "cuda:0") == GPU_PIECE_SCALE * piece_bytes("raw", "cpu")
+    assert piece_bytes("conllu") > 8 * piece_bytes("raw") and piece_bytes("lines") == piece_bytes("raw")
