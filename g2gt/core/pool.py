@@ -274,6 +274,15 @@ class ProcessPool:
         while len(self._slots) < self.workers:
             self._slots.append(self._spawn())
 
+    def ready_workers(self) -> int:
+        """How many workers have built their handlers, without waiting (a start-up error raises)."""
+        if not self._slots:
+            self.start()
+        for slot in self._slots:
+            if not slot.ready:
+                self._read(slot)
+        return sum(s.ready for s in self._slots)
+
     def wait_ready(self) -> None:
         """Block until every worker has built its handler (e.g. loaded its model); a start-up error raises."""
         if not self._slots:

@@ -11,7 +11,9 @@ parsed again without it: ``g2gt serve`` answers each request that way.
 :meth:`Pipeline.pipe <g2gt.ud.pipeline.Pipeline.pipe>` cuts its stream of texts into groups of consecutive
 texts of about :data:`GROUP_WORDS` words (:func:`text_groups`, estimated as one word per 5 characters) and
 runs :func:`parse_many` on each group, in this process or, with ``n_process`` > 1, in worker processes of
-:class:`g2gt.core.pool.ProcessPool` (one group per job, so the same groups and the same output).
+:class:`g2gt.core.pool.ProcessPool` (one group per job, so the same groups and the same output); while the
+workers start (each imports torch and loads the model, about two seconds), this process parses the first
+groups itself.
 
 A batch's numbers depend a little on its other members (int8 dynamic quantization scales activations per
 batch), so a text parsed in a group can differ in rare last-digit ties from the same text parsed alone; the
@@ -173,6 +175,12 @@ def pipe_documents(nlp, texts: Iterable, n_process: int, options: dict,
 
     if worker is None:
         raise ValueError("pipe(n_process > 1) needs a worker factory")
+    groups = text_groups(texts)
     with ProcessPool(worker, int(n_process), preload=("torch",)) as pool:
-        for docs in pool.map((group, options) for group in text_groups(texts)):
+        while not pool.ready_workers():  # the workers import torch and load the model: parse here meanwhile
+            group = next(groups, None)
+            if group is None:
+                return
+            yield from parse_many(nlp, group, **options)
+        for docs in pool.map((group, options) for group in groups):
             yield from docs

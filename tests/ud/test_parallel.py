@@ -42,6 +42,17 @@ def test_pool_keeps_input_order_and_uses_every_worker():
     assert len({pid for _, pid in out}) == 2
 
 
+def test_pool_ready_workers_does_not_wait():
+    with ProcessPool(Squarer(), 2) as pool:
+        t0 = time.perf_counter()
+        first = pool.ready_workers()
+        assert time.perf_counter() - t0 < 0.5 and 0 <= first <= 2
+        deadline = time.time() + 60
+        while pool.ready_workers() < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        assert pool.ready_workers() == 2 and [r for r, _ in pool.map([3, 4])] == [9, 16]
+
+
 def test_pool_job_error_is_a_value_error_with_the_message():
     with ProcessPool(Squarer(), 2) as pool:
         it = pool.map([1, 2, -1, 4])
