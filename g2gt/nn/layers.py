@@ -131,7 +131,7 @@ class EncoderLayer(nn.Module):
         return f"norm_first={self.res_ffn.norm_first}"
 
     def forward(
-        self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None, need_weights: bool = False,
+        self, x: Tensor, labels: Tensor | None = None, padding_mask: Tensor | None = None, need_weights: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:
         """Self-attention and FFN over ``x``: ``[B, n, d]``, with ``need_weights`` also the attention probabilities.
 
@@ -271,7 +271,7 @@ class GraphEncoder(_LayerStack):
                          d_model, norm_first)
 
     def forward(
-        self, x: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None, need_weights: bool = False,
+        self, x: Tensor, labels: Tensor | None = None, padding_mask: Tensor | None = None, need_weights: bool = False,
     ) -> Tensor | tuple[Tensor, list[Tensor]]:
         """``x [B, n, d]``, ``labels [B, C, n, n]`` -> ``[B, n, d]`` (padding rows zeroed).
 

@@ -164,7 +164,7 @@ class G2GTransformer(nn.Module):
             x = x + pe.to(x.dtype)
         return self.embed_dropout(x)
 
-    def encode(self, tokens: Tensor, labels: Tensor | None, padding_mask: Tensor | None = None) -> Tensor:
+    def encode(self, tokens: Tensor, labels: Tensor | None = None, padding_mask: Tensor | None = None) -> Tensor:
         """``tokens [B, n]``, ``labels [B, C, n, n]`` -> memory ``[B, n, d]``.
 
         Args:

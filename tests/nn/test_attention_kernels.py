@@ -4,6 +4,7 @@ backward; the build fallback. The CUDA FlexAttention path runs where CUDA exists
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 import pytest
@@ -181,6 +182,15 @@ def test_nothing_quadratic_is_saved_for_backward(path, monkeypatch):
     assert m.label_key.grad.abs().max() > 0 and m.label_value.grad.abs().max() > 0
 
 
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def test_kernel_choice_and_build_fallback(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
     monkeypatch.setenv("G2GT_LABEL_KERNEL", "torch")
@@ -194,15 +204,21 @@ def test_kernel_choice_and_build_fallback(tmp_path, monkeypatch, capfd):
     capfd.readouterr()
     broken = tmp_path / "broken.cpp"
     broken.write_text('#include "no_such_header_g2gt.h"\n')
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert label_cpp.build(broken) is None
+    logger, seen = logging.getLogger("g2gt"), _Records()  # the library's logger, whatever its configuration
+    logger.addHandler(seen)
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert label_cpp.build(broken) is None
+    finally:
+        logger.removeHandler(seen)
     notes = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(notes) == 1 and "could not build the C++ label-attention kernel" in notes[0]
     assert "\n" not in notes[0]  # one line
     assert label_cpp.build_error() == notes[0]
-    said = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("g2gt:")]
-    assert said == [label_cpp.ANNOUNCE]  # the wait is announced once, before the compiler runs
+    said = [r.getMessage() for r in seen.records if r.levelno == logging.INFO]
+    assert said == [label_cpp.ANNOUNCE.removeprefix("g2gt: ")]  # the wait is announced once, before the compiler runs
 
 
 def test_cpp_kernel_is_the_path_taken(cpp_kernel, monkeypatch):
