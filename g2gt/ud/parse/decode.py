@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from torch import Tensor
-
 from .batching import length_batches, make_batch, make_example
+from .host import to_host
 from ..lemma.config import needs_fallback
 from .lemma_rules import lemma_if_applies
 from .model import ParserModel
@@ -125,21 +124,15 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
         batch = make_batch([examples[i] for i in idx], idx, vocab, max_distance).to(device)
         res = model.decode(batch, refine_steps, root_rel, algorithm, use_input_graph, LEMMA_TOPK,
                            record_history=record_iterations, refine_confidence=refine_confidence)
-        lengths = batch.lengths.tolist()
-        cols = _to_lists(res.heads, res.rels, res.upos)
-        tags = {name: t.tolist() for name, t in res.tags.items()}
-        hist = [_to_lists(*step) for step in res.history]
-        passes = res.passes.tolist()
+        host = to_host(res, batch.lengths, vocab)  # one device-to-host copy per batch
         for b, i in enumerate(idx):
-            n = lengths[b]
-            h, r, u = (c[b][1 : n + 1] for c in cols)
-            sp = SentenceParse(h, [vocab.rels[k] for k in r], [vocab.upos[k] for k in u], passes=passes[b])
-            fallback = _set_tags(sp, {name: t[b][1 : n + 1] for name, t in tags.items()},
-                                 examples[i].forms[1 : n + 1], vocab, lemmatizer)
+            n = host.lengths[b]
+            sp = SentenceParse(host.heads[b], host.deprels[b], host.upos[b], passes=host.passes[b])
+            fallback = _set_tags(sp, {name: t[b] for name, t in host.tags.items()}, examples[i].forms[1 : n + 1],
+                                 vocab, lemmatizer)
             asks.extend((i, k) for k in fallback)
             if record_iterations:
-                sp.iterations = [Tree(hh[b][1 : n + 1], [vocab.rels[k] for k in rr[b][1 : n + 1]],
-                                      [vocab.upos[k] for k in uu[b][1 : n + 1]]) for hh, rr, uu in hist]
+                sp.iterations = [Tree(hh[b], rr[b], uu[b]) for hh, rr, uu in host.history]
             out[i] = sp
         if bar is not None:
             bar.update(len(idx))
@@ -158,19 +151,16 @@ def check_treebank(model: ParserModel, treebank: int) -> None:
                          f"{', '.join(names) if names else 'one treebank only (index 0)'}")
 
 
-def _to_lists(*tensors: Tensor) -> list[list[list[int]]]:
-    return [t.tolist() for t in tensors]
-
-
-def _set_tags(sp: SentenceParse, top: dict[str, list[list[int]]], forms: list[str], vocab: ParserVocab,
+def _set_tags(sp: SentenceParse, top: dict[str, list], forms: list[str], vocab: ParserVocab,
               lemmatizer=None) -> list[int]:
-    """XPOS / FEATS / LEMMA strings of one sentence from the heads' best classes (``[n][k]``; for lemmas
-    column 0 is the best class with ``<unk>`` allowed, then the best rules). Returns the words (0-based) whose
-    lemma ``lemmatizer`` is to write (:func:`g2gt.ud.lemma.needs_fallback`; none without one)."""
+    """XPOS / FEATS / LEMMA strings of one sentence from the heads' answers (:class:`HostBatch` ``tags``: the
+    XPOS / FEATS strings, ``[n][k]`` lemma classes, column 0 the best class with ``<unk>`` allowed, then the
+    best rules). Returns the words (0-based) whose lemma ``lemmatizer`` is to write
+    (:func:`g2gt.ud.lemma.needs_fallback`; none without one)."""
     if "xpos" in top:
-        sp.xpos = [vocab.xpos[c[0]] for c in top["xpos"]]
+        sp.xpos = top["xpos"]
     if "feats" in top:
-        sp.feats = [vocab.feats[c[0]] for c in top["feats"]]
+        sp.feats = top["feats"]
     asks: list[int] = []
     if "lemma" in top:
         lemmas = []
