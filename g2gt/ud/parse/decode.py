@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from ...core.batch import inference_batch_tokens
 from .batching import length_batches, make_batch, make_example
 from .host import to_host
 from ..lemma.config import needs_fallback
@@ -89,7 +90,7 @@ class ParseResult(Sequence[SentenceParse]):
 
 def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence, max_distance: int,
                      refine_steps: int = 2, algorithm: str = "mst", use_input_graph: bool = False,
-                     batch_tokens: int = 3000, progress: bool = False,
+                     batch_tokens: int | None = None, progress: bool = False,
                      record_iterations: bool = False, treebank: int = 0, lemmatizer=None,
                      refine_confidence: float | None = REFINE_CONFIDENCE) -> ParseResult:
     """Parse ``sentences`` (objects with ``forms``, e.g. :class:`g2gt.ud.io.Sentence`) with ``model``.
@@ -97,7 +98,8 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
     ``refine_steps``: refinement passes after iteration 0 (a sentence stops early at a fixed point).
     ``use_input_graph``: the sentences' own HEAD / DEPREL columns are iteration 0's graph; they must
     form one single-rooted tree per sentence, else a :class:`ValueError` naming ``file:line``.
-    ``batch_tokens``: padded nodes per batch. ``treebank``: the treebank whose conventions to follow (an index
+    ``batch_tokens``: padded nodes per batch (None: the model's device's default,
+    :func:`g2gt.core.batch.inference_batch_tokens`: 3000 on the CPU, more on a GPU). ``treebank``: the treebank whose conventions to follow (an index
     into ``model.config.treebanks``; 0 = the default). ``lemmatizer``: a character lemmatizer
     (:class:`g2gt.ud.lemma.CharLemmatizer`) that writes the lemma of each word where
     :func:`g2gt.ud.lemma.needs_fallback` says so (its answer None keeps the edit script's lemma).
@@ -120,7 +122,7 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(examples), desc="parse", unit="sent", leave=False)
-    for idx in length_batches([len(ex.words) for ex in examples], batch_tokens):
+    for idx in length_batches([len(ex.words) for ex in examples], inference_batch_tokens(device, batch_tokens)):
         batch = make_batch([examples[i] for i in idx], idx, vocab, max_distance).to(device)
         res = model.decode(batch, refine_steps, root_rel, algorithm, use_input_graph, LEMMA_TOPK,
                            record_history=record_iterations, refine_confidence=refine_confidence)
