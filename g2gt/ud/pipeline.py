@@ -549,7 +549,6 @@ class Pipeline(StageList):
         return f"Pipeline({self.name or 'in memory'}: {self.stages_repr()})"
 
 
-@dataclass(frozen=True)
 def _budget(stage: Any, batch_tokens: int | None) -> int:
     """``batch_tokens``, or the default of the device ``stage`` runs on (the CPU's for a stage without one)."""
     try:
@@ -558,6 +557,7 @@ def _budget(stage: Any, batch_tokens: int | None) -> int:
         return inference_batch_tokens("cpu", batch_tokens)
 
 
+@dataclass(frozen=True)
 class PipeWorker:
     """A worker process of ``pipe(n_process=N)`` (picklable): imports the modules that register stages, loads
     the pipeline with :meth:`Pipeline.load`'s arguments once, then answers ``(inputs, options) -> documents``

@@ -8,12 +8,14 @@ nodes, runs :meth:`ParserModel.decode` on each and turns its ids into strings
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from ...core.batch import inference_batch_tokens
 from .batching import length_batches, make_batch, make_example
-from .host import to_host
+from .host import HostBatch, to_host
+from .overlap import batches_ahead, in_order, thread_context
 from ..lemma.config import needs_fallback
 from .lemma_rules import lemma_if_applies
 from .model import ParserModel
@@ -92,20 +94,23 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
                      refine_steps: int = 2, algorithm: str = "mst", use_input_graph: bool = False,
                      batch_tokens: int | None = None, progress: bool = False,
                      record_iterations: bool = False, treebank: int = 0, lemmatizer=None,
-                     refine_confidence: float | None = REFINE_CONFIDENCE) -> ParseResult:
+                     refine_confidence: float | None = REFINE_CONFIDENCE, ahead: int | None = None) -> ParseResult:
     """Parse ``sentences`` (objects with ``forms``, e.g. :class:`g2gt.ud.io.Sentence`) with ``model``.
 
     ``refine_steps``: refinement passes after iteration 0 (a sentence stops early at a fixed point).
     ``use_input_graph``: the sentences' own HEAD / DEPREL columns are iteration 0's graph; they must
     form one single-rooted tree per sentence, else a :class:`ValueError` naming ``file:line``.
     ``batch_tokens``: padded nodes per batch (None: the model's device's default,
-    :func:`g2gt.core.batch.inference_batch_tokens`: 3000 on the CPU, more on a GPU). ``treebank``: the treebank whose conventions to follow (an index
-    into ``model.config.treebanks``; 0 = the default). ``lemmatizer``: a character lemmatizer
-    (:class:`g2gt.ud.lemma.CharLemmatizer`) that writes the lemma of each word where
-    :func:`g2gt.ud.lemma.needs_fallback` says so (its answer None keeps the edit script's lemma).
+    :func:`g2gt.core.batch.inference_batch_tokens`: 3000 on the CPU, more on a GPU). ``treebank``: the
+    treebank whose conventions to follow (an index into ``model.config.treebanks``; 0 = the default).
+    ``lemmatizer``: a character lemmatizer (:class:`g2gt.ud.lemma.CharLemmatizer`) that writes the lemma of
+    each word where :func:`g2gt.ud.lemma.needs_fallback` says so (its answer None keeps the edit script's
+    lemma).
     ``refine_confidence``: sentences whose first tree is this confident are not refined
-    (:meth:`ParserModel.decode`; None = refine every sentence until its fixed point). Every output is
-    exactly one single-rooted tree.
+    (:meth:`ParserModel.decode`; None = refine every sentence until its fixed point). ``ahead``: batches
+    decoded at once, on worker threads when above 1, so that one batch's host work (tree decoder, host copy)
+    overlaps the next one's device work (:func:`g2gt.ud.parse.overlap.in_order`; None: 2 on CUDA, 1 = a plain
+    loop elsewhere). Every output is exactly one single-rooted tree.
     """
     if algorithm not in ("mst", "eisner"):
         raise ValueError(f"algorithm must be 'mst' or 'eisner', got {algorithm!r}")
@@ -122,22 +127,33 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(examples), desc="parse", unit="sent", leave=False)
-    for idx in length_batches([len(ex.words) for ex in examples], inference_batch_tokens(device, batch_tokens)):
+
+    def run(idx: list[int]) -> tuple[list[int], HostBatch]:
         batch = make_batch([examples[i] for i in idx], idx, vocab, max_distance).to(device)
         res = model.decode(batch, refine_steps, root_rel, algorithm, use_input_graph, LEMMA_TOPK,
                            record_history=record_iterations, refine_confidence=refine_confidence)
-        host = to_host(res, batch.lengths, vocab)  # one device-to-host copy per batch
-        for b, i in enumerate(idx):
-            n = host.lengths[b]
-            sp = SentenceParse(host.heads[b], host.deprels[b], host.upos[b], passes=host.passes[b])
-            fallback = _set_tags(sp, {name: t[b] for name, t in host.tags.items()}, examples[i].forms[1 : n + 1],
-                                 vocab, lemmatizer)
-            asks.extend((i, k) for k in fallback)
-            if record_iterations:
-                sp.iterations = [Tree(hh[b], rr[b], uu[b]) for hh, rr, uu in host.history]
-            out[i] = sp
-        if bar is not None:
-            bar.update(len(idx))
+        return idx, to_host(res, batch.lengths, vocab)  # one device-to-host copy per batch
+
+    batches = length_batches([len(ex.words) for ex in examples], inference_batch_tokens(device, batch_tokens))
+    n_ahead = batches_ahead(device, ahead)
+    was = model.training
+    model.eval()  # once for all threads: decode()'s own switch and restore would race between them
+    try:
+        for idx, host in in_order(batches, run, n_ahead,
+                                  thread_context(device.type) if n_ahead > 1 else nullcontext):
+            for b, i in enumerate(idx):
+                n = host.lengths[b]
+                sp = SentenceParse(host.heads[b], host.deprels[b], host.upos[b], passes=host.passes[b])
+                fallback = _set_tags(sp, {name: t[b] for name, t in host.tags.items()},
+                                     examples[i].forms[1 : n + 1], vocab, lemmatizer)
+                asks.extend((i, k) for k in fallback)
+                if record_iterations:
+                    sp.iterations = [Tree(hh[b], rr[b], uu[b]) for hh, rr, uu in host.history]
+                out[i] = sp
+            if bar is not None:
+                bar.update(len(idx))
+    finally:
+        model.train(was)
     if bar is not None:
         bar.close()
     if asks:
