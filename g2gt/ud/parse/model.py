@@ -326,7 +326,6 @@ class ParserModel(nn.Module):
         sentence's confidence ``[b]``: the least probability of a word's best head, ``min_i max_j P(j | i)``."""
         dev = h.device
         arc = self.arc(h, padding_mask).float()
-        b, n = arc.shape[:2]
         arc.diagonal(dim1=1, dim2=2).fill_(float("-inf"))  # no self loops (in place: arc is a fresh tensor)
         arc = torch.log_softmax(arc, -1)
         conf = arc.amax(-1).masked_fill(~words_mask, 0.0).amin(-1).exp()  # [b]

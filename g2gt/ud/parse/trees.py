@@ -13,10 +13,15 @@ The tree maximises ``sum_i scores[i, heads[i-1]]`` subject to:
   makes a tree with ``r`` root edges lose ``r*M``, so the maximum has ``r = 1``
   and, among single-rooted trees (all shifted by the same ``M``), is the best.
   Fast path: when the greedy per-word argmax already is a single-rooted tree it
-  is returned at once (the common case for a trained parser). :func:`batch_decode` runs the
-  others through the compiled twin of this function (``csrc/arborescence.h`` in the C++ library of
-  :mod:`g2gt.nn.label_cpp`: the same steps and the same ties, several times faster) where that
-  library is built, through this numpy code elsewhere.
+  is returned at once (the common case for a trained parser). For a batch, :func:`decode_heads`
+  (the parser's path; :func:`batch_decode` is its list form) takes that fast path for all
+  sentences at once on the scores' device (:func:`greedy_heads`: argmax, one root child, and
+  no cycle by pointer doubling) and runs only the others on the CPU, through the compiled twin
+  of this function (``csrc/arborescence.h`` in the C++ library of :mod:`g2gt.nn.label_cpp`: the
+  same steps and the same ties, several times faster) where that library is built, through this
+  numpy code elsewhere. The fast path is what makes ties exact: without it Chu-Liu-Edmonds on
+  the reweighted matrix returns the greedy tree whenever the maximum is unique, but among
+  equal-scoring trees it may pick another one.
 * :func:`eisner_decode` -- the best projective tree (Eisner 1996), O(n^3) with
   the split-point maximisation vectorised in numpy, one python loop over span
   widths.  Single root: the incomplete span ``ROOT -> t`` may only split at

@@ -154,3 +154,18 @@ def test_decode_heads_on_cuda_matches_the_cpu() -> None:
         heads = decode_heads(S.cuda(), lengths.cuda())
         assert heads.device.type == "cuda"
         assert heads.cpu().equal(decode_heads(S, lengths))
+
+
+def test_with_ties_the_fast_path_not_chu_liu_edmonds_decides() -> None:
+    """Among equal-scoring trees CLE alone (reweighted root edges) may return another tree than the greedy one:
+    mst_decode and decode_heads agree because both take the greedy tree first."""
+    S = np.array([[1, 2, 1, 1, 1, 0, 0], [2, 1, 1, 0, 2, 2, 1], [0, 2, 1, 2, 0, 1, 2], [0, 0, 1, 2, 2, 2, 1],
+                  [1, 1, 2, 0, 0, 2, 0], [0, 2, 0, 2, 2, 0, 1], [0, 1, 1, 2, 2, 0, 0]], dtype=np.float64)
+    greedy = [0, 1, 4, 2, 1, 3]
+    M = trees._as_matrix(S, 6)
+    body = M[1:]
+    M[1:, 0] -= (body[np.isfinite(body)].max() - body[np.isfinite(body)].min() + 1.0) * 7
+    alone = trees._chu_liu_edmonds(M)[1:].tolist()
+    assert alone != greedy and trees.tree_score(S, alone) == trees.tree_score(S, greedy)
+    assert mst_decode(S) == greedy
+    assert decode_heads(torch.from_numpy(S)[None].float(), torch.tensor([6]))[0, 1:].tolist() == greedy
