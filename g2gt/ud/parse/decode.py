@@ -140,7 +140,7 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
     model.eval()  # once for all threads: decode()'s own switch and restore would race between them
     try:
         for idx, host in in_order(batches, run, n_ahead,
-                                  thread_context(device.type) if n_ahead > 1 else nullcontext):
+                                  thread_context(device) if n_ahead > 1 else nullcontext):
             for b, i in enumerate(idx):
                 n = host.lengths[b]
                 sp = SentenceParse(host.heads[b], host.deprels[b], host.upos[b], passes=host.passes[b])

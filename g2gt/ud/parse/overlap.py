@@ -7,8 +7,8 @@ collating, the tree decoder for the sentences whose greedy heads are no tree
 device while the first batch's host work goes on; the results still come in input order. On the CPU the threads
 would only compete for the same cores, so ``ahead = 1`` there: a plain loop in the caller's thread.
 
-The worker threads start with the caller's autocast state (:func:`thread_context`; autocast is thread-local
-in torch).
+The worker threads start with the caller's autocast state and CUDA device (:func:`thread_context`; both are
+thread-local in torch).
 """
 
 from __future__ import annotations
@@ -46,20 +46,31 @@ def batches_ahead(device: torch.device | str, ahead: int | None = None) -> int:
     return CUDA_BATCHES_AHEAD if torch.device(device).type == "cuda" else 1
 
 
-def thread_context(device_type: str) -> Callable[[], contextlib.AbstractContextManager]:
-    """A factory of context managers that restore, in another thread, the autocast state the calling thread has
-    now for ``device_type`` (a null context when autocast is off).
+def thread_context(device: torch.device | str) -> Callable[[], contextlib.AbstractContextManager]:
+    """A factory of context managers that give another thread the calling thread's state for ``device``: its
+    autocast state (thread-local in torch) and, for a CUDA device, that device as the current one (also
+    thread-local; kernels launched from Python, e.g. Triton's, run on the current device).
 
     Args:
-        device_type: ``"cuda"``, ``"cpu"``...
+        device: the device the work runs on (``"cuda:1"``, ``"cpu"``...).
 
     Returns:
         A callable that makes one such context manager per use.
     """
-    if not torch.is_autocast_enabled(device_type):
-        return contextlib.nullcontext
-    dtype = torch.get_autocast_dtype(device_type)
-    return lambda: torch.autocast(device_type, dtype=dtype)
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())  # the calling thread's
+    dtype = torch.get_autocast_dtype(dev.type) if torch.is_autocast_enabled(dev.type) else None
+
+    def context() -> contextlib.ExitStack:
+        stack = contextlib.ExitStack()
+        if dev.type == "cuda":
+            stack.enter_context(torch.cuda.device(dev))
+        if dtype is not None:
+            stack.enter_context(torch.autocast(dev.type, dtype=dtype))
+        return stack
+
+    return context
 
 
 def in_order(items: Iterable[T], fn: Callable[[T], R], ahead: int = 1,

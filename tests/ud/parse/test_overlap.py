@@ -84,10 +84,18 @@ def test_worker_threads_get_the_callers_autocast_state() -> None:
         return on, torch.get_autocast_dtype("cpu") if on else None
 
     assert list(in_order(range(3), state, 2, thread_context("cpu"))) == [(False, None)] * 3
+    with thread_context(torch.device("cpu"))():  # nothing to enter
+        assert not torch.is_autocast_enabled("cpu")
     with torch.autocast("cpu", dtype=torch.bfloat16):
         ctx = thread_context("cpu")
     assert list(in_order(range(3), state, 2, ctx)) == [(True, torch.bfloat16)] * 3
     assert list(in_order(range(3), state, 2)) == [(False, None)] * 3  # threads do not inherit it by themselves
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_worker_threads_get_the_callers_cuda_device() -> None:
+    dev = torch.device("cuda", torch.cuda.device_count() - 1)
+    assert list(in_order(range(3), lambda _: torch.cuda.current_device(), 2, thread_context(dev))) == [dev.index] * 3
 
 
 def test_batches_ahead_by_device() -> None:
