@@ -29,8 +29,17 @@ from torch import Tensor
 
 from .graph import ChainChannel, Graph, relative_position_labels
 
-__all__ = ["GraphBatch", "collate", "compact_dtype", "token_budget_batches", "BucketBatchSampler", "pad_sequences",
-           "shard"]
+__all__ = ["GraphBatch", "collate", "compact_dtype", "token_budget_batches", "inference_batch_tokens",
+           "CPU_BATCH_TOKENS", "BucketBatchSampler", "pad_sequences", "shard"]
+
+#: padded tokens per inference batch (the parser's and the enhancer's) on the CPU and on devices but CUDA
+CPU_BATCH_TOKENS = 3000
+#: on CUDA, padded tokens per GiB of device memory, the result kept between :data:`CPU_BATCH_TOKENS` and
+#: ``CUDA_MAX_BATCH_TOKENS``: 8192 on a 16 GiB GPU, 12288 on 24 GiB, the cap from 32 GiB on. A batch's memory grows
+#: with its node pairs (at most ``256 * batch_tokens``, :func:`g2gt.ud.parse.batching.length_batches`), which
+#: this keeps far below the device's memory; larger batches mean fewer launches and host round trips per word.
+CUDA_TOKENS_PER_GIB = 512
+CUDA_MAX_BATCH_TOKENS = 16384
 
 
 def compact_dtype(max_label: int) -> torch.dtype:
@@ -228,6 +237,29 @@ def _pad_feature(vals: list, n: int) -> Tensor | None:
     for b, t in enumerate(ts):
         out[b, : t.shape[0]] = t.to(dtype)
     return out
+
+
+def inference_batch_tokens(device: str | torch.device, batch_tokens: int | None = None) -> int:
+    """The padded-token budget of an inference batch on ``device``: ``batch_tokens`` when given, else the
+    device's default, THE one place the defaults live: :data:`CPU_BATCH_TOKENS` (3000) on the CPU (and on
+    any device but CUDA), on CUDA ``CUDA_TOKENS_PER_GIB * memory_GiB`` clamped to
+    ``[CPU_BATCH_TOKENS, CUDA_MAX_BATCH_TOKENS]`` (3000..16384).
+
+    Args:
+        device: where the model runs (``"cpu"``, ``"cuda:1"``, a ``torch.device``).
+        batch_tokens: the caller's budget (``None``: the device's default).
+
+    Returns:
+        Padded tokens per batch.
+    """
+    if batch_tokens is not None:
+        return int(batch_tokens)
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return CPU_BATCH_TOKENS
+    index = torch.cuda.current_device() if dev.index is None else dev.index
+    gib = torch.cuda.get_device_properties(index).total_memory / 2**30
+    return int(min(CUDA_MAX_BATCH_TOKENS, max(CPU_BATCH_TOKENS, CUDA_TOKENS_PER_GIB * gib)))
 
 
 def token_budget_batches(

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..core.batch import CPU_BATCH_TOKENS, inference_batch_tokens
 from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
@@ -51,8 +52,9 @@ __all__ = ["Pipeline", "RuleTokenizer", "TOKENIZERS", "BATCH_TOKENS", "CHUNK_SEN
 
 #: what ``Pipeline.load(tokenizer=...)`` takes
 TOKENIZERS = ("auto", "model", "rule", "stanza")
-#: padded words per model batch (the parser's and the enhancer's), unless ``batch_tokens`` says otherwise
-BATCH_TOKENS = 3000
+#: padded words per model batch on the CPU (the parser's and the enhancer's), unless ``batch_tokens`` says otherwise;
+#: on a GPU the default grows with its memory (:func:`g2gt.core.batch.inference_batch_tokens`)
+BATCH_TOKENS = CPU_BATCH_TOKENS
 #: sentences parsed at a time by :meth:`Pipeline.stream` (memory does not grow with the input)
 CHUNK_SENTENCES = 2000
 
@@ -383,7 +385,8 @@ class Pipeline(StageList):
             refine_steps: the parser's refinement iterations (``None``: the model's).
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
             use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
-            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
+            batch_tokens: padded words per model batch (``None``: the stage's device's default,
+                :func:`g2gt.core.batch.inference_batch_tokens`: :data:`BATCH_TOKENS` on the CPU, more on a GPU).
             progress: show a progress bar.
             treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
                 :attr:`~g2gt.ud.parse.Parser.treebank`).
@@ -435,7 +438,8 @@ class Pipeline(StageList):
             refine_steps: the parser's refinement iterations (``None``: the model's).
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
             use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
-            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
+            batch_tokens: padded words per model batch (``None``: the stage's device's default,
+                :func:`g2gt.core.batch.inference_batch_tokens`: :data:`BATCH_TOKENS` on the CPU, more on a GPU).
             progress: show a progress bar.
             treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
                 :attr:`~g2gt.ud.parse.Parser.treebank`).
@@ -445,7 +449,6 @@ class Pipeline(StageList):
         Returns:
             The annotated sentences, in order.
         """
-        n = BATCH_TOKENS if batch_tokens is None else int(batch_tokens)
         out = sentences
         if "deps" in check_keep(keep):  # kept DEPS are written as they are: they must be an enhanced graph
             from .enhance.data import sentence_edges
@@ -463,11 +466,11 @@ class Pipeline(StageList):
                         extra["copy"] = False
                 out = parser.parse(out, refine_steps=refine_steps, algorithm=algorithm,
                                    use_input_graph=use_input_graph, progress=progress, keep=keep,
-                                   batch_tokens=n, **extra)
+                                   batch_tokens=_budget(parser, batch_tokens), **extra)
             elif name == "enhance":
                 if enhanced:
                     enhancer = self.enhancer
-                    out = enhancer.enhance(out, progress=progress, batch_tokens=n)
+                    out = enhancer.enhance(out, progress=progress, batch_tokens=_budget(enhancer, batch_tokens))
             elif name == "coref":  # on request, like enhance (CorefUD Entity= in MISC)
                 if coref:
                     out = list(self._get(name)(out))
@@ -486,7 +489,8 @@ class Pipeline(StageList):
 
         Args:
             texts: raw texts, or anything :meth:`__call__` takes.
-            batch_tokens: padded words per model batch (``None``: :data:`BATCH_TOKENS`).
+            batch_tokens: padded words per model batch (``None``: the stage's device's default,
+                :func:`g2gt.core.batch.inference_batch_tokens`: :data:`BATCH_TOKENS` on the CPU, more on a GPU).
             n_process: worker processes (``1``: this one).
             **options: :meth:`__call__`'s keyword arguments.
 
@@ -543,6 +547,14 @@ class Pipeline(StageList):
 
     def __repr__(self) -> str:
         return f"Pipeline({self.name or 'in memory'}: {self.stages_repr()})"
+
+
+def _budget(stage: Any, batch_tokens: int | None) -> int:
+    """``batch_tokens``, or the default of the device ``stage`` runs on (the CPU's for a stage without one)."""
+    try:
+        return inference_batch_tokens(getattr(stage, "device", "cpu"), batch_tokens)
+    except (TypeError, RuntimeError, ValueError):  # a swapped-in stage whose ``device`` is no device
+        return inference_batch_tokens("cpu", batch_tokens)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Sequence
 
 import torch
 
-from ...core.batch import token_budget_batches
+from ...core.batch import inference_batch_tokens, token_budget_batches
 from ..io.conllu import CoNLLUError
 from ..limits import over_limit
 from ..stage import checkpoint_record, prepare_for_inference, read_stage, save_stage
@@ -161,7 +161,7 @@ class Enhancer:
         """Inference batches: :func:`g2gt.core.batch.token_budget_batches` without a cap on node pairs."""
         return token_budget_batches(lengths, batch_tokens)
 
-    def predict(self, sentences: Sequence, batch_tokens: int = 3000, progress: bool = False,
+    def predict(self, sentences: Sequence, batch_tokens: int | None = None, progress: bool = False,
                 check: bool = True) -> list[list[Edge]]:
         """The enhanced edges ``(d, h, relation)`` of every sentence, in input order.
 
@@ -171,7 +171,8 @@ class Enhancer:
 
         Args:
             sentences: parsed sentences (:class:`Sentence`).
-            batch_tokens: padded words per batch.
+            batch_tokens: padded words per batch (``None``: the device's default,
+                :func:`g2gt.core.batch.inference_batch_tokens`: 3000 on the CPU, more on a GPU).
             progress: show a progress bar.
             check: verify each basic tree first (:class:`CoNLLUError` with ``FILE:LINE`` otherwise).
 
@@ -204,7 +205,7 @@ class Enhancer:
             bar = tqdm(total=len(sentences), desc="enhance", unit="sent", leave=False)
         dev = self.device
         with torch.inference_mode():
-            for idx in self._batches([len(ex.words) for ex in examples], batch_tokens):
+            for idx in self._batches([len(ex.words) for ex in examples], inference_batch_tokens(dev, batch_tokens)):
                 batch = make_batch([examples[i] for i in idx], idx, vocab).to(dev)
                 labels, tree, path = model.pair_labels(batch.heads, batch.rels, batch.padding_mask)
                 h = model.encode(batch.words, batch.char_ids, batch.word_types, batch.upos, batch.rels,
@@ -261,14 +262,15 @@ class Enhancer:
         edges = decode_edges(scores[: n + 1, : n + 1], self.threshold, extra, [d for d, _, _ in fixed])
         return edges, fixed
 
-    def enhance(self, sentences: Sequence, batch_tokens: int = 3000, progress: bool = False) -> list:
+    def enhance(self, sentences: Sequence, batch_tokens: int | None = None, progress: bool = False) -> list:
         """Copies of ``sentences`` with the words' DEPS replaced by the predicted enhanced graph.
 
         The DEPS are sorted by head, then relation; nothing else changes (see the module docstring).
 
         Args:
             sentences: parsed sentences (:class:`Sentence`).
-            batch_tokens: padded words per batch.
+            batch_tokens: padded words per batch (``None``: the device's default,
+                :func:`g2gt.core.batch.inference_batch_tokens`: 3000 on the CPU, more on a GPU).
             progress: show a progress bar.
 
         Returns:

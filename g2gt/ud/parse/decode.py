@@ -8,12 +8,14 @@ nodes, runs :meth:`ParserModel.decode` on each and turns its ids into strings
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from torch import Tensor
-
+from ...core.batch import inference_batch_tokens
 from .batching import length_batches, make_batch, make_example
+from .host import HostBatch, to_host
+from .overlap import batches_ahead, in_order, thread_context
 from ..lemma.config import needs_fallback
 from .lemma_rules import lemma_if_applies
 from .model import ParserModel
@@ -90,21 +92,25 @@ class ParseResult(Sequence[SentenceParse]):
 
 def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence, max_distance: int,
                      refine_steps: int = 2, algorithm: str = "mst", use_input_graph: bool = False,
-                     batch_tokens: int = 3000, progress: bool = False,
+                     batch_tokens: int | None = None, progress: bool = False,
                      record_iterations: bool = False, treebank: int = 0, lemmatizer=None,
-                     refine_confidence: float | None = REFINE_CONFIDENCE) -> ParseResult:
+                     refine_confidence: float | None = REFINE_CONFIDENCE, ahead: int | None = None) -> ParseResult:
     """Parse ``sentences`` (objects with ``forms``, e.g. :class:`g2gt.ud.io.Sentence`) with ``model``.
 
     ``refine_steps``: refinement passes after iteration 0 (a sentence stops early at a fixed point).
     ``use_input_graph``: the sentences' own HEAD / DEPREL columns are iteration 0's graph; they must
     form one single-rooted tree per sentence, else a :class:`ValueError` naming ``file:line``.
-    ``batch_tokens``: padded nodes per batch. ``treebank``: the treebank whose conventions to follow (an index
-    into ``model.config.treebanks``; 0 = the default). ``lemmatizer``: a character lemmatizer
-    (:class:`g2gt.ud.lemma.CharLemmatizer`) that writes the lemma of each word where
-    :func:`g2gt.ud.lemma.needs_fallback` says so (its answer None keeps the edit script's lemma).
+    ``batch_tokens``: padded nodes per batch (None: the model's device's default,
+    :func:`g2gt.core.batch.inference_batch_tokens`: 3000 on the CPU, more on a GPU). ``treebank``: the
+    treebank whose conventions to follow (an index into ``model.config.treebanks``; 0 = the default).
+    ``lemmatizer``: a character lemmatizer (:class:`g2gt.ud.lemma.CharLemmatizer`) that writes the lemma of
+    each word where :func:`g2gt.ud.lemma.needs_fallback` says so (its answer None keeps the edit script's
+    lemma).
     ``refine_confidence``: sentences whose first tree is this confident are not refined
-    (:meth:`ParserModel.decode`; None = refine every sentence until its fixed point). Every output is
-    exactly one single-rooted tree.
+    (:meth:`ParserModel.decode`; None = refine every sentence until its fixed point). ``ahead``: batches
+    decoded at once, on worker threads when above 1, so that one batch's host work (tree decoder, host copy)
+    overlaps the next one's device work (:func:`g2gt.ud.parse.overlap.in_order`; None: 2 on CUDA, 1 = a plain
+    loop elsewhere). Every output is exactly one single-rooted tree.
     """
     if algorithm not in ("mst", "eisner"):
         raise ValueError(f"algorithm must be 'mst' or 'eisner', got {algorithm!r}")
@@ -121,28 +127,33 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(examples), desc="parse", unit="sent", leave=False)
-    for idx in length_batches([len(ex.words) for ex in examples], batch_tokens):
+
+    def run(idx: list[int]) -> tuple[list[int], HostBatch]:
         batch = make_batch([examples[i] for i in idx], idx, vocab, max_distance).to(device)
         res = model.decode(batch, refine_steps, root_rel, algorithm, use_input_graph, LEMMA_TOPK,
                            record_history=record_iterations, refine_confidence=refine_confidence)
-        lengths = batch.lengths.tolist()
-        cols = _to_lists(res.heads, res.rels, res.upos)
-        tags = {name: t.tolist() for name, t in res.tags.items()}
-        hist = [_to_lists(*step) for step in res.history]
-        passes = res.passes.tolist()
-        for b, i in enumerate(idx):
-            n = lengths[b]
-            h, r, u = (c[b][1 : n + 1] for c in cols)
-            sp = SentenceParse(h, [vocab.rels[k] for k in r], [vocab.upos[k] for k in u], passes=passes[b])
-            fallback = _set_tags(sp, {name: t[b][1 : n + 1] for name, t in tags.items()},
-                                 examples[i].forms[1 : n + 1], vocab, lemmatizer)
-            asks.extend((i, k) for k in fallback)
-            if record_iterations:
-                sp.iterations = [Tree(hh[b][1 : n + 1], [vocab.rels[k] for k in rr[b][1 : n + 1]],
-                                      [vocab.upos[k] for k in uu[b][1 : n + 1]]) for hh, rr, uu in hist]
-            out[i] = sp
-        if bar is not None:
-            bar.update(len(idx))
+        return idx, to_host(res, batch.lengths, vocab)  # one device-to-host copy per batch
+
+    batches = length_batches([len(ex.words) for ex in examples], inference_batch_tokens(device, batch_tokens))
+    n_ahead = batches_ahead(device, ahead)
+    was = model.training
+    model.eval()  # once for all threads: decode()'s own switch and restore would race between them
+    try:
+        for idx, host in in_order(batches, run, n_ahead,
+                                  thread_context(device) if n_ahead > 1 else nullcontext):
+            for b, i in enumerate(idx):
+                n = host.lengths[b]
+                sp = SentenceParse(host.heads[b], host.deprels[b], host.upos[b], passes=host.passes[b])
+                fallback = _set_tags(sp, {name: t[b] for name, t in host.tags.items()},
+                                     examples[i].forms[1 : n + 1], vocab, lemmatizer)
+                asks.extend((i, k) for k in fallback)
+                if record_iterations:
+                    sp.iterations = [Tree(hh[b], rr[b], uu[b]) for hh, rr, uu in host.history]
+                out[i] = sp
+            if bar is not None:
+                bar.update(len(idx))
+    finally:
+        model.train(was)
     if bar is not None:
         bar.close()
     if asks:
@@ -158,19 +169,16 @@ def check_treebank(model: ParserModel, treebank: int) -> None:
                          f"{', '.join(names) if names else 'one treebank only (index 0)'}")
 
 
-def _to_lists(*tensors: Tensor) -> list[list[list[int]]]:
-    return [t.tolist() for t in tensors]
-
-
-def _set_tags(sp: SentenceParse, top: dict[str, list[list[int]]], forms: list[str], vocab: ParserVocab,
+def _set_tags(sp: SentenceParse, top: dict[str, list], forms: list[str], vocab: ParserVocab,
               lemmatizer=None) -> list[int]:
-    """XPOS / FEATS / LEMMA strings of one sentence from the heads' best classes (``[n][k]``; for lemmas
-    column 0 is the best class with ``<unk>`` allowed, then the best rules). Returns the words (0-based) whose
-    lemma ``lemmatizer`` is to write (:func:`g2gt.ud.lemma.needs_fallback`; none without one)."""
+    """XPOS / FEATS / LEMMA strings of one sentence from the heads' answers (:class:`HostBatch` ``tags``: the
+    XPOS / FEATS strings, ``[n][k]`` lemma classes, column 0 the best class with ``<unk>`` allowed, then the
+    best rules). Returns the words (0-based) whose lemma ``lemmatizer`` is to write
+    (:func:`g2gt.ud.lemma.needs_fallback`; none without one)."""
     if "xpos" in top:
-        sp.xpos = [vocab.xpos[c[0]] for c in top["xpos"]]
+        sp.xpos = top["xpos"]
     if "feats" in top:
-        sp.feats = [vocab.feats[c[0]] for c in top["feats"]]
+        sp.feats = top["feats"]
     asks: list[int] = []
     if "lemma" in top:
         lemmas = []

@@ -38,7 +38,7 @@ from ...core.batch import compact_dtype
 from ...core.graph import num_chain_labels
 from ...nn.heads import BiaffineArcScorer, BiaffineLabelScorer, CharCNNWordEncoder, Tagger
 from ...nn.layers import GraphEncoder
-from .trees import batch_decode
+from .trees import decode_heads
 from .batching import TAG_HEADS, ParseBatch, dependency_labels
 from .config import ParserConfig
 
@@ -238,7 +238,7 @@ class ParserModel(nn.Module):
         single-rooted tree.
 
         Each pass encodes the active sentences, takes log-softmax arc scores in float32, decodes a tree
-        (``algorithm`` ``"mst"``: Chu-Liu-Edmonds, ``"eisner"``: projective; :func:`g2gt.ud.parse.trees.batch_decode`),
+        (``algorithm`` ``"mst"``: Chu-Liu-Edmonds, ``"eisner"``: projective; :func:`g2gt.ud.parse.trees.decode_heads`),
         picks each word's relation at its head (relation ``root_rel`` exactly for the word attached to
         ROOT) and its tags. The first pass reads the empty graph, or with ``input_graph`` the batch's own
         HEAD / DEPREL (``node_features`` ``head`` / ``rel``; check it is a tree first); ``refine_steps``
@@ -326,12 +326,10 @@ class ParserModel(nn.Module):
         sentence's confidence ``[b]``: the least probability of a word's best head, ``min_i max_j P(j | i)``."""
         dev = h.device
         arc = self.arc(h, padding_mask).float()
-        b, n = arc.shape[:2]
         arc.diagonal(dim1=1, dim2=2).fill_(float("-inf"))  # no self loops (in place: arc is a fresh tensor)
         arc = torch.log_softmax(arc, -1)
         conf = arc.amax(-1).masked_fill(~words_mask, 0.0).amin(-1).exp()  # [b]
-        heads_list = batch_decode(arc.cpu(), lengths.cpu(), algorithm=algorithm)
-        ph = torch.tensor([[0, *hl] + [0] * (n - 1 - len(hl)) for hl in heads_list], dtype=torch.long).to(dev)
+        ph = decode_heads(arc, lengths, algorithm)  # on dev; only sentences whose greedy heads are no tree leave it
         wm = words_mask  # relations and tags are scored on real words only (no padding)
         d, hh = self.rel.project(h)
         hsel = hh.gather(1, ph[..., None].expand(-1, -1, hh.shape[-1]))[wm]

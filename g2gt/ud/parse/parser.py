@@ -188,7 +188,7 @@ class Parser:
 
     # ------------------------------------------------------------------ parsing
     def predict(self, sentences: Sequence, refine_steps: int | None = None, algorithm: str = "mst",
-                use_input_graph: bool = False, batch_tokens: int = 3000, progress: bool = False,
+                use_input_graph: bool = False, batch_tokens: int | None = None, progress: bool = False,
                 record_iterations: bool = False, treebank: str | None = None) -> ParseResult:
         """The predictions for ``sentences`` (objects with ``forms``, e.g. :class:`Sentence`), in order.
 
@@ -197,7 +197,8 @@ class Parser:
             refine_steps: refinement iterations (``None``: the model's).
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
             use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
-            batch_tokens: padded nodes per batch.
+            batch_tokens: padded nodes per batch (``None``: the device's default,
+                :func:`g2gt.core.batch.inference_batch_tokens`: 3000 on the CPU, more on a GPU).
             progress: show a progress bar.
             record_iterations: keep every iteration's trees (:attr:`SentenceParse.iterations`).
             treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
@@ -217,7 +218,7 @@ class Parser:
                                 batch_tokens, progress, record_iterations, tb, self.lemmatizer, self.refine_confidence)
 
     def parse(self, x: str | Iterable, refine_steps: int | None = None, algorithm: str = "mst",
-              use_input_graph: bool = False, batch_tokens: int = 3000, progress: bool = False,
+              use_input_graph: bool = False, batch_tokens: int | None = None, progress: bool = False,
               keep: Iterable[str] | str = (), treebank: str | None = None, copy: bool = True) -> list[Sentence]:
         """Parsed copies of the input (see the module docstring for the columns).
 
@@ -230,7 +231,8 @@ class Parser:
             refine_steps: refinement iterations (``None``: the model's).
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
             use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
-            batch_tokens: padded nodes per batch.
+            batch_tokens: padded nodes per batch (``None``: the device's default,
+                :func:`g2gt.core.batch.inference_batch_tokens`: 3000 on the CPU, more on a GPU).
             progress: show a progress bar.
             keep: input columns to keep instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``,
                 ``deps`` (default: none).

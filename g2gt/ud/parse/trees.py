@@ -13,10 +13,15 @@ The tree maximises ``sum_i scores[i, heads[i-1]]`` subject to:
   makes a tree with ``r`` root edges lose ``r*M``, so the maximum has ``r = 1``
   and, among single-rooted trees (all shifted by the same ``M``), is the best.
   Fast path: when the greedy per-word argmax already is a single-rooted tree it
-  is returned at once (the common case for a trained parser). :func:`batch_decode` runs the
-  others through the compiled twin of this function (``csrc/arborescence.h`` in the C++ library of
-  :mod:`g2gt.nn.label_cpp`: the same steps and the same ties, several times faster) where that
-  library is built, through this numpy code elsewhere.
+  is returned at once (the common case for a trained parser). For a batch, :func:`decode_heads`
+  (the parser's path; :func:`batch_decode` is its list form) takes that fast path for all
+  sentences at once on the scores' device (:func:`greedy_heads`: argmax, one root child, and
+  no cycle by pointer doubling) and runs only the others on the CPU, through the compiled twin
+  of this function (``csrc/arborescence.h`` in the C++ library of :mod:`g2gt.nn.label_cpp`: the
+  same steps and the same ties, several times faster) where that library is built, through this
+  numpy code elsewhere. The fast path is what makes ties exact: without it Chu-Liu-Edmonds on
+  the reweighted matrix returns the greedy tree whenever the maximum is unique, but among
+  equal-scoring trees it may pick another one.
 * :func:`eisner_decode` -- the best projective tree (Eisner 1996), O(n^3) with
   the split-point maximisation vectorised in numpy, one python loop over span
   widths.  Single root: the incomplete span ``ROOT -> t`` may only split at
@@ -34,7 +39,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["mst_decode", "eisner_decode", "batch_decode", "greedy_trees", "tree_score"]
+__all__ = ["mst_decode", "eisner_decode", "batch_decode", "decode_heads", "greedy_heads", "greedy_trees", "tree_score"]
 
 
 def _as_matrix(scores: Tensor | np.ndarray, length: int | None) -> np.ndarray:
@@ -287,7 +292,7 @@ def eisner_decode(scores: Tensor | np.ndarray, length: int | None = None) -> lis
 
 
 def batch_decode(scores: Tensor, lengths: Tensor | Sequence[int], algorithm: str = "mst") -> list[list[int]]:
-    """Decode a padded batch.
+    """Decode a padded batch (on the CPU; :func:`decode_heads` is the same on the scores' device, as a tensor).
 
     Args:
         scores: ``[B, n+1, n+1]`` arc scores (row = dependent, column = head, 0 = ROOT).
@@ -298,36 +303,63 @@ def batch_decode(scores: Tensor, lengths: Tensor | Sequence[int], algorithm: str
     Returns:
         ``B`` lists of heads, the ``b``-th of length ``lengths[b]``.
     """
+    scores = scores.detach().cpu() if isinstance(scores, Tensor) else torch.from_numpy(np.asarray(scores))
+    lens = lengths.tolist() if isinstance(lengths, Tensor) else [int(x) for x in lengths]
+    heads = decode_heads(scores, torch.tensor(lens, dtype=torch.long), algorithm)
+    return [row[1 : 1 + n] for row, n in zip(heads.tolist(), lens)]
+
+
+def decode_heads(scores: Tensor, lengths: Tensor, algorithm: str = "mst") -> Tensor:
+    """A padded batch's trees as one tensor on the scores' device: for ``"mst"`` the per-word best heads of
+    the whole batch and their check (:func:`greedy_heads`) run there as tensor ops, and only the sentences
+    whose greedy heads are not a single-rooted tree go to the CPU (one copy of their ``[R, m+1, m+1]`` block,
+    ``m`` their longest length) for the tree decoder: the same heads as :func:`mst_decode` /
+    :func:`eisner_decode` of each sentence (whose own fast path returns the greedy heads when they are such
+    a tree, ties included).
+
+    Args:
+        scores: ``[B, N, N]`` arc scores (row = dependent, column = head, 0 = ROOT), on any device.
+        lengths: ``[B]`` long, words per sentence (``1 <= lengths[b] <= N - 1``), on any device.
+        algorithm: ``"mst"`` (Chu-Liu-Edmonds) or ``"eisner"`` (projective; every sentence is decoded on the CPU).
+
+    Returns:
+        ``heads [B, N]`` long on ``scores.device``: ``heads[b, i]`` is the head of word ``i`` for
+        ``1 <= i <= lengths[b]``, 0 at ROOT (column 0) and on padding.
+    """
     if algorithm not in ("mst", "eisner"):
         raise ValueError(f"unknown tree decoding algorithm {algorithm!r} (expected 'mst' or 'eisner')")
-    fn = mst_decode if algorithm == "mst" else eisner_decode
-    if isinstance(scores, Tensor):
-        scores = scores.detach().cpu()
-    else:
-        scores = torch.from_numpy(np.asarray(scores))
     if scores.dim() != 3:
         raise ValueError(f"expected scores [B, n+1, n+1], got shape {tuple(scores.shape)}")
-    lens = lengths.tolist() if isinstance(lengths, Tensor) else list(lengths)
-    if len(lens) != scores.shape[0]:
-        raise ValueError(f"{len(lens)} lengths for a batch of {scores.shape[0]} score matrices")
-    out: list[list[int] | None] = [None] * len(lens)
-    if algorithm == "mst" and len(lens):
-        for b, heads in greedy_trees(scores, lens).items():
-            out[b] = heads
-    rest = [b for b in range(len(lens)) if out[b] is None]
-    if rest:
+    B, N, _ = scores.shape
+    if lengths.shape != (B,):
+        raise ValueError(f"{lengths.numel()} lengths for a batch of {B} score matrices")
+    dev = scores.device
+    lengths = lengths.to(dev, torch.long)
+    if algorithm == "mst" and B:
+        heads, ok = greedy_heads(scores, lengths)
+        cols = torch.arange(N, device=dev)
+        heads = heads.masked_fill_((cols[None, :] == 0) | (cols[None, :] > lengths[:, None]), 0)  # ROOT, padding
+    else:
+        heads = torch.zeros(B, N, dtype=torch.long, device=dev)
+        ok = torch.zeros(B, dtype=torch.bool, device=dev)
+    both = torch.stack([ok.long(), lengths]).cpu()  # the one synchronising copy: [2, B]
+    rest = (both[0] == 0).nonzero().flatten()
+    if rest.numel():
+        lens = both[1, rest]
+        m = int(lens.max())
+        sub = scores[rest.to(dev), : m + 1, : m + 1].detach().cpu().to(torch.float64)
+        rows = torch.zeros(len(rest), N, dtype=torch.long)
         ops = _compiled_trees() if algorithm == "mst" else None
         if ops is not None:
-            n_rest = max(int(lens[b]) for b in rest)
-            sub = scores[rest, : n_rest + 1, : n_rest + 1].to(torch.float64)
-            heads = ops.max_spanning_trees(sub, torch.tensor([int(lens[b]) for b in rest], dtype=torch.long))
-            for row, b in zip(heads.tolist(), rest):
-                out[b] = row[: int(lens[b])]
+            rows[:, 1 : m + 1] = ops.max_spanning_trees(sub, lens)[:, :m]
+            rows.masked_fill_(torch.arange(N)[None, :] > lens[:, None], 0)  # padding of the shorter ones
         else:
-            arr = scores.to(torch.float64).numpy()
-            for b in rest:
-                out[b] = fn(arr[b], int(lens[b]))
-    return out  # type: ignore[return-value]
+            fn = mst_decode if algorithm == "mst" else eisner_decode
+            arr = sub.numpy()
+            for r, n in enumerate(lens.tolist()):
+                rows[r, 1 : n + 1] = torch.tensor(fn(arr[r], n), dtype=torch.long)
+        heads[rest.to(dev)] = rows.to(dev)
+    return heads
 
 
 def _compiled_trees():
@@ -340,13 +372,36 @@ def _compiled_trees():
 
 def greedy_trees(scores: Tensor, lengths: Sequence[int]) -> dict[int, list[int]]:
     """:func:`mst_decode`'s fast path for a whole batch at once: ``{b: heads}`` for the sentences whose
-    per-word best head (row argmax over columns ``0..n``, self excluded, first index on ties) already is a
-    single-rooted tree, which is then the maximum spanning tree. The others (and rows without a finite
-    score) are left to :func:`mst_decode`. Acyclicity is checked by pointer doubling: following the heads
-    ``2^k >= n`` steps from every word ends at ROOT iff there is no cycle."""
+    per-word best head already is a single-rooted tree (:func:`greedy_heads`), which is then the maximum
+    spanning tree. The others are left to :func:`mst_decode`."""
+    heads, ok = greedy_heads(scores, torch.tensor([int(x) for x in lengths], dtype=torch.long, device=scores.device))
+    keep = ok.nonzero().flatten().tolist()
+    rows = heads[keep].tolist()
+    return {b: row[1 : 1 + int(lengths[b])] for b, row in zip(keep, rows)}
+
+
+def greedy_heads(scores: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+    """Each word's best head and whether they form a single-rooted tree, for a whole batch on its device.
+
+    The best head of word ``i`` is the row argmax of ``scores[b, i, 0..n]`` with ``i`` itself excluded,
+    first index on ties (as ``np.argmax``: :func:`mst_decode`'s fast path). A sentence passes when every
+    word's best score is finite (NaN / ``-inf`` rows are left to the tree decoder), exactly one word's best
+    head is ROOT and there is no cycle. Acyclicity by pointer doubling: with ``p = heads`` (ROOT and padding
+    pointing at 0), ``k = ceil(log2 N)`` squarings ``p <- p[p]`` follow every word ``2^k >= N`` steps up,
+    which ends at ROOT iff its path has no cycle: ``O(B N log N)`` gathers, no loop over sentences.
+
+    Args:
+        scores: ``[B, N, N]`` arc scores (row = dependent, column = head, 0 = ROOT).
+        lengths: ``[B]`` long, words per sentence, on the scores' device.
+
+    Returns:
+        ``(heads, ok)``: ``heads [B, N]`` long, the best head of every row (meaningful on words
+        ``1..lengths[b]`` only), and ``ok [B]`` bool, True where those heads are a single-rooted tree (the
+        maximum spanning tree with one ROOT child).
+    """
     B, N, _ = scores.shape
-    lens = torch.tensor([int(x) for x in lengths], dtype=torch.long)
-    cols = torch.arange(N)
+    lens = lengths
+    cols = torch.arange(N, device=scores.device)
     s = scores.to(torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype).clone()
     s[:, cols, cols] = float("-inf")
     s.masked_fill_(cols[None, None, :] > lens[:, None, None], float("-inf"))  # heads beyond the sentence
@@ -357,6 +412,4 @@ def greedy_trees(scores: Tensor, lengths: Sequence[int]) -> dict[int, list[int]]
     for _ in range(max(N - 1, 1).bit_length()):
         p = p.gather(1, p)
     ok &= p.eq(0).all(1)
-    keep = ok.nonzero().flatten().tolist()
-    rows = heads[keep].tolist()
-    return {b: row[1 : 1 + int(lengths[b])] for b, row in zip(keep, rows)}
+    return heads, ok
