@@ -8,6 +8,7 @@ process they are plain local operations (no process group needed).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import random
 from typing import Any
@@ -20,7 +21,7 @@ from ._compat import cpu_bf16_supported  # the private-torch-API probes live in 
 from .config import AMP_MODES
 
 __all__ = ["DeviceError", "DTYPE_NAMES", "resolve_device", "resolve_dtype", "set_threads", "autocast_dtype", "autocast_context", "move_to_device", "rng_state", "set_rng_state",
-           "all_rng_states", "from_main", "max_over_ranks"]
+           "all_rng_states", "from_main", "max_over_ranks", "host_reads_are_free"]
 
 
 class DeviceError(Error, RuntimeError):
@@ -112,6 +113,21 @@ def resolve_dtype(dtype: torch.dtype | str | None, device: str | torch.device = 
     return dt
 
 
+def host_reads_are_free(t: torch.Tensor) -> bool:
+    """Whether reading ``t`` on the host (``.item()``, ``nonzero()``, a boolean index, a range check) costs
+    nothing: ``t`` is on the CPU. Elsewhere such a read makes the host wait for the device's queue, so the
+    training path takes a sync-free way there (the character CNN, the attention's label check); the tests patch
+    this to run that way on a CPU.
+
+    Args:
+        t: a tensor.
+
+    Returns:
+        True for a CPU tensor.
+    """
+    return t.device.type == "cpu"
+
+
 def set_threads(n: int | None) -> None:
     """Use ``n`` CPU threads in torch (intra-op) and in the ``tokenizers`` library; ``None`` / 0 = defaults."""
     if not n:
@@ -154,15 +170,31 @@ def autocast_context(device_type: str, dtype: torch.dtype | None):
 
 
 def move_to_device(batch: Any, device: torch.device) -> Any:
-    """Move a batch to ``device``: anything with ``.to()``, and tensors inside tuples / lists / dicts."""
+    """Move a batch to ``device``: anything with ``.to()``, and tensors inside tuples / lists / dicts.
+
+    To a CUDA device the copies are ``non_blocking`` (tensors, and objects whose ``.to`` takes ``non_blocking``,
+    such as :class:`g2gt.core.batch.GraphBatch`): a blocking host-to-device copy waits for the GPU to finish its
+    queued work, a host sync in every training step.
+    """
+    device = torch.device(device)
+    nb = device.type == "cuda"
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=nb)
     if hasattr(batch, "to") and not isinstance(batch, type):
-        return batch.to(device)
+        return batch.to(device, non_blocking=True) if nb and _takes_non_blocking(batch.to) else batch.to(device)
     if isinstance(batch, dict):
         return {k: move_to_device(v, device) for k, v in batch.items()}
     if isinstance(batch, (list, tuple)):
         moved = [move_to_device(v, device) for v in batch]
         return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)
     return batch
+
+
+def _takes_non_blocking(method: Any) -> bool:
+    try:
+        return "non_blocking" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def rng_state() -> dict:
