@@ -23,6 +23,11 @@ Each optimizer step normalises by the tokens of all its micro-batches on all
 ranks, so one process with ``accum_steps = k`` and ``k`` processes with
 ``accum_steps = 1`` take the same step.
 
+Nothing is read back from the device per update (with one process): ``num_tokens`` is called on the host batch
+before it moves, the summed losses stay on the device and are read once per ``log.jsonl`` line and evaluation
+(where a non-finite loss is warned about), so a GPU never waits for the host between two log lines. A task's
+``loss`` should keep it so: no ``.item()``, boolean-mask selection or ``nonzero()`` on device tensors.
+
 Threads, autocast, batch moving, RNG states and the ranks' collectives live in :mod:`g2gt.core.runtime`
 (:func:`set_threads`, :func:`autocast_dtype`, :func:`autocast_context` and :func:`move_to_device` are
 importable from here too); a whole recipe run (``config.json``, averaging) in :mod:`g2gt.core.run`.
