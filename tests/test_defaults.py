@@ -66,7 +66,18 @@ def _stage(name: str):
 #: CLI defaults that differ from the function's by design, each with its reason
 BY_DESIGN = {
     ("segmenter", "english_rules"): None,  # None = decided from the --train file's name (en_*); Python has no name
+    # None = sized to the device: the library's 1500 on the CPU, more on a GPU (test_device_sized_batch_budgets)
+    ("parser", "batch_tokens"): None,
 }
+
+
+def test_device_sized_batch_budgets_are_the_library_defaults_on_the_cpu():
+    from g2gt.core.runtime import train_batch_tokens
+    from g2gt.seq2seq.config import Seq2SeqConfig
+    from g2gt.ud.parse import train_parser
+
+    for default in (_params(train_parser)["batch_tokens"], _fields(Seq2SeqConfig)["batch_tokens"]):
+        assert train_batch_tokens(default, "cpu") == default
 
 
 @pytest.mark.parametrize("stage", ["parser", "enhancer", "segmenter", "distill"])
@@ -92,7 +103,7 @@ def test_every_train_option_is_checked():
     """No option of ``g2gt train parser`` escapes the comparison (a new one needs a library default)."""
     argv, sources = _stage("parser")
     known = set().union(*((_params(s) if callable(s) and not isinstance(s, type) else _fields(s)) for s in sources))
-    extra = {"train", "dev", "init_from"}  # data and warm start: files and models, no library default
+    extra = {"train", "dev", "init_from", "preset"}  # data, warm start, presets: no library default
     assert set(_cli_defaults(argv)) - known - extra == set()
 
 
@@ -148,8 +159,9 @@ def test_train_seq2seq_defaults_are_the_config_dataclasses():
     assert not set(model) & set(train)  # no TrainConfig field declared again
     assert {"num_layers", "num_heads", "batch_tokens"} <= set(cli) & set(model)
     assert {"lr", "max_minutes", "metric", "average_last", "eval_every"} <= set(cli) & set(train)
-    data = {"src_train", "tgt_train", "src_dev", "tgt_dev", "src_graphs", "src_dev_graphs"}
+    data = {"src_train", "tgt_train", "src_dev", "tgt_dev", "src_graphs", "src_dev_graphs", "preset"}
     assert set(cli) - set(model) - set(train) - data == set()
+    assert cli.pop("batch_tokens") is None  # sized to the device: Seq2SeqConfig's on the CPU (test above)
     for name in set(cli) - data:
         lib = model[name] if name in model else train[name]
         value = tuple(cli[name]) if isinstance(cli[name], list) else cli[name]

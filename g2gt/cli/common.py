@@ -135,12 +135,13 @@ COMMON_OPTIONS = ("device", "threads", "batch_tokens", "progress", "debug")
 
 
 def add_common_options(parser: argparse.ArgumentParser, uses: Iterable[str] = COMMON_OPTIONS,
-                       batch_tokens: int | None = None) -> None:
+                       batch_tokens: int | None = None, batch_tokens_help: str | None = None) -> None:
     """Add the options every command accepts, in one group.
 
     ``uses``: the options this command acts on; the others are still accepted (so a script can pass
     ``--device cpu --threads 1`` to any command) but hidden from the command's help. ``batch_tokens``:
-    the command's default for ``--batch-tokens`` (None = the library's default).
+    the command's default for ``--batch-tokens`` (None = the library's default, or one the command sizes to the
+    device, which ``batch_tokens_help`` then describes).
     """
     used = set(uses)
     unknown = used - set(COMMON_OPTIONS)
@@ -157,7 +158,7 @@ def add_common_options(parser: argparse.ArgumentParser, uses: Iterable[str] = CO
                    help=h("threads", "CPU threads for torch and the tokenizers (default: 0 = torch's default)"))
     bt = "the library's" if batch_tokens is None else str(batch_tokens)
     g.add_argument("--batch-tokens", type=positive_int, default=batch_tokens, metavar="N",
-                   help=h("batch_tokens", f"padded tokens per batch, padding included (default: {bt})"))
+                   help=h("batch_tokens", batch_tokens_help or f"padded tokens per batch, padding included (default: {bt})"))
     g.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help=h("progress", "progress bars on stderr (default: when stderr is a terminal)"))
     g.add_argument("--debug", action="store_true",

@@ -21,8 +21,8 @@ from .common import (
     check_input_path, check_output_path, data_file_arg, field_default, non_negative_int, option_values,
     progress_enabled, signature_default,
 )
-from .training import ENCODER_HELP, add_training_groups, start_run
-from ..ud.parse.config import PARSER_TRAIN
+from .training import ENCODER_HELP, add_preset_option, add_training_groups, apply_preset, start_run
+from ..ud.parse.config import PARSER_PRESETS, PARSER_TRAIN
 from ..ud.parse import train as _parser_train  # torch-free until train_parser is called
 
 # ---------------------------------------------------------------------------- options and CLI defaults
@@ -91,6 +91,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
         "  g2gt train parser --out runs/parser --max-minutes 40 --threads 1\n"
         "  g2gt train parser --train train.conllu --dev dev.conllu --out runs/p --epochs 30\n"
         "  g2gt train parser --out runs/p --resume          # continue an interrupted run\n"
+        "  g2gt train parser --preset gpu --out runs/p-gpu  # a bigger model for ~10 minutes of one H200\n"
         "  g2gt train parser --train en_ewt-ud-train.conllu en_gum-ud-train.conllu.gz \\\n"
         "      --dev en_ewt-ud-dev.conllu en_gum-ud-dev.conllu.gz --init-from en_ewt --out runs/en2\n"
         "Several training files: each file's treebank is named by its file name (en_gum-ud-train.conllu.gz ->\n"
@@ -113,13 +114,18 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
                         model_help=MODEL_HELP, task_help=TASK_HELP, batch_tokens=TRAIN_BATCH_TOKENS,
                         model_defaults=MODEL_CLI_DEFAULTS, train_defaults=TRAIN_CLI_DEFAULTS,
                         task_choices={"refine_train": ("self", "corrupt", "none")},
-                        train_choices={"schedule": ("inverse_sqrt", "cosine", "constant")})
+                        train_choices={"schedule": ("inverse_sqrt", "cosine", "constant")}, device_sized_batches=True)
+    add_preset_option(p, PARSER_PRESETS, PARSER_TRAIN)
     p.set_defaults(func=run_train)
 
 
 def run_train(args: argparse.Namespace) -> int:
+    apply_preset(args, PARSER_PRESETS, PARSER_TRAIN)
     device = apply_runtime(args)
+    from ..core.runtime import train_batch_tokens
     from ..ud.parse import ParserConfig, train_parser
+
+    args.batch_tokens = args.batch_tokens or train_batch_tokens(TRAIN_BATCH_TOKENS, device)
 
     train = _read_sets(args.train, EWT_TRAIN, "--train")
     dev = _read_sets(args.dev, EWT_DEV, "--dev")

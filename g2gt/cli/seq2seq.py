@@ -18,7 +18,9 @@ from .common import (
     check_folder_path, check_input_path, check_output_path, field_default, option_values, positive_int,
     progress_enabled,
 )
-from .training import add_overwrite_option, config_options, start_run
+from .training import (
+    add_overwrite_option, add_preset_option, apply_preset, config_options, start_run, train_batch_tokens_help,
+)
 
 DATA = "multi30k"
 PAIR = ("en", "de")
@@ -45,7 +47,7 @@ def register_train(subparsers) -> None:
 # ---------------------------------------------------------------------------- train seq2seq
 def _configure_train(p: argparse.ArgumentParser) -> None:
     from ..core.config import AMP_MODES, TrainConfig
-    from ..seq2seq.config import SELECT_MODES, Seq2SeqConfig, seq2seq_train_config
+    from ..seq2seq.config import SELECT_MODES, SEQ2SEQ_PRESETS, Seq2SeqConfig, seq2seq_train_config
 
     s, t = PAIR
     p.description = (
@@ -60,6 +62,7 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
         "examples:\n"
         "  g2gt train seq2seq --out runs/mt --max-minutes 40 --threads 1\n"
         "  g2gt train seq2seq --out runs/mt --resume        # continue an interrupted run (same budget)\n"
+        "  g2gt train seq2seq --preset gpu --out runs/mt-gpu  # a bigger model for ~10 minutes of one H200\n"
         "  g2gt train seq2seq --out runs/mt --max-minutes 40 --average-last 5   # also write OUT/averaged.pt\n"
         f"Data defaults: Multi30k {s}->{t} from $G2GT_DATA/{DATA}/train.{s}.gz (and train.{t}.gz, val.{s}.gz, "
         f"val.{t}.gz); $G2GT_DATA is a data folder laid out as data/README.md of the g2gt repository says.")
@@ -87,7 +90,8 @@ def _configure_train(p: argparse.ArgumentParser) -> None:
                           choices={"schedule": ("inverse_sqrt", "cosine", "constant"), "metric": tuple(SELECT_MODES),
                                    "amp": AMP_MODES})
     add_overwrite_option(p.add_argument_group("training folder"))
-    add_common_options(p, batch_tokens=field_default(Seq2SeqConfig, "batch_tokens"))
+    add_preset_option(p, SEQ2SEQ_PRESETS, recipe, FLAGS)
+    add_common_options(p, batch_tokens_help=train_batch_tokens_help(field_default(Seq2SeqConfig, "batch_tokens")))
     p.set_defaults(func=run_train)
 
 
@@ -103,9 +107,14 @@ def _default(value: str | None, name: str, flag: str) -> str:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    from ..seq2seq.config import SELECT_MODES, SEQ2SEQ_PRESETS, SEQ2SEQ_TRAIN, Seq2SeqConfig
+
+    apply_preset(args, SEQ2SEQ_PRESETS, SEQ2SEQ_TRAIN)
     device = apply_runtime(args)
-    from ..seq2seq import Seq2SeqConfig, read_training_data, seq2seq_train_config, train_seq2seq
-    from ..seq2seq.config import SELECT_MODES
+    from ..core.runtime import train_batch_tokens
+    from ..seq2seq import read_training_data, seq2seq_train_config, train_seq2seq
+
+    args.batch_tokens = args.batch_tokens or train_batch_tokens(field_default(Seq2SeqConfig, "batch_tokens"), device)
 
     s, t = PAIR
     graph = args.src_graphs is not None or args.src_dev_graphs is not None

@@ -19,6 +19,8 @@ Probes:
 * :func:`has_forward_hooks` -- ``nn.Module._forward_hooks`` / ``_forward_pre_hooks`` and torch's global
   forward hooks: whether calling a module's parts directly (the encoders' fused inference loop,
   :mod:`g2gt.nn.residual_norm`) would skip a hook someone registered.
+* :func:`device_assert` -- ``torch._assert_async``: a check of a tensor condition that the GPU runs in its
+  queue, so that validating labels does not make the host wait for the GPU at every attention call.
 * :func:`extension_baton` -- where ``torch.utils.cpp_extension.load`` keeps the lock file it waits on
   (``torch.utils.file_baton.FileBaton`` at ``<build_directory>/lock``), so that the label-kernel loader
   (``g2gt.nn.cpp_build``) can clear one left by a killed build.
@@ -38,7 +40,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-__all__ = ["amx_tile_supported", "cpu_bf16_supported", "extension_baton", "has_forward_hooks",
+__all__ = ["amx_tile_supported", "cpu_bf16_supported", "device_assert", "extension_baton", "has_forward_hooks",
            "int8_linear_quantizer", "keep_freed_memory"]
 
 def _cpu_probe(name: str) -> bool:
@@ -175,3 +177,21 @@ def extension_baton(build_directory: str | os.PathLike) -> Path | None:
     if not callable(getattr(FileBaton, "wait", None)):
         return None
     return Path(build_directory) / _BATON_NAME
+
+
+def device_assert(condition: torch.Tensor, message: str) -> bool:
+    """Queue a check that the one-element bool tensor ``condition`` is True, without reading it on the host.
+
+    Uses the private ``torch._assert_async(condition, message)``: on a GPU a failed check stops the process's
+    CUDA context with a device-side assertion (the error is reported at the next sync, with ``message`` where
+    torch keeps it); on the CPU it raises ``RuntimeError`` at once. Returns False where this torch lacks it
+    (callers then check on the host, ``bool(condition)``: a sync).
+    """
+    fn = getattr(torch, "_assert_async", None)
+    if fn is None:
+        return False
+    try:
+        fn(condition, message)
+    except TypeError:  # a torch without the message overload
+        fn(condition)
+    return True

@@ -2,7 +2,8 @@
 
 * :class:`TrainConfig`: the :class:`g2gt.core.train.Trainer`'s settings;
 * :func:`option`: a dataclass field whose metadata carries its help text and option group;
-* :func:`dataclass_from_dict`: one way to rebuild any config dataclass from JSON-like data.
+* :func:`dataclass_from_dict`: one way to rebuild any config dataclass from JSON-like data;
+* :class:`Preset`: a named variant of a command's recipe (``g2gt train parser --preset gpu``).
 
 A training recipe is an *instance* of :class:`TrainConfig` (``PARSER_TRAIN = TrainConfig(lr=1.5e-3, ...)``)
 and its maker a :func:`dataclasses.replace` of it; no recipe is a dict.
@@ -14,13 +15,19 @@ import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-__all__ = ["AMP_HELP", "AMP_MODES", "DictConfig", "TrainConfig", "dataclass_from_dict", "option",
+__all__ = ["AMP_HELP", "AMP_MODES", "GPU_BUDGET_GIB", "GPU_BUDGET_MAX", "DictConfig", "Preset", "TrainConfig", "dataclass_from_dict", "option",
            "recipe_overrides", "model_fields"]
 
 T = TypeVar("T")
 
 #: values of ``amp`` (see :func:`g2gt.core.train.autocast_dtype`) and their one-line help
 AMP_MODES = ("auto", "bf16", "fp16", "none")
+#: on CUDA a training batch holds the CPU budget times (GPU memory in GiB // GPU_BUDGET_GIB), between 1 and
+#: GPU_BUDGET_MAX times (:func:`g2gt.core.runtime.train_batch_tokens`): 8x on an H200 (140 GiB), 4x on an 80 GB
+#: H100 / A100, 1x on a 16-24 GB card. A first guess that fits the GPU presets' activations in memory; the
+#: throughput it gives is to be measured (benchmarks/gpu_check.py)
+GPU_BUDGET_GIB = 16
+GPU_BUDGET_MAX = 8
 AMP_HELP = "autocast: auto (bf16/fp16 on CUDA, bf16 on CPUs with native bf16, else off), bf16, fp16 or none"
 
 
@@ -181,3 +188,40 @@ def model_fields(config: Any, data_fields: Any = (), changed: bool = False) -> d
     values = recipe_overrides(config) if changed else {f.name: getattr(config, f.name)
                                                        for f in dataclasses.fields(config)}
     return {k: v for k, v in values.items() if k not in set(data_fields)}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named variant of a training command's recipe, chosen with ``--preset NAME``: it sets the options its
+    configs change, and options given on the command line win.
+
+    Like the recipes, a preset is made of config *instances*: the model config's fields that differ from their
+    class defaults and the :class:`TrainConfig` fields that differ from the command's recipe are what it sets
+    (:meth:`values`). The training batch budget is not among them: ``--batch-tokens`` keeps its device-sized
+    default (:func:`g2gt.core.runtime.train_batch_tokens`).
+
+    Args:
+        name: the ``--preset`` value.
+        summary: one line for ``--help`` and the docs.
+        model: the model config (e.g. a ``ParserConfig``).
+        train: the optimisation and budget settings.
+    """
+
+    name: str
+    summary: str
+    model: Any
+    train: TrainConfig
+
+    def values(self, recipe: TrainConfig) -> dict[str, Any]:
+        """The settings the preset changes: field name -> value (model fields first).
+
+        Args:
+            recipe: the command's :class:`TrainConfig` recipe, which the ``train`` fields are compared with.
+
+        Returns:
+            Field name -> value.
+        """
+        out = recipe_overrides(self.model)
+        out.update({f.name: getattr(self.train, f.name) for f in dataclasses.fields(TrainConfig)
+                    if getattr(self.train, f.name) != getattr(recipe, f.name)})
+        return out

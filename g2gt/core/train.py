@@ -23,6 +23,11 @@ Each optimizer step normalises by the tokens of all its micro-batches on all
 ranks, so one process with ``accum_steps = k`` and ``k`` processes with
 ``accum_steps = 1`` take the same step.
 
+Nothing is read back from the device per update (with one process): ``num_tokens`` is called on the host batch
+before it moves, the summed losses stay on the device and are read once per ``log.jsonl`` line and evaluation
+(where a non-finite loss is warned about), so a GPU never waits for the host between two log lines. A task's
+``loss`` should keep it so: no ``.item()``, boolean-mask selection or ``nonzero()`` on device tensors.
+
 Threads, autocast, batch moving, RNG states and the ranks' collectives live in :mod:`g2gt.core.runtime`
 (:func:`set_threads`, :func:`autocast_dtype`, :func:`autocast_context` and :func:`move_to_device` are
 importable from here too); a whole recipe run (``config.json``, averaging) in :mod:`g2gt.core.run`.
@@ -152,6 +157,7 @@ class Trainer:
         self._last_eval_step: int | None = None
         self._train_loss, self._train_tokens = 0.0, 0  # since the last evaluation
         self._log_loss, self._log_tokens, self._log_t0 = 0.0, 0, 0.0  # since the last log line
+        self._pending: torch.Tensor | None = None  # summed loss on the device, not yet added to the two above
 
     @property
     def autocast(self):
@@ -300,7 +306,29 @@ class Trainer:
             with open(self.out_dir / "log.jsonl", "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
 
+    def _accumulate(self, loss_sum: torch.Tensor) -> None:
+        """Add a summed loss to the device-side accumulator: no host sync (it is read by :meth:`_flush_loss`)."""
+        # float64 where the device has it: the flushed sums equal adding each step's float32 loss in Python
+        value = loss_sum.detach().to(torch.float32 if self.device.type == "mps" else torch.float64)
+        self._pending = value if self._pending is None else self._pending + value
+
+    def _flush_loss(self) -> None:
+        """Read the device-side loss sum (ONE host sync) into the log line's and the evaluation's sums.
+
+        Called at the log and evaluation intervals only; a NaN / inf loss since the previous flush is reported
+        here (a warning naming the steps), not checked every step.
+        """
+        if self._pending is None:
+            return
+        value = self._pending.item()
+        self._pending = None
+        if value != value or value in (float("inf"), float("-inf")):
+            _log.warning(f"non-finite training loss ({value}) in the updates up to step {self.step}")
+        self._log_loss += value
+        self._train_loss += value
+
     def _log_train(self) -> dict:
+        self._flush_loss()
         now = self.clock()
         entry = {"kind": "train", "step": self.step, "epoch": self.epoch, "lr": self.lr,
                  "loss": self._log_loss / max(self._log_tokens, 1),
@@ -326,6 +354,7 @@ class Trainer:
             The metrics of ``task.evaluate`` with ``kind``, ``step``, ``epoch``, ``lr`` (and ``train_loss``) added, on
                 rank 0; ``{}`` on the other ranks.
         """
+        self._flush_loss()
         model = self.model
         was = model.training
         metrics: dict = {}
@@ -358,18 +387,19 @@ class Trainer:
         self.best = from_main(self.best, self.world_size)
         return metrics
 
-    def _micro_step(self, batches: list, run_model) -> tuple[float, int]:
-        """Forward/backward ``batches`` as one optimizer step; returns (summed loss, local tokens).
+    def _micro_step(self, batches: list, run_model, n_local: int) -> None:
+        """Forward/backward ``batches`` (on the device) as one optimizer step; their summed losses go to the
+        device-side accumulator (:meth:`_accumulate`): nothing here reads a tensor on the host with one process.
 
-        The loss is normalised by the tokens of all micro-batches on all ranks, so
-        ``k`` ranks x ``accum_steps=1`` == 1 rank x ``accum_steps=k`` on the same batches.
+        The loss is normalised by the tokens of all micro-batches on all ranks (``n_local``: this rank's, counted
+        on the host batches), so ``k`` ranks x ``accum_steps=1`` == 1 rank x ``accum_steps=k`` on the same batches.
         """
-        n_local = sum(int(self.task.num_tokens(b)) for b in batches)
-        n_total = torch.tensor(float(n_local), device=self.device)
-        if self.world_size > 1:
-            dist.all_reduce(n_total)
-        denom = max(float(n_total), 1.0) / self.world_size  # DDP averages gradients over ranks
-        total = 0.0
+        n_total = float(n_local)
+        if self.world_size > 1:  # one small collective (and read) per update under DDP
+            box = torch.tensor(n_total, device=self.device)
+            dist.all_reduce(box)
+            n_total = float(box)
+        denom = max(n_total, 1.0) / self.world_size  # DDP averages gradients over ranks
         for i, b in enumerate(batches):
             sync = self.ddp is None or i == len(batches) - 1
             with contextlib.nullcontext() if sync else self.ddp.no_sync():
@@ -377,7 +407,7 @@ class Trainer:
                     loss_sum = self.task.loss(run_model, b)
                 loss = loss_sum.float() / denom
                 (self.scaler.scale(loss) if self.scaler else loss).backward()
-            total += float(loss_sum.detach())
+            self._accumulate(loss_sum)
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
         if self.cfg.grad_clip > 0:
@@ -390,7 +420,6 @@ class Trainer:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
-        return total, n_local
 
     def _prepare_folder(self, resumed: bool) -> None:
         """Rank 0, holding the lock: remove temporaries of a killed write; make ``log.jsonl`` and the step
@@ -466,12 +495,12 @@ class Trainer:
                         break
                 if len(group) < cfg.accum_steps:
                     break  # drop an incomplete accumulation group (same on every rank)
+                # tokens counted on the host batches, before they move: no device read per step
+                ntok = sum(int(self.task.num_tokens(b)) for b in group)
                 group = [move_to_device(b, self.device) for b in group]
-                loss_sum, ntok = self._micro_step(group, run_model)
+                self._micro_step(group, run_model, ntok)
                 self.batches_done += len(group)
-                self._train_loss += loss_sum
                 self._train_tokens += ntok
-                self._log_loss += loss_sum
                 self._log_tokens += ntok
                 if self.step % max(1, cfg.log_every) == 0:
                     entry = self._log_train()

@@ -64,11 +64,9 @@ def unfused_attention(
         allowed = keep if allowed is None else allowed & keep
     dead = None
     if allowed is not None:
+        # always applied (asking whether any row is dead would read the mask on the host: a sync per call)
         dead = ~allowed.any(-1, keepdim=True)  # [B|1, H|1, nq, 1]
-        if bool(dead.any()):
-            allowed = allowed | dead
-        else:
-            dead = None
+        allowed = allowed | dead
     weights = None
     if labels is None and not autograd_path:
         fast_causal = causal and key_padding_mask is None and keep is None and add is None and offset == 0 and nq == nk

@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..core import runtime
+
 __all__ = ["MLP", "BiaffineArcScorer", "BiaffineLabelScorer", "Tagger", "CharCNNWordEncoder"]
 
 
@@ -171,6 +173,9 @@ class CharCNNWordEncoder(nn.Module):
     the max-pool as a scatter-max into each word: no work for the padding of a batch whose longest word is
     much longer than the others, and on CPU several times faster than a padded ``conv1d`` in bfloat16. The
     weights are ``nn.Conv1d``'s (``conv.weight [filters, char_dim, kernel]``); the function is the same.
+    Selecting the real characters reads their count on the host, so off the CPU (where that is a sync that
+    stalls the GPU's queue every forward, :func:`g2gt.core.runtime.host_reads_are_free`) the product runs over
+    every position, the padding masked out of the max.
 
     Shapes: ``chars [N, m]`` long -> ``[N, out_dim]``.
     """
@@ -203,9 +208,14 @@ class CharCNNWordEncoder(nn.Module):
         left = k // 2
         e = F.pad(self.dropout(self.embed(chars)), (0, 0, left, k - 1 - left))  # [N, m + k - 1, c]
         real = chars != 0
+        filters = self.conv.weight.permute(0, 2, 1).reshape(self.conv.out_channels, -1)  # [f, k * c]
+        if not runtime.host_reads_are_free(chars):
+            windows = torch.cat([e[:, t:t + m] for t in range(k)], -1)  # [N, m, k * c]
+            z = F.linear(windows, filters, self.conv.bias).masked_fill(~real[..., None], 0.0)  # [N, m, f]
+            # max over the real characters and the 0 floor (the scatter-max's start): ReLU(max) = max(ReLU)
+            return self.proj(z.amax(1).clamp_min(0.0))
         word = real.nonzero()[:, 0]  # [P]: the word of each real character
         windows = torch.cat([e[:, t:t + m][real] for t in range(k)], -1)  # [P, k * c]
-        filters = self.conv.weight.permute(0, 2, 1).reshape(self.conv.out_channels, -1)  # [f, k * c]
         z = F.linear(windows, filters, self.conv.bias)  # [P, f], before the ReLU
         # max over each word's characters; ReLU(max) = max(ReLU), and the zeros it starts from are ReLU's floor
         pooled = z.new_zeros(n, z.shape[1]).scatter_reduce_(0, word[:, None].expand_as(z), z, "amax")

@@ -22,6 +22,8 @@ import warnings
 import torch
 from torch import Tensor
 
+from ..core import runtime
+from ..core._compat import device_assert
 from . import label_blocked, label_cpp, label_triton
 from .label_flex import flex_attention_available, flex_label_attention, flex_trains_label_bias
 
@@ -221,6 +223,13 @@ def check_labels(labels: Tensor, sizes: Sequence[int], multi_channel: bool, B: i
         raise ValueError(f"labels cover {tuple(labels.shape[-2:])} pairs but attention is ({nq}, {nk})")
     if labels.dtype.is_floating_point or labels.dtype == torch.bool:
         raise TypeError(f"labels must be an integer tensor, got {labels.dtype}")
+    if labels.numel() and not runtime.host_reads_are_free(labels):
+        # checked in the device's queue: reading the range on the host would make it wait for the GPU every call
+        ok = torch.stack([(lo >= 0) & (hi < size) for c, size in enumerate(sizes)
+                          for lo, hi in [torch.aminmax(labels[:, c])]]).all()
+        if device_assert(ok, f"labels out of range for GraphAttention's num_labels={list(sizes)} (ids of channel "
+                             "c must lie in 0..num_labels[c]-1)"):
+            return labels
     if labels.numel():
         for c, size in enumerate(sizes):  # one pass over each channel (aminmax), not one for min and one for max
             lo, hi = (int(t) for t in torch.aminmax(labels[:, c]))

@@ -157,9 +157,10 @@ class G2GTransformer(nn.Module):
     def _embed(self, table: nn.Embedding, tokens: Tensor, offset: int = 0) -> Tensor:
         x = table(tokens) * math.sqrt(self.config.d_model)
         if self.config.positions != "none":
+            last = int(offset) + tokens.shape[1] - 1  # on the host: reading pos[-1] would be a device sync
+            if tokens.shape[1] and last >= self.config.max_positions and self.pos_embed is not None:
+                raise ValueError(f"position {last} exceeds max_positions={self.config.max_positions}")
             pos = torch.arange(offset, offset + tokens.shape[1], device=tokens.device)
-            if pos.numel() and int(pos[-1]) >= self.config.max_positions and self.pos_embed is not None:
-                raise ValueError(f"position {int(pos[-1])} exceeds max_positions={self.config.max_positions}")
             pe = self.pos_embed(pos) if self.pos_embed is not None else sinusoidal_positions(pos, x.shape[-1])
             x = x + pe.to(x.dtype)
         return self.embed_dropout(x)

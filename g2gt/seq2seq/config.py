@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..core.config import DictConfig, TrainConfig, option
+from ..core.config import DictConfig, Preset, TrainConfig, option
 from ..errors import Error
 
-__all__ = ["DEFAULT_BEAM", "SEQ2SEQ_TRAIN", "Seq2SeqConfig", "Seq2SeqSettings", "SELECT_MODES", "TranslateConfig",
+__all__ = ["DEFAULT_BEAM", "SEQ2SEQ_GPU", "SEQ2SEQ_PRESETS", "SEQ2SEQ_TRAIN", "Seq2SeqConfig", "Seq2SeqSettings", "SELECT_MODES", "TranslateConfig",
            "check_metric", "seq2seq_train_config"]
 
 #: The beam size of translation everywhere: Translator, ``g2gt translate`` and the final dev translation.
@@ -237,3 +237,17 @@ class Seq2SeqConfig(DictConfig):
                     attention_dropout=self.attention_dropout, decoder_max_distance=self.max_distance,
                     value_labels=self.value_labels, positions=self.positions,
                     max_positions=max(1024, self.max_len + 2))
+
+
+#: ``g2gt train seq2seq --preset gpu``: a Transformer-base-sized model (d_model 512, 6 + 6 layers, 8 heads, FFN
+#: 2048, dropout 0.2) under bfloat16 autocast, 3,000 updates of the device-sized batches (16,384 tokens on an H200,
+#: ~120 epochs of Multi30k) at most 10 minutes, for one H200. The step count is an estimate: its speed and BLEU are
+#: to be measured on a GPU (benchmarks/gpu_check.py).
+SEQ2SEQ_GPU = Preset(
+    "gpu", "a Transformer-base-sized model (d_model 512, 6+6 layers, 8 heads, FFN 2048, dropout 0.2) for ~10 "
+    "minutes of one H200: bf16 autocast, the device-sized --batch-tokens, 3000 updates (at most 10 minutes), a dev "
+    "evaluation every 300",
+    Seq2SeqConfig(d_model=512, num_layers=6, num_heads=8, ffn_dim=2048, dropout=0.2),
+    replace(SEQ2SEQ_TRAIN, amp="bf16", max_steps=3000, max_minutes=10.0, eval_every=300))
+#: the presets of ``g2gt train seq2seq --preset NAME``
+SEQ2SEQ_PRESETS = {p.name: p for p in (SEQ2SEQ_GPU,)}

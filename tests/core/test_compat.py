@@ -142,3 +142,11 @@ def test_has_forward_hooks_sees_module_and_global_hooks():
         assert _compat.has_forward_hooks(a)
         handle.remove()
     assert not _compat.has_forward_hooks(a, b)
+
+
+def test_device_assert_queues_a_check_without_reading_it(monkeypatch):
+    assert _compat.device_assert(torch.tensor(True), "fine") is True
+    with pytest.raises(RuntimeError):  # on a CPU the queued check runs at once
+        _compat.device_assert(torch.tensor(False), "labels out of range")
+    monkeypatch.delattr(torch, "_assert_async")
+    assert _compat.device_assert(torch.tensor(False), "unchecked") is False  # the caller checks on the host

@@ -51,3 +51,30 @@ def test_gpu_check_needs_no_device_to_refuse_a_bad_step_name():
     done = subprocess.run([sys.executable, str(SCRIPT), "--skip", "bogus"], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 2 and "unknown step(s) ['bogus']" in done.stderr
+
+
+def test_gpu_check_training_summary_of_both_presets(tmp_path):
+    gc = _module()
+    (tmp_path / "config.json").write_text(json.dumps({"task": {"refine_train": "self"}}))
+    assert gc._passes(tmp_path) == 2  # the parser's tokens/s counts each word once per pass
+    log = tmp_path / "log.jsonl"
+    rows = [{"kind": "train", "step": 10, "tokens_per_s": 1.0}] + [
+        {"kind": "train", "step": 10 * k, "tokens_per_s": 1000.0 * k} for k in (2, 3, 4)] + [
+        {"kind": "eval", "step": 40, "dev_loss": 3.5, "bleu": 12.25}]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    parser = gc._training_summary(log, "las", "words", gc._passes(tmp_path))
+    assert parser[-1] == "training speed 1,500 words/s"  # the median after the first line, halved
+    mt = gc._training_summary(log, "bleu", "target tokens")
+    assert "best dev BLEU 12.25 at step 40 (dev loss 3.500)" in mt and mt[-1] == "training speed 3,000 target tokens/s"
+
+
+@pytest.mark.slow
+def test_gpu_check_runs_both_training_steps_on_a_cpu(tmp_path):
+    """``--device cpu``: the two preset trainings on the shipped samples, a few seconds each (about 90 s)."""
+    env = {**os.environ, "G2GT_DATA": str(tmp_path / "no-data"), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--minutes", "0.05", "--skip-final",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "## train parser (preset gpu): ok" in done.stdout and "## train seq2seq (preset gpu): ok" in done.stdout
+    assert (tmp_path / "out" / "parser-gpu" / "best.pt").is_file()
+    assert (tmp_path / "out" / "seq2seq-gpu" / "best.pt").is_file()

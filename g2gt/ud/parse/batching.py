@@ -145,13 +145,14 @@ def dependency_labels(heads: Tensor, rels: Tensor, valid: Tensor, dtype: torch.d
     (:func:`g2gt.core.batch.compact_dtype` of ``2 + 2 * max r``): ``n * n`` bytes instead of ``8 n * n``.
     """
     B, n = heads.shape
-    out = torch.zeros(B, n, n, dtype=dtype, device=heads.device)
-    b, i = valid.nonzero(as_tuple=True)
-    if b.numel():
-        h = heads[b, i].clamp(0, n - 1)
-        r = rels[b, i]
-        out[b, h, i] = (2 + 2 * r).to(dtype)
-        out[b, i, h] = (1 + 2 * r).to(dtype)
+    # two scatters on the device (no nonzero(), which reads the mask on the host); an invalid node writes into
+    # an extra row / column n, cut off at the end; "rel↑" is written last, so it wins where two nodes are each
+    # other's heads
+    out = torch.zeros(B, n + 1, n + 1, dtype=dtype, device=heads.device)
+    h = torch.where(valid, heads.clamp(0, n - 1), n)
+    out.scatter_(1, h[:, None, :], (2 + 2 * rels).to(dtype)[:, None, :])  # out[b, h_i, i] = 2 + 2 r_i
+    out.scatter_(2, h[:, :n, None], (1 + 2 * rels).to(dtype)[:, :, None])  # out[b, i, h_i] = 1 + 2 r_i
+    out = out[:, :n, :n].contiguous()
     return out
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ...core.config import DictConfig, TrainConfig
+from ...core.config import DictConfig, Preset, TrainConfig
 
-__all__ = ["ParserConfig", "parser_train_config", "PARSER_TRAIN", "DATA_FIELDS"]
+__all__ = ["ParserConfig", "parser_train_config", "PARSER_TRAIN", "DATA_FIELDS", "PARSER_GPU", "PARSER_PRESETS"]
 
 #: the :class:`ParserConfig` fields a training run sets from its data (vocabulary sizes, treebank names)
 DATA_FIELDS = ("num_words", "num_chars", "num_upos", "num_rels", "num_xpos", "num_feats", "num_lemma_rules",
@@ -79,3 +79,16 @@ class ParserConfig(DictConfig):
         if not d["treebanks"]:
             del d["treebanks"]
         return d
+
+
+#: ``g2gt train parser --preset gpu``: a parser twice as wide and deep (d_model 512, 8 layers, FFN 2048, 8 heads of
+#: 64) under bfloat16 autocast, 2,000 updates of the device-sized batches (12,000 words on an H200, ~120 epochs
+#: of UD EWT) at most 10 minutes, for one H200. The step count is an estimate: its speed and LAS are to be
+#: measured on a GPU (benchmarks/gpu_check.py).
+PARSER_GPU = Preset(
+    "gpu", "a bigger parser (d_model 512, 8 layers, FFN 2048) for ~10 minutes of one H200: bf16 autocast, "
+    "the device-sized --batch-tokens, 2000 updates (at most 10 minutes), lr 1e-3, a dev evaluation every 200",
+    ParserConfig(d_model=512, num_layers=8, ffn_dim=2048, arc_dim=512, label_dim=128),
+    replace(PARSER_TRAIN, lr=1e-3, amp="bf16", max_steps=2000, max_minutes=10.0, eval_every=200))
+#: the presets of ``g2gt train parser --preset NAME``
+PARSER_PRESETS = {p.name: p for p in (PARSER_GPU,)}

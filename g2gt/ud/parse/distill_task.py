@@ -133,9 +133,10 @@ def _mapped(probs: Tensor, cmap: Tensor, size: int) -> tuple[Tensor, Tensor]:
     classes dropped), renormalised per word; returns ``(probs [B, n, size], weight [B, n])``, weight 0 where
     no probability mapped."""
     cmap = cmap.to(probs.device)
-    keep = cmap >= 0
-    out = probs.new_zeros(*probs.shape[:-1], size)
-    out.index_add_(-1, cmap[keep], probs[..., keep])
+    # unmapped classes go to an extra column, cut off (no boolean selection: it would read cmap on the host)
+    out = probs.new_zeros(*probs.shape[:-1], size + 1)
+    out.index_add_(-1, torch.where(cmap >= 0, cmap, size), probs)
+    out = out[..., :size]
     mass = out.sum(-1)
     weight = (mass > 0).to(probs.dtype)
     return out / mass.clamp_min(torch.finfo(probs.dtype).tiny)[..., None], weight
@@ -210,8 +211,10 @@ def average_targets(teachers: Sequence[Teacher], outputs: Sequence[TeacherOutput
 def _kl(logits: Tensor, q: Tensor, mask: Tensor, temperature: float) -> Tensor:
     """``sum over masked rows of KL(q || softmax(logits / T))`` (rows ``[..., K]``; classes with ``q = 0``,
     e.g. the ``-inf`` padded / self columns of arcs, add nothing)."""
-    logp = torch.log_softmax(_wide(logits[mask]) / temperature, -1)
-    qm = q[mask].to(logp.dtype)
+    # every row is computed and the others' terms zeroed: selecting rows with logits[mask] reads the mask on the
+    # host (a device sync per call)
+    logp = torch.log_softmax(_wide(logits) / temperature, -1)
+    qm = q.to(logp.dtype).masked_fill(~mask[..., None], 0.0)
     logp = logp.masked_fill(qm <= 0, 0.0)
     return (torch.xlogy(qm, qm) - qm * logp).sum()
 
@@ -333,6 +336,7 @@ class DistillTask:
         for t, slot in zip(self.teachers, self.slots):
             if next(t.model.parameters()).device != g.tokens.device:
                 t.model.to(g.tokens.device)
+                t.maps = {k: v.to(g.tokens.device) for k, v in t.maps.items()}  # once, not a copy per step
             outputs.append(teacher_pass(t, sb if slot < 0 else batch.teacher_batches[slot], self.temperature))
         return average_targets(self.teachers, outputs, self.sizes, wm, self.gold_heads(batch), self.temperature)
 

@@ -177,10 +177,10 @@ class ParserModel(nn.Module):
         Scalar, float32 or wider."""
         arc, rel, tags, _ = out
         m = words_mask
-        loss = (F.cross_entropy(arc[m].float(), gold_heads[m], reduction="sum")
-                + F.cross_entropy(rel[m].float(), gold_rels[m], reduction="sum"))
+        # the other words' targets are ignored (not selected with arc[m]: a boolean index reads the mask on the host)
+        loss = _masked_ce(arc, gold_heads, m) + _masked_ce(rel, gold_rels, m)
         for name, gold in gold_tags.items():
-            loss = loss + F.cross_entropy(tags[name][m].float(), gold[m], reduction="sum")
+            loss = loss + _masked_ce(tags[name], gold, m)
         return loss
 
     def forward(self, words: Tensor, char_ids: Tensor, word_types: Tensor, padding_mask: Tensor,
@@ -381,3 +381,10 @@ def top_classes(logits: Tensor, k: int) -> Tensor:
         out.append(idx)
         logits.scatter_(-1, idx, float("-inf"))
     return torch.cat(out, -1) if out else logits.new_zeros(logits.shape[0], 0, dtype=torch.long)
+
+
+def _masked_ce(logits: Tensor, gold: Tensor, mask: Tensor) -> Tensor:
+    """Summed float32 cross-entropy of ``logits [B, n, K]`` against ``gold [B, n]`` over ``mask [B, n]``'s
+    positions, without a host sync (the others' targets are ``ignore_index``)."""
+    target = gold.masked_fill(~mask, -100)
+    return F.cross_entropy(logits.flatten(0, 1).float(), target.flatten(), ignore_index=-100, reduction="sum")

@@ -105,8 +105,20 @@ class ParsingTask:
         sampler.set_epoch(epoch, skip)
         base = (self.seed * 7919 + epoch) * 1_000_003
         for k, idx in enumerate(sampler):
-            yield make_batch([examples[i] for i in idx], idx, self.vocab, self.max_distance,
-                             corrupt_seed=base + (skip + k) * world_size + rank)
+            batch = make_batch([examples[i] for i in idx], idx, self.vocab, self.max_distance,
+                               corrupt_seed=base + (skip + k) * world_size + rank)
+            if self.refine_train == "corrupt":
+                # drawn here, on the host batch: in loss() it would read the device tensors back every step
+                nf = batch.graph.node_features
+                nf["refine_head"], nf["refine_rel"] = self._corrupt(batch)
+            yield batch
+
+    def _corrupt(self, batch: ParseBatch) -> tuple[Tensor, Tensor]:
+        """The corrupted gold graph of ``batch`` (heads, relations ``[B, n]``), drawn from its ``corrupt_seed``."""
+        g = batch.graph
+        gen = torch.Generator().manual_seed(batch.corrupt_seed)
+        return corrupt_graph(g.node_features["head"], g.node_features["rel"], batch.words_mask,
+                             len(self.vocab.rels), self.corrupt_max, gen)
 
     def num_tokens(self, batch: ParseBatch) -> int:
         return batch.num_words * (1 if self.refine_train == "none" else 2)
@@ -125,8 +137,8 @@ class ParsingTask:
         if self.refine_train == "self":
             refine = "self"
         elif self.refine_train == "corrupt":
-            gen = torch.Generator().manual_seed(batch.corrupt_seed)
-            heads, rels = corrupt_graph(gold_h, gold_r, m, len(self.vocab.rels), self.corrupt_max, gen)
+            nf = g.node_features
+            heads, rels = (nf["refine_head"], nf["refine_rel"]) if "refine_head" in nf else self._corrupt(batch)
             refine, graph = "graph", dependency_labels(heads, rels, m)
         gold_tags = {k: g.node_features[k] for k in TAG_HEADS if k in g.node_features}
         return model(words, batch.char_ids, batch.word_types, g.padding_mask, batch.position,
