@@ -1,8 +1,10 @@
 """Shared pytest setup: single-threaded torch (the test machine is shared), deterministic seeds, and the
-``cpp_kernel`` fixture (the compiled C++ label kernel, required wherever it can be built)."""
+``cpp_kernel`` fixture (the compiled C++ label kernel, required wherever it can be built), and ``g2gt_log`` (the
+library logger's records)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -52,3 +54,26 @@ def cpp_kernel(monkeypatch):
         pytest.fail("the C++ label kernel did not build although a compiler and ninja are present: "
                     f"{label_cpp.build_error()}")
     return ops
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def messages(self, level: int | None = None) -> list[str]:
+        return [r.getMessage() for r in self.records if level is None or r.levelno == level]
+
+
+@pytest.fixture
+def g2gt_log(monkeypatch):
+    """The records of the library's logger (``logging.getLogger("g2gt")``) during the test, at every level and
+    whatever an earlier test's CLI run did to its handlers and propagation: ``g2gt_log.messages(logging.INFO)``."""
+    logger, seen = logging.getLogger("g2gt"), _Records()
+    monkeypatch.setattr(logger, "level", logging.DEBUG)
+    logger.addHandler(seen)
+    yield seen
+    logger.removeHandler(seen)

@@ -264,7 +264,7 @@ def test_second_run_on_a_busy_folder_stops_naming_the_holder(tmp_path):
     assert not (out / ".lock").exists()
 
 
-def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path, capsys):
+def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path, g2gt_log):
     import socket
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -272,7 +272,7 @@ def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path, capsys):
     tmp_path.mkdir(exist_ok=True)
     (tmp_path / ".lock").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": 0}))
     Trainer(tiny_model(), _task(), _cfg(max_steps=1), tmp_path).fit()
-    err = capsys.readouterr().err
+    err = " ".join(g2gt_log.messages())
     assert "stale lock" in err and f"pid {dead.pid}" in err
     assert (tmp_path / "last.pt").exists() and not (tmp_path / ".lock").exists()
 

@@ -182,16 +182,7 @@ def test_nothing_quadratic_is_saved_for_backward(path, monkeypatch):
     assert m.label_key.grad.abs().max() > 0 and m.label_value.grad.abs().max() > 0
 
 
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-def test_kernel_choice_and_build_fallback(tmp_path, monkeypatch, capfd):
+def test_kernel_choice_and_build_fallback(tmp_path, monkeypatch, capfd, g2gt_log):
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
     monkeypatch.setenv("G2GT_LABEL_KERNEL", "torch")
     assert label_cpp.cpp_kernels() is None
@@ -204,20 +195,14 @@ def test_kernel_choice_and_build_fallback(tmp_path, monkeypatch, capfd):
     capfd.readouterr()
     broken = tmp_path / "broken.cpp"
     broken.write_text('#include "no_such_header_g2gt.h"\n')
-    logger, seen = logging.getLogger("g2gt"), _Records()  # the library's logger, whatever its configuration
-    logger.addHandler(seen)
-    monkeypatch.setattr(logger, "level", logging.INFO)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            assert label_cpp.build(broken) is None
-    finally:
-        logger.removeHandler(seen)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert label_cpp.build(broken) is None
     notes = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(notes) == 1 and "could not build the C++ label-attention kernel" in notes[0]
     assert "\n" not in notes[0]  # one line
     assert label_cpp.build_error() == notes[0]
-    said = [r.getMessage() for r in seen.records if r.levelno == logging.INFO]
+    said = g2gt_log.messages(logging.INFO)
     assert said == [label_cpp.ANNOUNCE.removeprefix("g2gt: ")]  # the wait is announced once, before the compiler runs
 
 
