@@ -133,6 +133,10 @@ def _install_log_handler(level: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``g2gt`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    if argv is None:  # the command itself: glibc's malloc without its cache of freed blocks (flat memory)
+        from ..core.malloc_tunables import run_without_malloc_cache
+
+        run_without_malloc_cache()
     _plain_g2gt_warnings()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
