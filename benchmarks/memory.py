@@ -207,7 +207,7 @@ def run_corpus(counts: list[int], raw_mb: list[float], workdir: Path, formats: l
     jobs += [("raw", mb, "conllu") for mb in raw_mb] if "parse" in commands else []
     jobs += [(c, s, "conllu") for c in commands if c != "parse" for s in counts]
     for kind, size, fmt in jobs:
-        src = workdir / ("in.conllu" if kind == "conllu" else "in.txt")
+        src = workdir / ("in.txt" if kind == "raw" else "in.conllu")
         out = workdir / f"out.{fmt}"
         if kind != "raw":
             with open(src, "w", encoding="utf-8") as f:
