@@ -5,10 +5,11 @@ the one heap, which is never trimmed). glibc's per-thread cache (*tcache*) then 
 each size up to 1,032 bytes without merging them with their neighbours; such blocks, left between the large
 blocks of freed batch tensors, cut the heap's free space into pieces too small for the next batch's tensors,
 so the heap grows at its top although the memory in use does not. Over UD EWT repeated to 56,028 sentences
-(``g2gt parse``, ``mallinfo2`` after each chunk): in use 105 MB after every chunk, the heap 242 -> 261 MB
-over 10 chunks and up to ~300 MB by the end, peak RSS 1.16x that of 2,001 sentences. Without the cache
-(``GLIBC_TUNABLES=glibc.malloc.tcache_count=0``) the freed blocks merge at once, and the heap stays near what
-the largest chunk needs, at the same speed (docs/benchmarks.md, "Memory over a corpus").
+(``g2gt parse``, ``mallinfo2`` after each chunk): in use 105 MB after every chunk, the heap 229 -> 283 MB
+over 10 chunks, peak RSS 1.16x that of 2,001 sentences. Without the cache
+(``GLIBC_TUNABLES=glibc.malloc.tcache_count=0``) the freed blocks merge at once: the heap starts smaller and
+grows more slowly (186 -> 219 MB over 7 chunks; peak RSS 34-44 MB lower at 2,001 and 56,028 sentences), at
+the same speed, though it still grows (1.15x; docs/benchmarks.md, "Memory over a corpus").
 
 The cache can only be turned off when a process starts (glibc reads ``GLIBC_TUNABLES`` then), so
 :func:`run_without_malloc_cache` runs the command again, at once, with it set (one ``execve``, before any
