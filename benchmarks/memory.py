@@ -14,11 +14,14 @@ Every measurement runs in a fresh child process and reads that child's own peak 
   ``$G2GT_DATA``, repeated), written as CoNLL-U and as JSON, and on raw text of B bytes (the treebank's
   ``# text`` lines, a paragraph per 5 sentences); a markdown table of peak RSS with the ratio to the smallest
   size of each kind. Target: flat (ratio within 1.1). Without ``$G2GT_DATA`` it says so and exits 0.
+  ``--commands enhance coref`` measures ``g2gt enhance`` and ``g2gt coref`` on the same gold CoNLL-U as well
+  (``parse``, the default, is ``g2gt parse``).
 
     python benchmarks/memory.py long --words 1000 2000 5000
     python benchmarks/memory.py stream --model runs/tiny --sentences 500 50000
     python benchmarks/memory.py stream --train-tiny /tmp/tiny --sentences 500 50000   # train a tiny model first
     python benchmarks/memory.py corpus --sentences 2000 56000 --raw-mb 1 16
+    python benchmarks/memory.py corpus --sentences 2001 56028 --raw-mb --commands enhance coref
 
 Run it with ``nice`` and ``OMP_NUM_THREADS=1`` on a shared machine; the numbers are memory, not time, and
 depend little on the load (times are printed for information only).
@@ -192,16 +195,21 @@ def _raw_text(blocks: list[str], size: int) -> str:
     return "".join(out)
 
 
-def run_corpus(counts: list[int], raw_mb: list[float], workdir: Path, formats: list[str]) -> list[dict] | None:
+def run_corpus(counts: list[int], raw_mb: list[float], workdir: Path, formats: list[str],
+               commands: tuple[str, ...] = ("parse",)) -> list[dict] | None:
+    """One child per (command, input); ``commands``: ``parse`` (``g2gt parse`` in each of ``formats``, and raw
+    text), ``enhance`` and ``coref`` (``g2gt enhance`` / ``g2gt coref`` on the gold CoNLL-U)."""
     blocks = _treebank_blocks()
     if blocks is None:
         return None
     rows = []
-    jobs = [("conllu", s, fmt) for s in counts for fmt in formats] + [("raw", mb, "conllu") for mb in raw_mb]
+    jobs = [("conllu", s, fmt) for s in counts for fmt in formats] if "parse" in commands else []
+    jobs += [("raw", mb, "conllu") for mb in raw_mb] if "parse" in commands else []
+    jobs += [(c, s, "conllu") for c in commands if c != "parse" for s in counts]
     for kind, size, fmt in jobs:
-        src = workdir / ("in.conllu" if kind == "conllu" else "in.txt")
+        src = workdir / ("in.txt" if kind == "raw" else "in.conllu")
         out = workdir / f"out.{fmt}"
-        if kind == "conllu":
+        if kind != "raw":
             with open(src, "w", encoding="utf-8") as f:
                 for i in range(size):
                     f.write(blocks[i % len(blocks)])
@@ -209,13 +217,16 @@ def run_corpus(counts: list[int], raw_mb: list[float], workdir: Path, formats: l
         else:
             src.write_text(_raw_text(blocks, int(size * MB)), encoding="utf-8")
             argv = ["--raw", str(src)]
-        cmd = [sys.executable, "-m", "g2gt", "parse", *argv, "-o", str(out), "--format", fmt, "--threads", "1",
-               "--no-progress"]
-        rc, peak, dt, err = _child(cmd, env={"OMP_NUM_THREADS": "1"})
+        if kind in ("conllu", "raw"):
+            cmd = [sys.executable, "-m", "g2gt", "parse", *argv, "-o", str(out), "--format", fmt]
+        else:
+            cmd = [sys.executable, "-m", "g2gt", kind, *argv, "-o", str(out)]
+        rc, peak, dt, err = _child(cmd + ["--threads", "1", "--no-progress"], env={"OMP_NUM_THREADS": "1"})
         if rc:
             raise SystemExit(f"{' '.join(cmd)} failed (exit {rc}):\n{err}")
-        done = [ln for ln in err.splitlines() if ln.startswith("parsed ")]
-        rows.append({"kind": kind if kind == "raw" else f"CoNLL-U -> {fmt}", "size": size, "peak": peak,
+        done = [ln for ln in err.splitlines() if ln.startswith(("parsed ", "enhanced ", "resolved "))]
+        label = {"raw": "raw", "conllu": f"CoNLL-U -> {fmt}"}.get(kind, f"g2gt {kind}: CoNLL-U -> conllu")
+        rows.append({"kind": label, "size": size, "peak": peak,
                      "seconds": dt, "input": src.stat().st_size, "said": done[-1] if done else ""})
         src.unlink()
         out.unlink()
@@ -251,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     co.add_argument("--raw-mb", type=float, nargs="*", default=[1, 16])
     co.add_argument("--formats", nargs="+", default=["conllu", "json"], choices=["conllu", "json"])
     co.add_argument("--workdir", type=Path, default=None)
+    co.add_argument("--commands", nargs="+", default=["parse"], choices=["parse", "enhance", "coref"],
+                    help="the commands measured (default: parse)")
     child = sub.add_parser("_long", help=argparse.SUPPRESS)
     child.add_argument("n", type=int)
     child.add_argument("--refine-steps", type=int, default=2)
@@ -266,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         import tempfile
 
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-            rows = run_corpus(args.sentences, args.raw_mb, Path(tmp), args.formats)
+            rows = run_corpus(args.sentences, args.raw_mb, Path(tmp), args.formats, tuple(args.commands))
         if rows is None:
             print("skipped: set $G2GT_DATA to a data folder with ud-en-ewt/en_ewt-ud-{train,dev}.conllu "
                   "(data/README.md)")

@@ -121,7 +121,10 @@ def _configure_coref(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Add coreference to parsed CoNLL-U: mentions, entities and entity types as CorefUD Entity= brackets in "
         "MISC (documents start at '# newdoc'; trees are read from HEAD / DEPREL). Existing Entity, SplitAnte "
-        "and Bridge items are replaced; every other MISC item, column and comment is kept.")
+        "and Bridge items are replaced; every other MISC item, column and comment is kept. The input is read, "
+        "resolved and written a document at a time; a document of more than 20,000 words in parts cut between "
+        "the model's windows, which gives the same output (g2gt.ud.coref.parts), so memory does not grow with "
+        "the input.")
     p.epilog = ("examples:\n"
                 "  g2gt coref parsed.conllu -o coref.conllu      # the default model's coreference stage\n"
                 "  g2gt coref --model runs/coref parsed.conllu -o coref.conllu\n"
@@ -142,9 +145,11 @@ def run_coref(args: argparse.Namespace) -> int:
     check_output_path(args.output, "-o", inputs=(args.input,))
     device = apply_runtime(args)
     from ..ud.coref.resolver import Coreferencer
-    from ..ud.io.conllu import read_conllu, write_conllu
+    from ..ud.io.conllu import iter_conllu, write_conllu
 
-    sents = read_conllu(sys.stdin if args.input == "-" else args.input, require_heads=True,
+    # read, resolved and written a document at a time (a long document in parts: Coreferencer.stream), so memory
+    # does not grow with the input
+    sents = iter_conllu(sys.stdin if args.input == "-" else args.input, require_heads=True,
                         **({"name": "<stdin>"} if args.input == "-" else {}))
     try:
         resolver = Coreferencer.load(args.model, device)
@@ -152,11 +157,11 @@ def run_coref(args: argparse.Namespace) -> int:
         raise UsageError(f"--model {e}") from None
     if args.threshold is not None:
         resolver.threshold = args.threshold
+    stats = {"sentences": 0, "words": 0}
     t0 = time.time()
-    out = resolver(sents)
-    write_conllu(out, sys.stdout if args.output == "-" else args.output)
-    nw = sum(len(s) for s in sents)
+    write_conllu(resolver.stream(sents, stats=stats), args.output)
+    nw = stats["words"]
     dt = time.time() - t0
-    print(f"resolved {len(sents)} sentences, {nw} words in {dt:.2f}s ({nw / max(dt, 1e-9):.0f} words/s)",
+    print(f"resolved {stats['sentences']} sentences, {nw} words in {dt:.2f}s ({nw / max(dt, 1e-9):.0f} words/s)",
           file=sys.stderr)
     return 0

@@ -128,7 +128,9 @@ def _configure_enhance(p: argparse.ArgumentParser) -> None:
         "least one enhanced head, every word is reachable from ROOT, DEPS is sorted by head then relation, "
         "'root' comes exactly from head 0, and case-marked relations (obl:in, conj:and ...) are filled from the "
         "basic tree. " + EMPTY_NODES + " --copy-basic needs no model: it copies the basic tree into DEPS "
-        "(with case-marked relations filled), the baseline.")
+        "(with case-marked relations filled), the baseline. The input is read, checked, enhanced and written in "
+        "chunks of at most 2,000 sentences and 20,000 words, as by 'g2gt parse', so memory does not grow with the "
+        "input.")
     p.epilog = ("examples:\n"
                 "  g2gt enhance parsed.conllu -o enhanced.conllu          # the shipped en_combined model\n"
                 "  g2gt enhance --model runs/enhanced parsed.conllu -o enhanced.conllu\n"
@@ -155,38 +157,57 @@ def run_enhance(args: argparse.Namespace) -> int:
     check_input_path(args.input, "INPUT")
     check_output_path(args.output, "-o", inputs=(args.input,), in_place=args.in_place)
     device = apply_runtime(args)
-    from ..ud.enhance.data import check_input_tree
-    from ..ud.enhance.enhancer import Enhancer, copy_basic
-    from ..ud.io.conllu import read_conllu, write_conllu
+    from ..core.output import open_output
+    from ..ud.enhance.enhancer import Enhancer, copy_basic, enhance_stream
+    from ..ud.io.conllu import iter_conllu, write_conllu
 
-    sents = read_conllu(sys.stdin if args.input == "-" else args.input,
+    # read, checked, enhanced and written a chunk at a time (g2gt.ud.limits.iter_chunks): memory does not grow
+    # with the input; a broken tree fails before its chunk's work, and the atomic output then leaves no file
+    sents = iter_conllu(sys.stdin if args.input == "-" else args.input,
                         **({"name": "<stdin>"} if args.input == "-" else {}))
-    for s in sents:  # every tree is checked before any work (and before any output exists)
-        check_input_tree(s)
+    batch_tokens = args.batch_tokens or signature_default(Enhancer.enhance, "batch_tokens")
+    stats = {"sentences": 0, "words": 0}
     t0 = time.time()
     if args.copy_basic:
-        out = copy_basic(sents)
+        write_conllu(enhance_stream(copy_basic, sents, stats=stats), args.output)
     elif args.workers > 1:  # the same bytes, from worker processes (g2gt.ud.scale.parallel)
-        from ..core.output import open_output
-        from ..ud.scale.parallel import enhance_parallel
-
         with open_output(args.output) as f:
-            for text in enhance_parallel(args.model or DEFAULT_MODEL, sents, args.workers, device,
-                                         args.batch_tokens or signature_default(Enhancer.enhance, "batch_tokens"),
-                                         progress_enabled(args), dtype=args.dtype):
+            for text in _enhance_workers(args.model or DEFAULT_MODEL, sents, args.workers, device, batch_tokens,
+                                         progress_enabled(args), stats, args.dtype):
                 f.write(text)
-        out = None
     else:
         try:
             enhancer = Enhancer.load(args.model or DEFAULT_MODEL, device, args.dtype)
         except FileNotFoundError as e:
             raise UsageError(f"--model {e}") from None
-        out = enhancer.enhance(sents, batch_tokens=args.batch_tokens or signature_default(Enhancer.enhance, "batch_tokens"),
-                               progress=progress_enabled(args))
-    if out is not None:
-        write_conllu(out, sys.stdout if args.output == "-" else args.output)
-    nw = sum(len(s) for s in sents)
+        progress = progress_enabled(args)
+        write_conllu(enhance_stream(lambda part: enhancer.enhance(part, batch_tokens, progress), sents,
+                                    stats=stats), args.output)
+    nw = stats["words"]
     dt = time.time() - t0
-    print(f"enhanced {len(sents)} sentences, {nw} words in {dt:.2f}s ({nw / max(dt, 1e-9):.0f} words/s)",
+    print(f"enhanced {stats['sentences']} sentences, {nw} words in {dt:.2f}s ({nw / max(dt, 1e-9):.0f} words/s)",
           file=sys.stderr)
     return 0
+
+
+def _enhance_workers(model: str, sentences, workers: int, device: str, batch_tokens: int, progress: bool,
+                     stats: dict, dtype: str):
+    """``--workers N``: the CoNLL-U text of each enhanced sentence, in input order, from ``workers`` processes.
+
+    :func:`g2gt.ud.scale.parallel.enhance_parallel`'s engine with the chunks of :func:`enhance_stream` (it takes
+    its input as one chunk): jobs are runs of the enhancer's own batches inside a chunk, so the bytes are those
+    of one process and memory does not grow with the input."""
+    from ..core.pool import ProcessPool
+    from ..ud.enhance.data import check_input_tree
+    from ..ud.limits import CHUNK_SENTENCES, CHUNK_WORDS
+    from ..ud.scale.parallel import EnhanceRecipe, job_plan, map_batch_runs
+
+    def check(part: list) -> None:
+        for s in part:
+            check_input_tree(s)
+
+    with ProcessPool(EnhanceRecipe(str(model), str(device), dtype=str(dtype)), workers, preload=("torch",)) as pool:
+        yield from map_batch_runs(pool, sentences, CHUNK_SENTENCES,
+                                  lambda part: job_plan([len(s.forms) + 1 for s in part], batch_tokens, parse=False),
+                                  lambda part: ("enhance", part, {"batch_tokens": batch_tokens}), stats,
+                                  progress=progress, check=check, chunk_words=CHUNK_WORDS)

@@ -31,7 +31,8 @@ from .io.sentence import Sentence
 from .io.surface import space_after, surface_tokens
 
 __all__ = ["DEFAULT_MAX_WORDS", "SentenceTooLong", "max_sentence_words", "limit_sentence_words",
-           "iter_limit_sentence_words", "CHUNK_WORDS", "iter_chunks", "long_sentences", "over_limit", "split_sentence", "drop_control_characters"]
+           "iter_limit_sentence_words", "CHUNK_SENTENCES", "CHUNK_WORDS", "iter_chunks", "long_sentences", "over_limit",
+           "split_sentence", "drop_control_characters"]
 
 DEFAULT_MAX_WORDS = 1000
 ENV = "G2GT_MAX_SENTENCE_WORDS"
@@ -140,10 +141,12 @@ def iter_limit_sentence_words(sentences: Iterable[Sentence], max_words: int | No
         yield from pieces
 
 
-#: words parsed at a time by a stream of sentences at most (``Pipeline.stream``, ``g2gt parse``, its workers), besides
-#: at most 2,000 sentences: a chunk's memory follows its words, so a bound on words keeps the peak of a long
-#: corpus at the peak of its first chunk
+#: words parsed at a time by a stream of sentences at most (``Pipeline.stream``, ``g2gt parse``, its workers,
+#: ``g2gt enhance``, ``g2gt coref``), besides at most :data:`CHUNK_SENTENCES` sentences: a chunk's memory follows its
+#: words, so a bound on words keeps the peak of a long corpus at the peak of its first chunk
 CHUNK_WORDS = 20_000
+#: sentences parsed at a time by a stream of sentences at most (with :data:`CHUNK_WORDS`)
+CHUNK_SENTENCES = 2000
 
 
 def iter_chunks(items: Iterable, max_items: int | None, max_words: int | None = None) -> Iterator[list]:

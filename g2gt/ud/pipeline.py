@@ -40,8 +40,8 @@ from ..core.gc_pause import paused_gc
 from .document import Document
 from .io import Sentence
 from .parse.columns import check_keep
-from .limits import (CHUNK_WORDS, drop_control_characters, iter_chunks, iter_limit_sentence_words, limit_sentence_words,
-                     long_sentences)
+from .limits import (CHUNK_SENTENCES, CHUNK_WORDS, drop_control_characters, iter_chunks, iter_limit_sentence_words,
+                     limit_sentence_words, long_sentences)
 from ..core.registry import DEFAULT_MODEL
 from .stage import BUILTIN_STAGES, LazyStage, StageContext, StageList, configured_stage, registered_stages
 from .coref import stage as _coref_stage  # noqa: F401  (registers the optional 'coref' stage)
@@ -55,8 +55,6 @@ TOKENIZERS = ("auto", "model", "rule", "stanza")
 #: padded words per model batch on the CPU (the parser's and the enhancer's), unless ``batch_tokens`` says otherwise;
 #: on a GPU the default grows with its memory (:func:`g2gt.core.batch.inference_batch_tokens`)
 BATCH_TOKENS = CPU_BATCH_TOKENS
-#: sentences parsed at a time by :meth:`Pipeline.stream` (memory does not grow with the input)
-CHUNK_SENTENCES = 2000
 
 
 class RuleTokenizer:

@@ -258,16 +258,18 @@ def _set_item(misc: dict | None, key: str, value: str | None) -> dict | None:
     return out
 
 
-def write_mentions(doc: Sequence, mentions: Iterable[Mention], layout: str | None = None) -> None:
+def write_mentions(doc: Sequence, mentions: Iterable[Mention], layout: str | None = None,
+                   declare: bool = True) -> None:
     """Replace the coreference of one document (its sentences, changed in place) by ``mentions``.
 
     ``Entity``, ``SplitAnte`` and ``Bridge`` are removed from every word, then ``Entity`` is written from
     ``mentions`` (:func:`format_entity`) in ``layout`` (default: the document's ``# global.Entity``; when
-    it has none, :data:`DEFAULT_LAYOUT`, declared on its first sentence). Every other MISC item is kept.
+    it has none, :data:`DEFAULT_LAYOUT`, declared on its first sentence unless ``declare`` is false: ``doc`` is
+    then a later part of a document, whose first part declared it). Every other MISC item is kept.
     """
     declared = entity_layout(doc)
     layout = layout or declared or DEFAULT_LAYOUT
-    if declared is None and doc:
+    if declared is None and doc and declare:
         doc[0].metadata["global.Entity"] = layout
     values = format_entity(mentions, layout)
     k = 0

@@ -3,7 +3,9 @@
 The input is parsed sentences (gold or predicted trees; FORM, LEMMA, UPOS, FEATS, HEAD, DEPREL are read),
 grouped into documents by ``# newdoc`` (:func:`g2gt.ud.coref.io.documents`). Each document is encoded in
 windows of whole sentences of at most ``max_words`` words (default 2048: GUM's longest document fits in one),
-and mentions are linked only inside a window. The output sentences are copies whose words' MISC carry the
+and mentions are linked only inside a window. :meth:`Coreferencer.stream` reads a stream of sentences a
+document at a time, and a document longer than :data:`g2gt.ud.limits.CHUNK_WORDS` words in parts cut between
+windows (:mod:`g2gt.ud.coref.parts`), so that memory does not grow with the input. The output sentences are copies whose words' MISC carry the
 predicted ``Entity`` brackets (and no ``SplitAnte`` / ``Bridge``); every other MISC item, column and comment
 is kept. The entity layout is the document's ``# global.Entity`` when it has one, else the training
 treebank's (declared on the document's first sentence), so that the output can be scored against it.
@@ -15,15 +17,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 import torch
 
-from ..limits import over_limit
+from ..limits import CHUNK_WORDS, max_sentence_words, over_limit
 from ..stage import checkpoint_record, prepare_for_inference, save_stage
 from .data import CorefVocab, DocExample, make_batch, make_doc, window_graph, windows
 from .decode import decode_window
-from .io import DEFAULT_LAYOUT, Mention, documents, write_mentions
+from .io import DEFAULT_LAYOUT, Mention, documents, entity_layout, write_mentions
+from .parts import document_parts
 from .model import CorefConfig, CorefModel
 
 __all__ = ["Coreferencer", "FILE_NAME"]
@@ -109,22 +112,23 @@ class Coreferencer:
 
     def predict_docs(self, docs: Sequence[DocExample]) -> list[list[Mention]]:
         """The predicted mentions (entity ids ``1, 2, ...`` per document) of each document."""
+        return [self._predict_doc(ex) for ex in docs]
+
+    def _predict_doc(self, ex: DocExample, first_eid: int = 1) -> list[Mention]:
+        """The predicted mentions of one document (or part of one), entity ids from ``first_eid`` on."""
         model, vocab = self.model, self.vocab
         was = model.training
         model.eval()
-        out = []
+        mentions: list[Mention] = []
         with torch.inference_mode():
-            for ex in docs:
-                mentions: list[Mention] = []
-                for a, b in windows(ex, self.max_words):
-                    g = window_graph(ex, vocab, a, b, model.config.max_distance)
-                    pred = model.predict(make_batch([g], vocab).to(self.device))
-                    first = 1 + len({m.eid for m in mentions})
-                    mentions += decode_window(pred, 0, b - a, a, vocab.etypes, first, self.threshold,
-                                              ex.genders[a:b] if self.agreement and ex.genders else None)
-                out.append(mentions)
+            for a, b in windows(ex, self.max_words):
+                g = window_graph(ex, vocab, a, b, model.config.max_distance)
+                pred = model.predict(make_batch([g], vocab).to(self.device))
+                first = first_eid + len({m.eid for m in mentions})
+                mentions += decode_window(pred, 0, b - a, a, vocab.etypes, first, self.threshold,
+                                          ex.genders[a:b] if self.agreement and ex.genders else None)
         model.train(was)
-        return out
+        return mentions
 
     def tune_threshold(self, sentences: Sequence, grid: Sequence[float] = (0.0, -0.5, -1.0, -1.5, -2.0, -2.5)
                        ) -> dict[float, float]:
@@ -158,27 +162,66 @@ class Coreferencer:
         return scores
 
     def resolve(self, sentences: Sequence) -> list:
-        """Copies of ``sentences`` with the predicted ``Entity`` annotations (module docstring). A sentence over
-        the word limit (:mod:`g2gt.ud.limits`) is not read by the model (one warning line): no mention is marked
-        in it, and memory stays bounded."""
-        for s in sentences:
+        """Copies of ``sentences`` with the predicted ``Entity`` annotations (module docstring), each document
+        whole. A sentence over the word limit (:mod:`g2gt.ud.limits`) is not read by the model (one warning
+        line): no mention is marked in it, and memory stays bounded."""
+        return list(self.stream(sentences, max_words=None))
+
+    __call__ = resolve
+
+    def stream(self, sentences: Iterable, max_words: int | None = CHUNK_WORDS,
+               stats: dict | None = None) -> Iterator:
+        """:meth:`resolve` over a stream of sentences, a document at a time, a document of more than
+        ``max_words`` words in parts cut between windows (:func:`g2gt.ud.coref.parts.document_parts`): the
+        entity ids of a part continue the previous part's, so the output is :meth:`resolve`'s, and memory
+        follows ``max_words``, not the input's length or its longest document.
+
+        Args:
+            sentences: parsed sentences, any iterable (e.g. :func:`g2gt.ud.io.iter_conllu`); consumed a part at a
+                time.
+            max_words: words of a document after which its part ends at the next window boundary (``None``:
+                whole documents).
+            stats: a dict that the ``sentences`` and ``words`` read are counted into (``None``: no counts).
+
+        Yields:
+            Copies of the sentences with the predicted ``Entity`` annotations, in input order.
+
+        Raises:
+            ValueError: a sentence without a tree (``FILE:LINE``), when its part is reached.
+        """
+        limit = max_sentence_words()
+        eids, layout = 0, None  # entity ids given so far in the document, and its layout
+        for part, first in document_parts(sentences, self.max_words, max_words,
+                                          lambda s: limit > 0 and len(s) > limit):
+            if stats is not None:
+                stats["sentences"] = stats.get("sentences", 0) + len(part)
+                stats["words"] = stats.get("words", 0) + sum(len(s) for s in part)
+            if first:
+                eids, layout = 0, None
+            copies, eids, layout = self._resolve_part(part, eids, layout)
+            yield from copies
+
+    def _resolve_part(self, part: list, eids: int, layout: str | None) -> tuple[list, int, str | None]:
+        """One part of a document resolved: ``(copies, entity ids given so far, the document's layout)``;
+        ``layout`` is ``None`` for a document's first part, which finds (or declares) it."""
+        for s in part:
             if not s.has_heads:
                 raise ValueError(f"{getattr(s, 'path', '<input>')}:{getattr(s, 'line', 0)}: coreference needs "
                                  "parsed sentences (HEAD and DEPREL on every word); parse them first")
-        copies = [s.copy() for s in sentences]
+        copies = [s.copy() for s in part]
         long = {id(copies[k]) for k in over_limit(copies, "coreference", "no mention is marked in it")}
-        docs = documents(copies)
         # a sentence over the word limit is left out of the model's input (bounded memory), not out of the output
-        short = [[s for s in d if id(s) not in long] for d in docs]
-        found = iter(self.predict_docs([make_doc(d, self.vocab, gold=False) for d in short if d]))
-        preds = [next(found) if d else [] for d in short]
-        for d, part, ms in zip(docs, short, preds):
-            if len(part) < len(d):
-                ms = _renumbered(d, long, ms)
-            write_mentions(d, ms, None if _has_layout(d) else self.layout)
-        return copies
-
-    __call__ = resolve
+        short = [s for s in copies if id(s) not in long]
+        ms = self._predict_doc(make_doc(short, self.vocab, gold=False), eids + 1) if short else []
+        eids += len({m.eid for m in ms})
+        if long:
+            ms = _renumbered(copies, long, ms)
+        if layout is None:  # the first part: the document's own layout, else the model's, declared on it
+            write_mentions(copies, ms, None if _has_layout(copies) else self.layout)
+            layout = entity_layout(copies)
+        else:
+            write_mentions(copies, ms, layout, declare=False)
+        return copies, eids, layout
 
 
 def _renumbered(doc: Sequence, long: set[int], mentions: list[Mention]) -> list[Mention]:

@@ -9,7 +9,8 @@
   from ROOT, no self loops, ``root`` exactly from 0) and :func:`deps_problems` to check them;
 * :mod:`~g2gt.ud.enhance.task`: the Trainer task; :mod:`~g2gt.ud.enhance.train`: :func:`train_enhancer`;
   :mod:`~g2gt.ud.enhance.config`: :class:`EnhancerConfig` and the recipe's optimisation settings (no torch);
-* :mod:`~g2gt.ud.enhance.enhancer`: ``Enhancer.load(model_dir).enhance(sentences)``;
+* :mod:`~g2gt.ud.enhance.enhancer`: ``Enhancer.load(model_dir).enhance(sentences)``, and :func:`enhance_stream`
+  over a stream of sentences a bounded chunk at a time;
 * :mod:`~g2gt.ud.enhance.graph`: the enhanced graph as a :class:`g2gt.Graph` channel, networkx and PyG.
 
 Example::
@@ -27,7 +28,7 @@ from ..._lazy import lazy_exports
 
 _EXPORTS = {
     "EnhancerVocab": "data", "sentence_edges": "data", "template_coverage": "data", "decode_edges": "decode",
-    "deps_problems": "decode", "Enhancer": "enhancer", "edges_from_networkx": "graph", "enhanced_channel":
+    "deps_problems": "decode", "Enhancer": "enhancer", "enhance_stream": "enhancer", "edges_from_networkx": "graph", "enhanced_channel":
     "graph", "enhanced_graph": "graph", "enhanced_networkx": "graph", "fill_template": "labels",
     "sentence_markers": "labels", "template_label": "labels", "EnhancerConfig": "config", "EnhancerModel":
     "model", "EnhancerTask": "task", "enhancer_train_config": "config", "enhanced_scores": "task",
@@ -37,7 +38,7 @@ _EXPORTS = {
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .data import EnhancerVocab, sentence_edges, template_coverage
     from .decode import decode_edges, deps_problems
-    from .enhancer import Enhancer
+    from .enhancer import Enhancer, enhance_stream
     from .graph import edges_from_networkx, enhanced_channel, enhanced_graph, enhanced_networkx
     from .labels import fill_template, sentence_markers, template_label
     from .config import EnhancerConfig, enhancer_train_config
@@ -46,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .train import train_enhancer
 
 __all__ = [
-    "Enhancer", "EnhancerConfig", "EnhancerModel", "EnhancerVocab", "EnhancerTask",
+    "Enhancer", "enhance_stream", "EnhancerConfig", "EnhancerModel", "EnhancerVocab", "EnhancerTask",
     "train_enhancer", "enhancer_train_config", "enhanced_scores", "sentence_edges", "template_coverage", "template_label", "fill_template",
     "sentence_markers", "decode_edges", "deps_problems", "enhanced_channel", "enhanced_graph", "enhanced_networkx",
     "edges_from_networkx",

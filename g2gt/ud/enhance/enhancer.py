@@ -14,13 +14,13 @@ their basic edge, as the UD validator requires.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 import torch
 
 from ...core.batch import inference_batch_tokens, token_budget_batches
 from ..io.conllu import CoNLLUError
-from ..limits import over_limit
+from ..limits import CHUNK_SENTENCES, CHUNK_WORDS, iter_chunks, over_limit
 from ..stage import checkpoint_record, prepare_for_inference, read_stage, save_stage
 from .data import EnhancerVocab, check_input_tree, deps_sort_key, make_batch, make_example, sentence_edges
 from .decode import choose_labels, decode_edges
@@ -28,7 +28,7 @@ from .labels import MARKED_RELATIONS, PLACEHOLDER, TreeView, fill_template, sent
 from .model import EnhancerConfig, EnhancerModel
 from ...core.registry import DEFAULT_MODEL
 
-__all__ = ["Enhancer", "copy_basic", "basic_edges"]
+__all__ = ["Enhancer", "copy_basic", "basic_edges", "enhance_stream"]
 
 Edge = tuple[int, int | str, str]  # (dependent word, head word or empty node "8.1", relation)
 
@@ -83,6 +83,34 @@ def basic_edges(sent) -> list[Edge]:
 def copy_basic(sentences: Sequence) -> list:
     """Copies of ``sentences`` whose DEPS is :func:`basic_edges` (the copy-the-tree baseline)."""
     return [_set_deps(s, basic_edges(s)) for s in sentences]
+
+
+def enhance_stream(enhance, sentences: Iterable, chunk_sentences: int | None = CHUNK_SENTENCES,
+                   chunk_words: int | None = CHUNK_WORDS, stats: dict | None = None) -> Iterator:
+    """``enhance(chunk)`` (a function of a list of sentences: :meth:`Enhancer.enhance`, :func:`copy_basic`) over a
+    stream of sentences, one chunk at a time: a chunk holds ``chunk_sentences`` sentences, fewer once it holds
+    ``chunk_words`` words (:func:`g2gt.ud.limits.iter_chunks`, as ``Pipeline.stream`` and ``g2gt parse`` cut
+    theirs), so memory does not grow with the input. Each chunk's trees are checked before its work
+    (:class:`CoNLLUError` naming ``FILE:LINE``). An input of one chunk gives what ``enhance(list(sentences))``
+    gives; a longer one, each chunk's.
+
+    Args:
+        enhance: the function applied to each chunk (a list of sentences -> their enhanced copies, in order).
+        sentences: parsed sentences, any iterable (e.g. :func:`g2gt.ud.io.iter_conllu`); consumed a chunk at a time.
+        chunk_sentences: sentences per chunk at most (``None``: no bound).
+        chunk_words: words per chunk at most (``None``: no bound).
+        stats: a dict that the ``sentences`` and ``words`` read are counted into (``None``: no counts).
+
+    Yields:
+        The enhanced copies, in input order.
+    """
+    for part in iter_chunks(sentences, chunk_sentences, chunk_words):
+        for s in part:
+            check_input_tree(s)
+        if stats is not None:
+            stats["sentences"] = stats.get("sentences", 0) + len(part)
+            stats["words"] = stats.get("words", 0) + sum(len(s) for s in part)
+        yield from enhance(part)
 
 
 class Enhancer:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from ..io import Sentence
+from ..limits import CHUNK_SENTENCES  # noqa: F401 (read at each call: sentences parsed together at most)
 from ...core.files import CheckedInput, open_input
 from ...core.pieces import PIECE_BYTES, Piece, input_pieces, piece_text, scan_pieces
 
@@ -34,8 +35,6 @@ __all__ = ["KINDS", "piece_bytes", "PieceJob", "ParsedPiece", "Numbering", "open
 #: input kinds (``raw``: text, ``lines``: a sentence per line, ``conllu``) -> how they are cut and the bytes a
 #: piece holds at least: about 11,000 words each (a CoNLL-U line holds one word)
 KINDS = {"raw": ("paragraph", PIECE_BYTES), "lines": ("line", PIECE_BYTES), "conllu": ("paragraph", 16 * PIECE_BYTES)}
-#: sentences parsed together at most (as ``Pipeline.stream``'s default); ``g2gt parse`` reads it here for every input
-CHUNK_SENTENCES = 2000
 #: pieces on a GPU are this many times larger: its batches are larger (``batch_tokens`` scales with the device) and a
 #: call's fixed cost weighs more
 GPU_PIECE_SCALE = 16
