@@ -423,6 +423,9 @@ def _parse_with_workers(args: argparse.Namespace, output: str) -> int:
     """``--workers N``: the worker processes start first (each imports torch and loads the model) while this
     process checks the device and the input, then :func:`g2gt.cli.scale.run_workers` or, for ``--format json``,
     :func:`_json_workers`."""
+    from ..core.pool import start_fork_server
+
+    start_fork_server()  # it imports torch while this process does: the two start-ups overlap
     from .scale import run_workers
     from ..ud.scale.parallel import ParallelPipeline
 

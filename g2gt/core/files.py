@@ -152,6 +152,7 @@ class CheckedInput:
         self._text: Any = None  # a text stream without bytes underneath (io.StringIO)
         self._start = 0
         self._owned = False
+        self.size: int | None = None  # bytes (decompressed), once the check has read them all
         if _is_path(source) and os.fsdecode(source) != "-":  # type: ignore[arg-type]
             self._path = os.fsdecode(source)  # type: ignore[arg-type]
             self.name = name or self._path
@@ -174,8 +175,7 @@ class CheckedInput:
             self._text = stream
             if _seekable(stream):
                 self._start = stream.tell()
-                for _ in self._text_lines():
-                    pass
+                self.size = sum(len(line.encode("utf-8")) for line in self._text_lines())
                 stream.seek(self._start)
             return
         if _seekable(stream):
@@ -227,8 +227,10 @@ class CheckedInput:
         dec = codecs.getincrementaldecoder("utf-8")()
         line, col0, head = 1, 0, b""  # col0: bytes since the last newline before this chunk
         limit = max_line_bytes()
+        self.size = 0
         while True:
             chunk = self._read(f, line)
+            self.size += len(chunk)
             if limit and col0 + len(chunk) > limit:  # only then can a line be over the limit
                 self._check_line_lengths(chunk, line, col0, limit)
             if len(head) < 2:

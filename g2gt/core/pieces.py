@@ -9,8 +9,9 @@ place, at least ``target`` bytes after its start, where
   text with no blank line for :data:`MAX_PIECE_BYTES` bytes is cut at the next line end instead;
 * ``unit="line"`` (one sentence per line): a line ends.
 
-The cut depends on the bytes alone, never on who reads them, so one process and N workers read the same
-pieces. The scan finds the cuts with ``bytes.find`` / a compiled ``re`` over 64 KiB blocks and counts lines
+Near the end of an input of known size the pieces get smaller (:func:`piece_target`), so that the workers
+sharing the last ones finish together. The cut depends on the bytes (and their number) alone, never on who
+reads them, so one process and N workers read the same pieces. The scan finds the cuts with ``bytes.find`` / a compiled ``re`` over 64 KiB blocks and counts lines
 as it goes (a piece knows the line number of its first line, for ``FILE:LINE`` messages); memory is one piece.
 
     inp = open_input("big.txt")                      # opened and checked: UTF-8, line lengths (g2gt.core.files)
@@ -26,7 +27,7 @@ from typing import Iterable, Iterator
 
 from .files import CheckedInput, InputError
 
-__all__ = ["PIECE_BYTES", "MAX_PIECE_BYTES", "Piece", "scan_pieces", "input_pieces", "read_piece", "piece_text"]
+__all__ = ["PIECE_BYTES", "MAX_PIECE_BYTES", "Piece", "piece_target", "scan_pieces", "input_pieces", "read_piece", "piece_text"]
 
 #: bytes a piece holds at least (the last one excepted): ~11,000 words of English text, small enough that two
 #: workers share a 100,000-word input evenly, large enough that a piece's model batches are well filled
@@ -64,6 +65,15 @@ def _settled(buf: bytes, pos: int) -> bool:
     return _LINE_SPACE.match(buf, pos).end() < len(buf)
 
 
+def piece_target(target: int, offset: int, total: int | None) -> int:
+    """The bytes a piece starting at ``offset`` of an input of ``total`` bytes holds at least: ``target``, less
+    in the last ``2 * target`` bytes (half of what is left, at least ``target // 8``), so that the last pieces
+    are small and the workers that share them finish together; ``target`` when ``total`` is not known."""
+    if total is None:
+        return target
+    return max(1, target // 8, min(target, (total - offset) // 2))
+
+
 def _cut(buf: bytes, unit: str, target: int, final: bool) -> int | None:
     """The end of the piece that starts at ``buf[0]``, or ``None`` when more bytes are needed to tell (``final``:
     ``buf`` holds the rest of the input). The answer never depends on how the input was cut into blocks."""
@@ -83,7 +93,7 @@ def _cut(buf: bytes, unit: str, target: int, final: bool) -> int | None:
 
 
 def scan_pieces(blocks: Iterable[bytes], unit: str = "paragraph", target: int = PIECE_BYTES,
-                keep_data: bool = True) -> Iterator[Piece]:
+                keep_data: bool = True, total: int | None = None) -> Iterator[Piece]:
     """The pieces of the input whose bytes come in ``blocks`` (any sizes), in order.
 
     Args:
@@ -91,6 +101,7 @@ def scan_pieces(blocks: Iterable[bytes], unit: str = "paragraph", target: int = 
         unit: ``"paragraph"`` or ``"line"`` (see the module docstring).
         target: bytes a piece holds at least (:data:`PIECE_BYTES`).
         keep_data: give each piece its bytes (``False``: ``data`` is ``None``, the reader reads the input's path).
+        total: the input's size in bytes, when known: the last pieces are then smaller (:func:`piece_target`).
 
     Yields:
         The pieces; together they cover the input exactly.
@@ -103,7 +114,7 @@ def scan_pieces(blocks: Iterable[bytes], unit: str = "paragraph", target: int = 
     it = iter(blocks)
     final = False
     while True:
-        end = _cut(buf, unit, target, final) if buf else None
+        end = _cut(buf, unit, piece_target(target, base, total), final) if buf else None
         if end is None:
             if final:
                 return
@@ -131,7 +142,7 @@ def input_pieces(inp: CheckedInput, unit: str = "paragraph", target: int = PIECE
     Yields:
         The pieces, in order.
     """
-    return scan_pieces(inp.blocks(), unit, target, keep_data=inp.path is None)
+    return scan_pieces(inp.blocks(), unit, target, keep_data=inp.path is None, total=inp.size)
 
 
 def read_piece(path: str, piece: Piece) -> bytes:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import sys
+import threading
 import traceback
 from collections import deque
 from multiprocessing.connection import wait
@@ -30,7 +31,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import Error
 
-__all__ = ["fit_workers", "available_memory_mb", "ProcessPool", "JobError", "WorkerFailure", "WorkerLost", "WorkersCannotStart", "check_main_importable",
+__all__ = ["fit_workers", "available_memory_mb", "start_fork_server", "ProcessPool", "JobError", "WorkerFailure", "WorkerLost", "WorkersCannotStart", "check_main_importable",
            "default_start_method", "worker_setup"]
 
 #: memory a worker process of the UD pipeline takes (torch, the model, its batches), in MB: measured 300 MB with
@@ -134,6 +135,19 @@ def default_start_method() -> str:
     """``forkserver`` where the platform has it (Linux: a clean server process forks the workers), else
     ``spawn`` (macOS, Windows)."""
     return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+
+
+def start_fork_server(preload: tuple[str, ...] = ("torch",)) -> None:
+    """Start this process's ``forkserver`` now, importing ``preload`` (about a second for torch) while the caller
+    goes on: a :class:`ProcessPool` made later forks its workers from it at once. Call it before importing torch
+    yourself (``g2gt parse --workers`` does, so that both imports overlap). Nothing happens where ``forkserver``
+    is not the start method or the server runs already."""
+    if default_start_method() != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    mp.get_context("forkserver").set_forkserver_preload(list(preload))
+    forkserver.ensure_running()  # launches the server; it imports preload before it answers its first request
 
 
 # ---------------------------------------------------------------------------- the worker side
@@ -252,6 +266,8 @@ class ProcessPool:
             self._ctx.set_forkserver_preload(list(preload))  # imported once in the server, shared by the forks
         self.factory, self.workers, self.threads, self.max_tries = factory, workers, threads, max_tries
         self._slots: list[_Slot] = []
+        self._starter: threading.Thread | None = None  # start(background=True) spawning the workers
+        self._start_error: BaseException | None = None
         self._queue: deque[_Job] = deque()
         self._next_id = 0
         self._closed = False
@@ -265,19 +281,47 @@ class ProcessPool:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def start(self) -> None:
+    def start(self, background: bool = False) -> None:
         """Start the workers (they build their handlers in parallel; :meth:`map` waits for them).
+
+        With ``background``, the processes are started by a thread and this call returns at once: the first
+        start of a ``forkserver`` waits for the server to import its ``preload`` modules (torch: about a second),
+        which this process can spend on other work; every other method waits for the thread first.
 
         Raises :class:`WorkersCannotStart` when this program's main module cannot be imported again by a worker
         (code read from standard input)."""
         check_main_importable()
-        while len(self._slots) < self.workers:
-            self._slots.append(self._spawn())
+        if background and self._starter is None and len(self._slots) < self.workers:
+            self._starter = threading.Thread(target=self._spawn_all, name="g2gt-pool-start", daemon=True)
+            self._starter.start()
+            return
+        self._started()
+
+    def _spawn_all(self) -> None:
+        try:
+            while len(self._slots) < self.workers:
+                self._slots.append(self._spawn())
+        except BaseException as e:  # noqa: BLE001 - raised in the caller's thread by _started
+            self._start_error = e
+
+    def _started(self) -> None:
+        """Wait for a background start (re-raising its error), or start the workers now."""
+        if self._starter is not None:
+            self._starter.join()
+            self._starter = None
+        if self._start_error is not None:
+            err, self._start_error = self._start_error, None
+            raise err
+        if len(self._slots) < self.workers and not self._closed:
+            self._spawn_all()
+            self._started()
 
     def ready_workers(self) -> int:
-        """How many workers have built their handlers, without waiting (a start-up error raises)."""
-        if not self._slots:
-            self.start()
+        """How many workers have built their handlers, without waiting (0 while they are being started in the
+        background; a start-up error raises)."""
+        if self._starter is not None and self._starter.is_alive():
+            return 0
+        self._started()
         for slot in self._slots:
             if not slot.ready:
                 self._read(slot)
@@ -285,8 +329,7 @@ class ProcessPool:
 
     def wait_ready(self) -> None:
         """Block until every worker has built its handler (e.g. loaded its model); a start-up error raises."""
-        if not self._slots:
-            self.start()
+        self._started()
         while not all(s.ready for s in self._slots):
             self._pump()
 
@@ -302,6 +345,9 @@ class ProcessPool:
         """Ask every worker to stop, wait a little, then terminate the stragglers."""
         if self._closed:
             return
+        if self._starter is not None:
+            self._starter.join()
+            self._starter = None
         self._closed = True
         for s in self._slots:
             try:
@@ -319,6 +365,8 @@ class ProcessPool:
     @property
     def pids(self) -> list[int]:
         """Process ids of the current workers."""
+        if self._starter is not None:
+            self._started()
         return [s.process.pid for s in self._slots if s.process.pid is not None]
 
     # ------------------------------------------------------------------ mapping
@@ -328,8 +376,7 @@ class ProcessPool:
         after it are cancelled."""
         if self._closed:
             raise RuntimeError("the pool is closed")
-        if not self._slots:
-            self.start()
+        self._started()
         window = max(1, window or 2 * self.workers)
         pending: deque[_Job] = deque()
         it = iter(payloads)

@@ -176,7 +176,9 @@ def pipe_documents(nlp, texts: Iterable, n_process: int, options: dict,
     if worker is None:
         raise ValueError("pipe(n_process > 1) needs a worker factory")
     groups = text_groups(texts)
-    with ProcessPool(worker, int(n_process), preload=("torch",)) as pool:
+    pool = ProcessPool(worker, int(n_process), preload=("torch",))
+    pool.start(background=True)
+    try:
         while not pool.ready_workers():  # the workers import torch and load the model: parse here meanwhile
             group = next(groups, None)
             if group is None:
@@ -184,3 +186,5 @@ def pipe_documents(nlp, texts: Iterable, n_process: int, options: dict,
             yield from parse_many(nlp, group, **options)
         for docs in pool.map((group, options) for group in groups):
             yield from docs
+    finally:
+        pool.close()

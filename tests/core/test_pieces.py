@@ -90,3 +90,12 @@ def test_pieces_are_larger_on_a_gpu_and_conllu_pieces_hold_about_as_many_words_a
 
     assert piece_bytes("raw", "cuda:0") == GPU_PIECE_SCALE * piece_bytes("raw", "cpu")
     assert piece_bytes("conllu") > 8 * piece_bytes("raw") and piece_bytes("lines") == piece_bytes("raw")
+
+
+def test_the_last_pieces_of_an_input_of_known_size_are_smaller():
+    data = _text(random.Random(2), 2000)
+    plain = list(scan_pieces([data], "paragraph", 4000))
+    tapered = list(scan_pieces([data], "paragraph", 4000, total=len(data)))
+    assert b"".join(p.data for p in tapered) == data and len(tapered) > len(plain)
+    assert max(p.length for p in tapered[-3:]) < 2000 and all(p.length >= 500 for p in tapered[:-1])
+    assert _cuts(tapered[:len(plain) // 2]) == _cuts(plain[:len(plain) // 2])  # far from the end: the same cuts

@@ -285,7 +285,7 @@ class ParallelPipeline:
         self._info: dict | None = None
 
     def __enter__(self) -> "ParallelPipeline":
-        self.pool.start()
+        self.pool.start(background=True)  # the caller goes on while the fork server imports torch
         return self
 
     def __exit__(self, *exc) -> None:

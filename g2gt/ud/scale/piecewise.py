@@ -104,7 +104,8 @@ def open_pieces(source: Any, kind: str, name: str | None = None, tokenizer: str 
     else:
         inp = open_input(source, name, kind="text")
     unit, size = KINDS[kind]
-    pieces = scan_pieces(inp.blocks(), unit, target or size) if with_bytes else input_pieces(inp, unit, target or size)
+    pieces = (scan_pieces(inp.blocks(), unit, target or size, total=inp.size) if with_bytes
+              else input_pieces(inp, unit, target or size))
     path = None if with_bytes else inp.path
     jobs = (PieceJob(kind, inp.name, path, p, tokenizer) for p in pieces)
     return inp, jobs

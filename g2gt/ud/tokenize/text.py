@@ -63,12 +63,12 @@ def paragraph_blocks(text: str, block_bytes: int = PIECE_BYTES) -> Iterator[str]
     bytes, the pieces ``g2gt parse --raw FILE`` reads (one process or workers), so a text gives the same blocks
     in Python and from a file. ``"".join(paragraph_blocks(t)) == t`` always; a text without blank lines is one
     block up to 1 MiB, then cut at a line end."""
-    if len(text) <= block_bytes // 4:  # fewer bytes than block_bytes whatever the characters: one block
+    if len(text) * 4 <= max(1, block_bytes // 8):  # so few bytes whatever the characters: one block (as the scan)
         if text:
             yield text
         return
     data = text.encode("utf-8", "surrogatepass")
-    for piece in scan_pieces([data], "paragraph", block_bytes):
+    for piece in scan_pieces([data], "paragraph", block_bytes, total=len(data)):
         yield data[piece.offset:piece.offset + piece.length].decode("utf-8", "surrogatepass")
 
 
