@@ -304,36 +304,26 @@ class FileInput:
 
 
 def _open_input(args: argparse.Namespace):
-    """Open and check the input before the model is loaded: a :class:`FileInput` for a file written as CoNLL-U
-    (read and parsed piece by piece, in this process or by the workers), the text for --text and for --raw with
-    --format json (offsets point into it), an iterator of sentences for the other --format json inputs."""
+    """Open and check the input before the model is loaded: the text for --text and for --raw with --format json
+    (offsets point into it), else a :class:`FileInput` (read and parsed piece by piece, in this process or by
+    the workers)."""
     from ..core.files import open_input
 
     if args.text is not None:
         if not args.text.strip():
             raise UsageError("--text contains no words")
         return args.text
-    json = args.format == "json"
     if args.raw is not None:
         inp = open_input(args.raw, kind="text")
         head = next(inp.blocks(), b"")
         _refuse_conllu_as_text(head.decode("utf-8", "ignore"), args.raw, "--raw")
-        return inp.read() if json else FileInput("raw", inp)
+        return inp.read() if args.format == "json" else FileInput("raw", inp)
     if args.lines is not None:
         tokenizer = "rule" if args.tokenizer == "model" else args.tokenizer
-        if not json:
-            return FileInput("lines", open_input(args.lines, kind="text"), tokenizer)
-        from ..core.files import iter_lines
-        from ..ud.tokenize.text import iter_line_sentences
+        return FileInput("lines", open_input(args.lines, kind="text"), tokenizer)
+    from ..ud.io.conllu import CoNLLUError
 
-        return iter_line_sentences(iter_lines(args.lines), args.lines, tokenizer)
-    from ..ud.io import iter_conllu
-
-    if not json:
-        from ..ud.io.conllu import CoNLLUError
-
-        return FileInput("conllu", open_input(args.input, error=CoNLLUError, kind="CoNLL-U"))
-    return iter_conllu(args.input)
+    return FileInput("conllu", open_input(args.input, error=CoNLLUError, kind="CoNLL-U"))
 
 
 def load_pipeline(args: argparse.Namespace, device, tokenizer: str = "auto"):
@@ -384,19 +374,22 @@ def run_parse(args: argparse.Namespace) -> int:
     kw = _parse_kwargs(args)
     stats = {"sentences": 0, "words": 0}
     t0 = time.time()
-    if isinstance(source, FileInput):
+    if isinstance(source, FileInput) and args.format == "conllu":
         _parse_pieces(nlp, source, output, kw, stats)
     else:
-        if isinstance(source, str):
+        from ..ud.scale.piecewise import open_pieces, parsed_sentences, text_parsed_sentences
+
+        text = None
+        if isinstance(source, FileInput):  # --format json of CoNLL-U or --lines: the pieces' sentences
+            _, jobs = open_pieces(source.inp, source.kind, tokenizer=source.tokenizer)
+            parsed = (s for job in jobs for s in parsed_sentences(nlp, job, kw, stats))
+        else:
             from ..ud.limits import drop_control_characters
 
-            source = drop_control_characters(source)  # as nlp(text) does: the text --format json's offsets point into
-        sentences = nlp.iter_text_sentences(source) if isinstance(source, str) else source  # lazily: flat memory
-        from ..ud.scale import piecewise
-
-        parsed = nlp.stream(sentences, piecewise.CHUNK_SENTENCES, stats, **kw)
+            text = drop_control_characters(source)  # as nlp(text) does: the text --format json's offsets point into
+            parsed = text_parsed_sentences(nlp, text, kw, stats)
         if args.format == "json":
-            write_document(parsed, source, nlp.name, output)
+            write_document(parsed, text, nlp.name, output)
         else:
             from ..ud.io import write_conllu
 
@@ -440,15 +433,24 @@ def _parse_with_workers(args: argparse.Namespace, output: str) -> int:
 
 
 def _json_workers(args: argparse.Namespace, pp, source, output: str) -> int:
-    """``--format json --workers N``: the workers' CoNLL-U of each sentence read back (a lossless round trip)
-    and written as one Document's JSON, streamed as with one process."""
+    """``--format json --workers N``: the workers parse the input's pieces (a text's: those of a file holding it),
+    their CoNLL-U is read back (a lossless round trip) and written as one Document's JSON, streamed as with one
+    process."""
     from ..ud.io import parse_conllu_string
+    from ..ud.scale.piecewise import Numbering, open_pieces, text_jobs
 
     kw = {k: v for k, v in _parse_kwargs(args).items() if k != "progress"}
-    sentences = pp.text_sentences(source) if isinstance(source, str) else source
+    if isinstance(source, str):
+        from ..ud.limits import drop_control_characters
+
+        source = drop_control_characters(source)
+        jobs = text_jobs(source)
+    else:
+        jobs = open_pieces(source.inp, source.kind, tokenizer=source.tokenizer)[1]
+    numbering = Numbering()
     name = pp.info.get("name")
-    parsed = (s for block in pp.parse_sentences(sentences, **kw) for s in parse_conllu_string(block, name="<workers>"))
-    write_document(parsed, source, name, output)
+    parsed = (s for res in pp.parse_jobs(jobs, **kw) for s in parse_conllu_string(numbering(res.conllu), "<workers>"))
+    write_document(parsed, source if isinstance(source, str) else None, name, output)
     return 0
 
 

@@ -114,10 +114,12 @@ def run_workers(args: argparse.Namespace, pp, source, output: str, kw: dict) -> 
     stats = {"sentences": 0, "words": 0}
     pp.pool.wait_ready()  # the models are loaded: words/s below counts parsing, as with one process
     t0 = time.time()
-    if isinstance(source, str):
+    if isinstance(source, str):  # --text: the pieces of a file holding it
+        from ..ud.limits import drop_control_characters
+        from ..ud.scale.piecewise import text_jobs, write_pieces
+
         with open_output(output) as f:
-            for block in pp.parse_sentences(pp.text_sentences(source), stats, **kw):
-                f.write(block)
+            write_pieces(pp.parse_jobs(text_jobs(drop_control_characters(source)), **kw), f.write, stats)
     else:
         stats = pp.parse_file(source.inp, output, source.kind, tokenizer=source.tokenizer, **kw)
     dt = time.time() - t0

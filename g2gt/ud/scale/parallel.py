@@ -409,13 +409,12 @@ class ParallelPipeline:
         from .piecewise import open_pieces, piece_bytes, write_pieces
         from ...core.output import open_output
 
-        options = check_options(options)
         from ...core.runtime import resolve_device
 
         _, jobs = open_pieces(source, kind, name, tokenizer, target=piece_bytes(kind, resolve_device(self.recipe.device)))
         stats = {"sentences": 0, "words": 0}
         bar = _progress_bar(self.progress)
-        results = self.pool.map(("piece", job, options) for job in jobs)
+        results = self.parse_jobs(jobs, **options)
         on_piece = None if bar is None else (lambda res: bar.update(res.sentences))
         try:
             if hasattr(output, "write"):
@@ -427,6 +426,20 @@ class ParallelPipeline:
             if bar is not None:
                 bar.close()
         return stats
+
+    def parse_jobs(self, jobs: Iterable, **options: Any) -> Iterator:
+        """The :class:`~g2gt.ud.scale.piecewise.ParsedPiece` of each piece job (:mod:`g2gt.ud.scale.piecewise`), in
+        order, parsed by the workers.
+
+        Args:
+            jobs: the :class:`~g2gt.ud.scale.piecewise.PieceJob` objects.
+            **options: ``Pipeline.__call__``'s keyword arguments.
+
+        Returns:
+            An iterator over the parsed pieces, in order.
+        """
+        options = check_options(options)
+        return self.pool.map(("piece", job, options) for job in jobs)
 
     def parse_files(self, inputs: Iterable, output_dir, kind: str = "conllu", resume: bool = False,
                     **options: Any) -> FilesReport:

@@ -29,7 +29,8 @@ from ..limits import CHUNK_SENTENCES  # noqa: F401 (read at each call: sentences
 from ...core.files import CheckedInput, open_input
 from ...core.pieces import PIECE_BYTES, Piece, input_pieces, piece_text, scan_pieces
 
-__all__ = ["KINDS", "piece_bytes", "PieceJob", "ParsedPiece", "Numbering", "open_pieces", "piece_sentences", "parse_piece",
+__all__ = ["KINDS", "piece_bytes", "PieceJob", "ParsedPiece", "Numbering", "open_pieces", "piece_sentences",
+           "parsed_sentences", "text_parsed_sentences", "text_jobs", "parse_piece",
            "write_pieces"]
 
 #: input kinds (``raw``: text, ``lines``: a sentence per line, ``conllu``) -> how they are cut and the bytes a
@@ -111,6 +112,14 @@ def open_pieces(source: Any, kind: str, name: str | None = None, tokenizer: str 
     return inp, jobs
 
 
+def text_jobs(text: str, name: str = "<text>") -> Iterator[PieceJob]:
+    """The piece jobs of a raw text held in memory: the pieces of a file holding it (its
+    :func:`~g2gt.ud.tokenize.text.paragraph_blocks`), each carrying its bytes."""
+    data = text.encode("utf-8")
+    for p in scan_pieces([data], KINDS["raw"][0], KINDS["raw"][1], total=len(data)):
+        yield PieceJob("raw", name, None, p)
+
+
 def piece_sentences(nlp, job: PieceJob) -> Iterable[Sentence]:
     """The unparsed sentences of one piece (see the module docstring)."""
     text = piece_text(job.piece, job.path, job.name)
@@ -128,12 +137,69 @@ def piece_sentences(nlp, job: PieceJob) -> Iterable[Sentence]:
                                    first_line=job.piece.first_line)
     from ..limits import drop_control_characters
 
-    sentences = nlp.text_sentences(drop_control_characters(text, job.name))
+    sentences = _segment_block(nlp, drop_control_characters(text, job.name))
     if job.piece.index and sentences:
         sentences[0].rows.metadata.pop("newdoc", None)  # one document: only its first sentence opens it
     for s in sentences:
         s.rows.metadata["sent_id"] = _PLACEHOLDER
     return sentences
+
+
+def parsed_sentences(nlp, job: PieceJob, options: dict, stats: dict | None = None) -> Iterator[Sentence]:
+    """The parsed sentences of one piece (raw text: with placeholder ids), as :func:`parse_piece` makes them.
+
+    Args:
+        nlp: the :class:`~g2gt.ud.pipeline.Pipeline`.
+        job: the piece.
+        options: ``Pipeline.__call__``'s keyword arguments.
+        stats: a dict that ``sentences`` / ``words`` counts are added to (``None``: no counts).
+
+    Returns:
+        An iterator over the parsed sentences, in order.
+    """
+    sentences = piece_sentences(nlp, job)
+    if options.get("use_input_graph"):  # the first bad input tree in input order is the one reported
+        from ..parse.decode import check_input_trees
+
+        sentences = list(sentences)
+        check_input_trees(sentences)
+    return nlp.stream(sentences, CHUNK_SENTENCES, stats, **options)
+
+
+def text_parsed_sentences(nlp, text: str, options: dict, stats: dict | None = None) -> Iterator[Sentence]:
+    """The parsed sentences of a raw text held in memory, numbered ``s1, s2 ...``, parsed piece by piece as
+    ``g2gt parse --raw FILE`` parses the file holding it (its pieces are the text's
+    :func:`~g2gt.ud.tokenize.text.paragraph_blocks`): ``--text`` and ``--format json`` give the sentences of the
+    CoNLL-U output.
+
+    Args:
+        nlp: the :class:`~g2gt.ud.pipeline.Pipeline`.
+        text: the raw text (control characters already dropped, as the offsets of ``--format json`` need).
+        options: ``Pipeline.__call__``'s keyword arguments.
+        stats: a dict that ``sentences`` / ``words`` counts are added to (``None``: no counts).
+
+    Yields:
+        The parsed sentences, in order.
+    """
+    from ..tokenize.text import paragraph_blocks
+
+    k = 0
+    for i, block in enumerate(paragraph_blocks(text) if nlp.learned_tokenizer else [text]):
+        sentences = _segment_block(nlp, block)
+        if i and sentences:
+            sentences[0].rows.metadata.pop("newdoc", None)
+        for s in sentences:
+            k += 1
+            s.rows.metadata["sent_id"] = f"s{k}"
+        yield from nlp.stream(sentences, CHUNK_SENTENCES, stats, **options)
+
+
+def _segment_block(nlp, text: str) -> list[Sentence]:
+    """The sentences of one piece of a text (a learned tokenizer segments it as one block: it is one of the
+    text's :func:`~g2gt.ud.tokenize.text.paragraph_blocks` already)."""
+    if nlp.learned_tokenizer:
+        return nlp.tokenize.segment(text, sent_id_prefix="s", first_id=1) if text.strip() else []
+    return nlp.text_sentences(text)
 
 
 def parse_piece(nlp, job: PieceJob, options: dict) -> ParsedPiece:
@@ -148,13 +214,7 @@ def parse_piece(nlp, job: PieceJob, options: dict) -> ParsedPiece:
         The :class:`ParsedPiece`.
     """
     stats = {"sentences": 0, "words": 0}
-    sentences = piece_sentences(nlp, job)
-    if options.get("use_input_graph"):  # the first bad input tree in input order is the one reported
-        from ..parse.decode import check_input_trees
-
-        sentences = list(sentences)
-        check_input_trees(sentences)
-    parsed = nlp.stream(sentences, CHUNK_SENTENCES, stats, **options)
+    parsed = parsed_sentences(nlp, job, options, stats)
     return ParsedPiece("".join(s.serialize() for s in parsed), stats["sentences"], stats["words"])
 
 
