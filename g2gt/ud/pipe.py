@@ -49,13 +49,24 @@ def input_words(x: Any) -> int:
 
 
 def text_groups(items: Iterable, group_words: int = GROUP_WORDS) -> Iterator[list]:
-    """Consecutive items of ``items`` in lists of about ``group_words`` estimated words (at least one item)."""
+    """Consecutive items of ``items`` in lists of about ``group_words`` estimated words (at least one item).
+
+    When ``items`` is a sequence (its size known), the groups of its last ``2 * group_words`` words get smaller
+    (half of what is left, at least ``group_words // 8``, as the last pieces of a file,
+    :func:`g2gt.core.pieces.piece_target`), so that worker processes sharing them finish together."""
+    remaining = sum(input_words(x) for x in items) if isinstance(items, Sequence) else None
     group: list = []
     size = 0
     for x in items:
+        if not group:  # a new group: its size, from what is left
+            target = group_words if remaining is None else max(1, group_words // 8,
+                                                               min(group_words, remaining // 2))
         group.append(x)
-        size += input_words(x)
-        if size >= group_words:
+        n = input_words(x)
+        size += n
+        if remaining is not None:
+            remaining -= n
+        if size >= target:
             yield group
             group, size = [], 0
     if group:

@@ -79,9 +79,12 @@ def test_pipe_batches_sentences_across_texts_and_keeps_the_order():
 def test_pipe_groups_texts_by_words():
     from g2gt.ud.pipe import text_groups
 
-    groups = list(text_groups(["x" * 50] * 7, group_words=25))  # 10 estimated words each
+    groups = list(text_groups(iter(["x" * 50] * 7), group_words=25))  # 10 estimated words each, size unknown
     assert [len(g) for g in groups] == [3, 3, 1]
-    assert [len(g) for g in text_groups(["x" * 500, "y"], group_words=25)] == [1, 1]  # a big one goes alone
+    assert [len(g) for g in text_groups(iter(["x" * 500, "y"]), group_words=25)] == [1, 1]  # a big one goes alone
+    texts = ["x" * 50] * 40  # a list: 400 words, the groups of its last 50 get smaller
+    sizes = [len(g) for g in text_groups(texts, group_words=25)]
+    assert sum(sizes) == 40 and sizes[:8] == [3] * 8 and sizes[-3:] == [2, 1, 1]
 
 
 def test_pipe_n_process_needs_a_loaded_pipeline():
