@@ -349,20 +349,12 @@ class CheckedInput:
                 parts_text.append(line)
             out = "".join(parts_text)
         else:
-            f, close = self._binary()
-            try:
-                parts, size = [], 0
-                while True:
-                    chunk = self._read(f, 0)
-                    if not chunk:
-                        break
-                    size += len(chunk)
-                    if limit and size > limit:
-                        raise self.error(self.name, 0, _too_large(limit))
-                    parts.append(chunk)
-            finally:
-                if close:
-                    f.close()
+            parts, size = [], 0
+            for chunk in self.blocks():
+                size += len(chunk)
+                if limit and size > limit:
+                    raise self.error(self.name, 0, _too_large(limit))
+                parts.append(chunk)
             try:
                 out = b"".join(parts).decode("utf-8")
             except UnicodeDecodeError:

@@ -472,28 +472,6 @@ class ParallelPipeline:
         return report
 
 
-def read_input(source, kind: str, name: str | None = None,
-               text_sentences: Callable[[str], Iterable] | None = None) -> Iterable:
-    """The unparsed sentences of an input, as the ``g2gt parse`` modes read it: ``conllu`` (streamed and
-    checked, ``FILE:LINE`` errors), ``lines`` (one sentence per line, rule tokenizer) or ``raw`` (the whole
-    text, segmented by ``text_sentences``)."""
-    from ..io import iter_conllu
-    from ...core.files import iter_lines, read_text
-
-    if kind == "conllu":
-        return iter_conllu(source, name=name)
-    if kind == "lines":
-        from ..tokenize.text import iter_line_sentences
-
-        label = name or ("<stdin>" if source == "-" else str(source))
-        return iter_line_sentences(iter_lines(source, name), label, "rule")
-    if kind == "raw":
-        if text_sentences is None:
-            raise ValueError("kind='raw' needs text_sentences")
-        return text_sentences(read_text(source, name))
-    raise ValueError(f"kind must be conllu, raw or lines, got {kind!r}")
-
-
 def _progress_bar(enabled: bool):
     if not enabled:
         return None

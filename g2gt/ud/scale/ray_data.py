@@ -79,35 +79,23 @@ class PipelineActor:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
         n = len(next(iter(batch.values())))
-        if "piece" in batch:
-            return self._pieces(batch, n)
-        texts, docs = batch.get("text"), batch.get("conllu")
-        names = batch.get("path")
+        if "piece" in batch:  # pieces of files (parse_files); a row of a file that failed to read is skipped
+            def one(i: int) -> tuple[str, int, int]:
+                if batch["fail"][i]:
+                    return "", 0, 0
+                row = {k: batch[k][i] for k in ("piece", "kind", "index", "offset", "first_line", "tokenizer")}
+                return self.parse_piece(row, str(batch["path"][i]))
+        else:  # documents (parse_dataset)
+            texts, docs, names = batch.get("text"), batch.get("conllu"), batch.get("path")
+
+            def one(i: int) -> tuple[str, int, int]:
+                return self.parse_document(_value(texts, i), _value(docs, i), _value(names, i) or f"<row {i}>")
         parsed, errors, sents, words = [], [], [], []
         for i in range(n):
-            text = _value(texts, i)
-            doc = _value(docs, i)
-            name = _value(names, i) or f"<row {i}>"
             try:
-                out, ns, nw = self.parse_document(text, doc, name)
+                out, ns, nw = one(i)
                 err = ""
-            except ValueError as e:  # a malformed document fails alone
-                out, ns, nw, err = "", 0, 0, str(e)
-            parsed.append(out)
-            errors.append(err)
-            sents.append(ns)
-            words.append(nw)
-        return {**batch, "parsed": parsed, "error": errors, "sentences": sents, "words": words}
-
-
-    def _pieces(self, batch: dict[str, Any], n: int) -> dict[str, Any]:
-        parsed, errors, sents, words = [], [], [], []
-        for i in range(n):
-            row = {k: batch[k][i] for k in ("piece", "kind", "index", "offset", "first_line", "tokenizer")}
-            try:
-                out, ns, nw = self.parse_piece(row, str(batch["path"][i])) if not batch["fail"][i] else ("", 0, 0)
-                err = ""
-            except ValueError as e:  # a malformed file fails alone
+            except ValueError as e:  # a malformed document or file fails alone
                 out, ns, nw, err = "", 0, 0, str(e)
             parsed.append(out)
             errors.append(err)
