@@ -148,7 +148,7 @@ def _configure_enhance(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default="auto",
                    help="the enhancer's precision: bfloat16 (fast on CPUs with AMX and on GPUs) or float32 (the "
                         "weights as trained); default auto: bfloat16 where it is fast, else float32")
-    add_common_options(p, batch_tokens=3000)
+    add_common_options(p)
     add_workers_option(p)
     p.set_defaults(func=run_enhance)
 
@@ -158,6 +158,7 @@ def run_enhance(args: argparse.Namespace) -> int:
     check_output_path(args.output, "-o", inputs=(args.input,), in_place=args.in_place)
     device = apply_runtime(args)
     from ..core.output import open_output
+    from ..core.batch import inference_batch_tokens
     from ..ud.enhance.enhancer import Enhancer, copy_basic, enhance_stream
     from ..ud.io.conllu import iter_conllu, write_conllu
 
@@ -165,7 +166,7 @@ def run_enhance(args: argparse.Namespace) -> int:
     # with the input; a broken tree fails before its chunk's work, and the atomic output then leaves no file
     sents = iter_conllu(sys.stdin if args.input == "-" else args.input,
                         **({"name": "<stdin>"} if args.input == "-" else {}))
-    batch_tokens = args.batch_tokens or signature_default(Enhancer.enhance, "batch_tokens")
+    batch_tokens = inference_batch_tokens(device, args.batch_tokens)  # one number for one process and workers
     stats = {"sentences": 0, "words": 0}
     t0 = time.time()
     if args.copy_basic:

@@ -30,11 +30,20 @@ from torch import Tensor
 from .graph import ChainChannel, Graph, relative_position_labels
 
 __all__ = ["GraphBatch", "collate", "compact_dtype", "token_budget_batches", "inference_batch_tokens",
-           "CPU_BATCH_TOKENS", "BucketBatchSampler", "pad_sequences", "shard"]
+           "CPU_BATCH_TOKENS", "CPU_MAX_BATCH_TOKENS", "CUDA_MIN_BATCH_TOKENS", "BucketBatchSampler", "pad_sequences",
+           "shard"]
 
-#: padded tokens per inference batch (the parser's and the enhancer's) on the CPU and on devices but CUDA
-CPU_BATCH_TOKENS = 3000
-#: on CUDA, padded tokens per GiB of device memory, the result kept between :data:`CPU_BATCH_TOKENS` and
+#: padded tokens per inference batch (the parser's and the enhancer's) and per CPU thread, on the CPU and on devices
+#: but CUDA, at most :data:`CPU_MAX_BATCH_TOKENS`. One thread parses as many words/s with 1000 as with 3000 padded
+#: words a batch, and a smaller batch's tensors leave smaller holes in the host heap, so the peak memory of a long
+#: run stays where a short run's is (docs/benchmarks.md, "Memory over a corpus"); more threads need more words
+#: a batch to share (two threads: 13-17% more words/s with 3000 than with 1000)
+CPU_BATCH_TOKENS = 1000
+#: the CPU's largest default batch, whatever the thread count
+CPU_MAX_BATCH_TOKENS = 3000
+#: the smallest CUDA budget, for a GPU of up to 6 GiB
+CUDA_MIN_BATCH_TOKENS = 3000
+#: on CUDA, padded tokens per GiB of device memory, the result kept between :data:`CUDA_MIN_BATCH_TOKENS` and
 #: ``CUDA_MAX_BATCH_TOKENS``: 8192 on a 16 GiB GPU, 12288 on 24 GiB, the cap from 32 GiB on. A batch's memory grows
 #: with its node pairs (at most ``256 * batch_tokens``, :func:`g2gt.ud.parse.batching.length_batches`), which
 #: this keeps far below the device's memory; larger batches mean fewer launches and host round trips per word.
@@ -241,9 +250,10 @@ def _pad_feature(vals: list, n: int) -> Tensor | None:
 
 def inference_batch_tokens(device: str | torch.device, batch_tokens: int | None = None) -> int:
     """The padded-token budget of an inference batch on ``device``: ``batch_tokens`` when given, else the
-    device's default, THE one place the defaults live: :data:`CPU_BATCH_TOKENS` (3000) on the CPU (and on
-    any device but CUDA), on CUDA ``CUDA_TOKENS_PER_GIB * memory_GiB`` clamped to
-    ``[CPU_BATCH_TOKENS, CUDA_MAX_BATCH_TOKENS]`` (3000..16384).
+    device's default, THE one place the defaults live: on the CPU (and on any device but CUDA)
+    :data:`CPU_BATCH_TOKENS` (1000) per torch thread of the calling thread, at most :data:`CPU_MAX_BATCH_TOKENS`
+    (3000); on CUDA ``CUDA_TOKENS_PER_GIB * memory_GiB`` clamped to
+    ``[CUDA_MIN_BATCH_TOKENS, CUDA_MAX_BATCH_TOKENS]`` (3000..16384).
 
     Args:
         device: where the model runs (``"cpu"``, ``"cuda:1"``, a ``torch.device``).
@@ -256,10 +266,10 @@ def inference_batch_tokens(device: str | torch.device, batch_tokens: int | None 
         return int(batch_tokens)
     dev = torch.device(device)
     if dev.type != "cuda":
-        return CPU_BATCH_TOKENS
+        return min(CPU_MAX_BATCH_TOKENS, CPU_BATCH_TOKENS * max(1, torch.get_num_threads()))
     index = torch.cuda.current_device() if dev.index is None else dev.index
     gib = torch.cuda.get_device_properties(index).total_memory / 2**30
-    return int(min(CUDA_MAX_BATCH_TOKENS, max(CPU_BATCH_TOKENS, CUDA_TOKENS_PER_GIB * gib)))
+    return int(min(CUDA_MAX_BATCH_TOKENS, max(CUDA_MIN_BATCH_TOKENS, CUDA_TOKENS_PER_GIB * gib)))
 
 
 def token_budget_batches(

@@ -48,7 +48,7 @@ def test_enhance_changes_only_deps_and_writes_a_valid_file(files, tmp_path):
     from g2gt.ud.evaluate import validate_file
 
     assert validate_file(out, lang="en", level=2) == []
-    lib = Enhancer.load(files / "model").enhance(read_conllu(EWT_SAMPLE_DEV), batch_tokens=3000)
+    lib = Enhancer.load(files / "model").enhance(read_conllu(EWT_SAMPLE_DEV))
     assert [[w["deps"] for w in s.words] for s in pred] == [[w["deps"] for w in s.words] for s in lib]  # the library's
 
 
@@ -118,5 +118,5 @@ def test_enhance_dtype_is_the_libraries(files, tmp_path, dtype):
     from g2gt.ud.enhance import Enhancer
     from g2gt.ud.io.conllu import to_conllu_string
 
-    lib = Enhancer.load(files / "model", "cpu", dtype).enhance(read_conllu(EWT_SAMPLE_DEV), batch_tokens=3000)
+    lib = Enhancer.load(files / "model", "cpu", dtype).enhance(read_conllu(EWT_SAMPLE_DEV))
     assert out.read_text(encoding="utf-8") == to_conllu_string(lib)

@@ -46,6 +46,30 @@ def test_label_scorer_matches_formula():
                 assert torch.allclose(s[b, i, r], ref)
 
 
+def test_label_scorer_row_blocks_on_cpu_match_the_formula(monkeypatch):
+    """On the CPU the [N, L * r] intermediate is made in row blocks: blocks of 1, 2 and 3 rows (N = 10, not a
+    multiple of 3) give the float64 formula for every row, gradients included."""
+    import g2gt.nn.heads as heads
+
+    m = BiaffineLabelScorer(6, num_labels=3, label_dim=4, dropout=0.0).double()
+    _randomize(m)
+    x = torch.randn(2, 5, 6, dtype=torch.float64)
+    heads_ = torch.randint(0, 5, (2, 5))
+    whole = m(x, heads_)
+    d, h = m.dep(x), m.head(x)
+    ref = torch.stack([torch.stack([torch.stack([d[b, i] @ m.U[r] @ h[b, heads_[b, i]] for r in range(3)])
+                                    for i in range(5)]) for b in range(2)])
+    ref = ref + m.W(torch.cat([d, h.gather(1, heads_[..., None].expand(-1, -1, 4))], -1))
+    assert torch.allclose(whole, ref)
+    g_whole = torch.autograd.grad(whole.square().sum(), m.U)[0]
+    for rows in (1, 2, 3):
+        monkeypatch.setattr(heads, "CPU_CHUNK_ELEMENTS", rows * 3 * 4)
+        out = m(x, heads_)
+        assert torch.allclose(out, ref)
+        assert torch.allclose(torch.autograd.grad(out.square().sum(), m.U)[0], g_whole)
+    assert m(x[:, :0], heads_[:, :0]).shape == (2, 0, 3)
+
+
 def test_char_encoder_ignores_padding_columns():
     enc = CharCNNWordEncoder(20, 7, char_dim=5, filters=9, kernel=3).eval()
     chars = torch.tensor([[3, 4, 5, 0], [6, 0, 0, 0]])

@@ -157,10 +157,14 @@ class EnhanceRecipe:
         return handle
 
 
-def enhance_parallel(model: str, sentences: list, workers: int, device: str = "cpu", batch_tokens: int = 3000,
+def enhance_parallel(model: str, sentences: list, workers: int, device: str = "cpu", batch_tokens: int | None = None,
                      progress: bool = False, stats: dict | None = None, dtype: str = "auto") -> Iterator[str]:
     """``Enhancer.load(model, device, dtype).enhance(sentences, batch_tokens)`` with ``workers`` processes, as
-    CoNLL-U texts in input order and the same bytes (one job per run of the enhancer's own batches)."""
+    CoNLL-U texts in input order and the same bytes (one job per run of the enhancer's own batches).
+    ``batch_tokens``: ``None`` is the device's default (:func:`g2gt.core.batch.inference_batch_tokens`)."""
+    from ...core.batch import inference_batch_tokens
+
+    batch_tokens = inference_batch_tokens(device, batch_tokens)
     with ProcessPool(EnhanceRecipe(str(model), str(device), dtype=str(dtype)), workers, preload=("torch",)) as pool:
         yield from map_batch_runs(pool, sentences, None,
                                   lambda part: job_plan([len(s.forms) + 1 for s in part], batch_tokens, parse=False),

@@ -78,10 +78,13 @@ def test_to_host_copies_once_and_gives_plain_python_values(monkeypatch) -> None:
     assert all(type(s) is list for s in host.heads + host.deprels + host.upos + host.tags["xpos"])
 
 
-def test_the_batch_budget_is_the_cpu_default_off_cuda() -> None:
-    assert CPU_BATCH_TOKENS == 3000
-    assert inference_batch_tokens("cpu") == CPU_BATCH_TOKENS == inference_batch_tokens(torch.device("cpu"))
-    assert inference_batch_tokens("meta") == CPU_BATCH_TOKENS
+@pytest.mark.parametrize("threads,tokens", [(1, 1000), (2, 2000), (3, 3000), (8, 3000)])
+def test_the_batch_budget_off_cuda_grows_with_the_threads(threads, tokens, monkeypatch) -> None:
+    """1000 padded words per torch thread, at most 3000."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    assert (CPU_BATCH_TOKENS, core_batch.CPU_MAX_BATCH_TOKENS) == (1000, 3000)
+    assert inference_batch_tokens("cpu") == tokens == inference_batch_tokens(torch.device("cpu"))
+    assert inference_batch_tokens("meta") == tokens
     assert inference_batch_tokens("cpu", 1234) == 1234
     assert inference_batch_tokens("cuda", 777) == 777  # given: no device query
 
@@ -99,4 +102,4 @@ def test_the_batch_budget_on_cuda_grows_with_its_memory(gib, tokens, monkeypatch
     assert inference_batch_tokens("cuda:1") == tokens
     assert inference_batch_tokens("cuda") == tokens
     assert asked == [1, 0]
-    assert core_batch.CPU_BATCH_TOKENS <= tokens <= core_batch.CUDA_MAX_BATCH_TOKENS
+    assert core_batch.CUDA_MIN_BATCH_TOKENS <= tokens <= core_batch.CUDA_MAX_BATCH_TOKENS
