@@ -34,8 +34,10 @@ __all__ = ["KINDS", "piece_bytes", "PieceJob", "ParsedPiece", "Numbering", "open
            "write_pieces"]
 
 #: input kinds (``raw``: text, ``lines``: a sentence per line, ``conllu``) -> how they are cut and the bytes a
-#: piece holds at least: about 11,000 words each (a CoNLL-U line holds one word)
-KINDS = {"raw": ("paragraph", PIECE_BYTES), "lines": ("line", PIECE_BYTES), "conllu": ("paragraph", 16 * PIECE_BYTES)}
+#: piece holds at least: about 11,000 words of text, 8,000 of CoNLL-U (a line per word; 512 KiB: a piece's
+#: sentences, with every column, are most of a process's Python objects, and with 1 MiB pieces the peak memory of a
+#: long input rose 1.09x where it rises 1.06x now, at the same words/s: docs/benchmarks.md, "Memory over a corpus")
+KINDS = {"raw": ("paragraph", PIECE_BYTES), "lines": ("line", PIECE_BYTES), "conllu": ("paragraph", 8 * PIECE_BYTES)}
 #: pieces on a GPU are this many times larger: its batches are larger (``batch_tokens`` scales with the device) and a
 #: call's fixed cost weighs more
 GPU_PIECE_SCALE = 16
