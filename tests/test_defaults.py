@@ -126,11 +126,9 @@ def test_parse_command_defaults_are_the_parsers():
     assert cli["treebank"] is parse["treebank"] is None
     assert cli["model"] == load["name_or_path"] and cli["dtype"] == load["dtype"]
     assert cli["batch_tokens"] is None is parse["batch_tokens"]  # None: the device's default, in one place
-    import torch
+    from g2gt.core.batch import CPU_BATCH_TOKENS, inference_batch_tokens
 
-    from g2gt.core.batch import CPU_BATCH_TOKENS, CPU_MAX_BATCH_TOKENS, inference_batch_tokens
-
-    assert inference_batch_tokens("cpu") == min(CPU_MAX_BATCH_TOKENS, CPU_BATCH_TOKENS * torch.get_num_threads())
+    assert inference_batch_tokens("cpu") == CPU_BATCH_TOKENS == 1000
 
 
 RECIPES = [("g2gt.ud.parse.config", "PARSER_TRAIN"), ("g2gt.ud.enhance.config", "ENHANCER_TRAIN"),

@@ -30,17 +30,14 @@ from torch import Tensor
 from .graph import ChainChannel, Graph, relative_position_labels
 
 __all__ = ["GraphBatch", "collate", "compact_dtype", "token_budget_batches", "inference_batch_tokens",
-           "CPU_BATCH_TOKENS", "CPU_MAX_BATCH_TOKENS", "CUDA_MIN_BATCH_TOKENS", "BucketBatchSampler", "pad_sequences",
-           "shard"]
+           "CPU_BATCH_TOKENS", "CUDA_MIN_BATCH_TOKENS", "BucketBatchSampler", "pad_sequences", "shard"]
 
-#: padded tokens per inference batch (the parser's and the enhancer's) and per CPU thread, on the CPU and on devices
-#: but CUDA, at most :data:`CPU_MAX_BATCH_TOKENS`. One thread parses as many words/s with 1000 as with 3000 padded
-#: words a batch, and a smaller batch's tensors leave smaller holes in the host heap, so the peak memory of a long
-#: run stays where a short run's is (docs/benchmarks.md, "Memory over a corpus"); more threads need more words
-#: a batch to share (two threads: 13-17% more words/s with 3000 than with 1000)
+#: padded tokens per inference batch (the parser's and the enhancer's) on the CPU and on devices but CUDA. One
+#: thread parses as many words/s with 1000 as with 3000 padded words a batch, and a smaller batch's tensors leave
+#: smaller holes in the host heap, so the peak memory of a long run stays where a short run's is
+#: (docs/benchmarks.md, "Memory over a corpus"). The same for any thread count, so that the output does not depend
+#: on it (a batch's composition can move a last bit); with many threads ``batch_tokens=3000`` can be faster.
 CPU_BATCH_TOKENS = 1000
-#: the CPU's largest default batch, whatever the thread count
-CPU_MAX_BATCH_TOKENS = 3000
 #: the smallest CUDA budget, for a GPU of up to 6 GiB
 CUDA_MIN_BATCH_TOKENS = 3000
 #: on CUDA, padded tokens per GiB of device memory, the result kept between :data:`CUDA_MIN_BATCH_TOKENS` and
@@ -250,9 +247,8 @@ def _pad_feature(vals: list, n: int) -> Tensor | None:
 
 def inference_batch_tokens(device: str | torch.device, batch_tokens: int | None = None) -> int:
     """The padded-token budget of an inference batch on ``device``: ``batch_tokens`` when given, else the
-    device's default, THE one place the defaults live: on the CPU (and on any device but CUDA)
-    :data:`CPU_BATCH_TOKENS` (1000) per torch thread of the calling thread, at most :data:`CPU_MAX_BATCH_TOKENS`
-    (3000); on CUDA ``CUDA_TOKENS_PER_GIB * memory_GiB`` clamped to
+    device's default, THE one place the defaults live: :data:`CPU_BATCH_TOKENS` (1000) on the CPU (and on
+    any device but CUDA, whatever the thread count), on CUDA ``CUDA_TOKENS_PER_GIB * memory_GiB`` clamped to
     ``[CUDA_MIN_BATCH_TOKENS, CUDA_MAX_BATCH_TOKENS]`` (3000..16384).
 
     Args:
@@ -266,7 +262,7 @@ def inference_batch_tokens(device: str | torch.device, batch_tokens: int | None 
         return int(batch_tokens)
     dev = torch.device(device)
     if dev.type != "cuda":
-        return min(CPU_MAX_BATCH_TOKENS, CPU_BATCH_TOKENS * max(1, torch.get_num_threads()))
+        return CPU_BATCH_TOKENS
     index = torch.cuda.current_device() if dev.index is None else dev.index
     gib = torch.cuda.get_device_properties(index).total_memory / 2**30
     return int(min(CUDA_MAX_BATCH_TOKENS, max(CUDA_MIN_BATCH_TOKENS, CUDA_TOKENS_PER_GIB * gib)))

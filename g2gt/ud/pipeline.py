@@ -52,9 +52,8 @@ __all__ = ["Pipeline", "RuleTokenizer", "TOKENIZERS", "BATCH_TOKENS", "CHUNK_SEN
 
 #: what ``Pipeline.load(tokenizer=...)`` takes
 TOKENIZERS = ("auto", "model", "rule", "stanza")
-#: padded words per model batch and CPU thread (the parser's and the enhancer's; at most 3000 a batch), unless
-#: ``batch_tokens`` says otherwise; on a GPU the default grows with its memory
-#: (:func:`g2gt.core.batch.inference_batch_tokens`)
+#: padded words per model batch on the CPU (the parser's and the enhancer's), unless ``batch_tokens`` says otherwise;
+#: on a GPU the default grows with its memory (:func:`g2gt.core.batch.inference_batch_tokens`)
 BATCH_TOKENS = CPU_BATCH_TOKENS
 
 
@@ -385,8 +384,7 @@ class Pipeline(StageList):
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
             use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
             batch_tokens: padded words per model batch (``None``: the stage's device's default,
-                :func:`g2gt.core.batch.inference_batch_tokens`: :data:`BATCH_TOKENS` per CPU thread up to 3000, more
-                on a GPU).
+                :func:`g2gt.core.batch.inference_batch_tokens`: :data:`BATCH_TOKENS` on the CPU, more on a GPU).
             progress: show a progress bar.
             treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
                 :attr:`~g2gt.ud.parse.Parser.treebank`).
@@ -439,8 +437,7 @@ class Pipeline(StageList):
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective) tree decoding.
             use_input_graph: the sentences' own HEAD / DEPREL are the parser's iteration 0 graph.
             batch_tokens: padded words per model batch (``None``: the stage's device's default,
-                :func:`g2gt.core.batch.inference_batch_tokens`: :data:`BATCH_TOKENS` per CPU thread up to 3000, more
-                on a GPU).
+                :func:`g2gt.core.batch.inference_batch_tokens`: :data:`BATCH_TOKENS` on the CPU, more on a GPU).
             progress: show a progress bar.
             treebank: for a parser trained on several treebanks, whose conventions to follow (``None``: the parser's
                 :attr:`~g2gt.ud.parse.Parser.treebank`).
@@ -491,8 +488,7 @@ class Pipeline(StageList):
         Args:
             texts: raw texts, or anything :meth:`__call__` takes.
             batch_tokens: padded words per model batch (``None``: the stage's device's default,
-                :func:`g2gt.core.batch.inference_batch_tokens`: :data:`BATCH_TOKENS` per CPU thread up to 3000, more
-                on a GPU).
+                :func:`g2gt.core.batch.inference_batch_tokens`: :data:`BATCH_TOKENS` on the CPU, more on a GPU).
             n_process: worker processes (``1``: this one).
             **options: :meth:`__call__`'s keyword arguments.
 

@@ -200,7 +200,7 @@ class Enhancer:
         Args:
             sentences: parsed sentences (:class:`Sentence`).
             batch_tokens: padded words per batch (``None``: the device's default,
-                :func:`g2gt.core.batch.inference_batch_tokens`: 1000 per CPU thread up to 3000, more on a GPU).
+                :func:`g2gt.core.batch.inference_batch_tokens`: 1000 on the CPU, more on a GPU).
             progress: show a progress bar.
             check: verify each basic tree first (:class:`CoNLLUError` with ``FILE:LINE`` otherwise).
 
@@ -298,7 +298,7 @@ class Enhancer:
         Args:
             sentences: parsed sentences (:class:`Sentence`).
             batch_tokens: padded words per batch (``None``: the device's default,
-                :func:`g2gt.core.batch.inference_batch_tokens`: 1000 per CPU thread up to 3000, more on a GPU).
+                :func:`g2gt.core.batch.inference_batch_tokens`: 1000 on the CPU, more on a GPU).
             progress: show a progress bar.
 
         Returns:

@@ -101,7 +101,7 @@ def decode_sentences(model: ParserModel, vocab: ParserVocab, sentences: Sequence
     ``use_input_graph``: the sentences' own HEAD / DEPREL columns are iteration 0's graph; they must
     form one single-rooted tree per sentence, else a :class:`ValueError` naming ``file:line``.
     ``batch_tokens``: padded nodes per batch (None: the model's device's default,
-    :func:`g2gt.core.batch.inference_batch_tokens`: 1000 per CPU thread up to 3000, more on a GPU). ``treebank``: the
+    :func:`g2gt.core.batch.inference_batch_tokens`: 1000 on the CPU, more on a GPU). ``treebank``: the
     treebank whose conventions to follow (an index into ``model.config.treebanks``; 0 = the default).
     ``lemmatizer``: a character lemmatizer (:class:`g2gt.ud.lemma.CharLemmatizer`) that writes the lemma of
     each word where :func:`g2gt.ud.lemma.needs_fallback` says so (its answer None keeps the edit script's

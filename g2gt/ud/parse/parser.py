@@ -198,7 +198,7 @@ class Parser:
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
             use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
             batch_tokens: padded nodes per batch (``None``: the device's default,
-                :func:`g2gt.core.batch.inference_batch_tokens`: 1000 per CPU thread up to 3000, more on a GPU).
+                :func:`g2gt.core.batch.inference_batch_tokens`: 1000 on the CPU, more on a GPU).
             progress: show a progress bar.
             record_iterations: keep every iteration's trees (:attr:`SentenceParse.iterations`).
             treebank: for this call instead of :attr:`treebank` (``None``: :attr:`treebank`).
@@ -232,7 +232,7 @@ class Parser:
             algorithm: ``"mst"`` (non-projective, default) or ``"eisner"`` (projective).
             use_input_graph: the sentences' own HEAD / DEPREL are iteration 0's graph.
             batch_tokens: padded nodes per batch (``None``: the device's default,
-                :func:`g2gt.core.batch.inference_batch_tokens`: 1000 per CPU thread up to 3000, more on a GPU).
+                :func:`g2gt.core.batch.inference_batch_tokens`: 1000 on the CPU, more on a GPU).
             progress: show a progress bar.
             keep: input columns to keep instead of predicting them, among ``upos``, ``xpos``, ``feats``, ``lemma``,
                 ``deps`` (default: none).

@@ -78,13 +78,13 @@ def test_to_host_copies_once_and_gives_plain_python_values(monkeypatch) -> None:
     assert all(type(s) is list for s in host.heads + host.deprels + host.upos + host.tags["xpos"])
 
 
-@pytest.mark.parametrize("threads,tokens", [(1, 1000), (2, 2000), (3, 3000), (8, 3000)])
-def test_the_batch_budget_off_cuda_grows_with_the_threads(threads, tokens, monkeypatch) -> None:
-    """1000 padded words per torch thread, at most 3000."""
+@pytest.mark.parametrize("threads", [1, 2, 8])
+def test_the_batch_budget_off_cuda_is_the_cpu_default_whatever_the_threads(threads, monkeypatch) -> None:
+    """1000 padded words, for any thread count (so that the output does not depend on it)."""
     monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
-    assert (CPU_BATCH_TOKENS, core_batch.CPU_MAX_BATCH_TOKENS) == (1000, 3000)
-    assert inference_batch_tokens("cpu") == tokens == inference_batch_tokens(torch.device("cpu"))
-    assert inference_batch_tokens("meta") == tokens
+    assert CPU_BATCH_TOKENS == 1000
+    assert inference_batch_tokens("cpu") == CPU_BATCH_TOKENS == inference_batch_tokens(torch.device("cpu"))
+    assert inference_batch_tokens("meta") == CPU_BATCH_TOKENS
     assert inference_batch_tokens("cpu", 1234) == 1234
     assert inference_batch_tokens("cuda", 777) == 777  # given: no device query
 
